@@ -1,0 +1,53 @@
+# falco: the two front-door commands are `make run` and `make test`.
+# Both install what is missing first (scripts/bootstrap).
+REBAR ?= rebar3
+EBIN := _build/default/lib/falco/ebin
+export ERL_EPMD_ADDRESS := 127.0.0.1
+
+.PHONY: all compile run test lint xref dialyzer eunit ct cover bench bench-smoke \
+        bootstrap bootstrap-run clean
+
+all: compile
+
+bootstrap:
+	@scripts/bootstrap
+
+bootstrap-run:
+	@scripts/bootstrap --run
+
+compile: bootstrap-run
+	@$(REBAR) compile
+
+## make run: build and start the example server on http://127.0.0.1:8080
+run: compile
+	@mkdir -p _build/examples
+	@erlc -o _build/examples -pa $(EBIN) examples/falco_example.erl
+	@exec erl +Bd -noshell -pa $(EBIN) _build/examples -eval 'falco_example:main()'
+
+## make test: lint (warnings as errors, xref, Dialyzer), then every test,
+## then line coverage of src/ (at least 90 %), then the bench smoke run.
+test: bootstrap lint tests cover bench-smoke
+
+lint: compile xref dialyzer
+
+xref:
+	@$(REBAR) xref
+
+dialyzer:
+	@$(REBAR) dialyzer
+
+tests:
+	@$(REBAR) do eunit --cover, ct --cover
+
+cover:
+	@$(REBAR) cover --verbose --min_coverage 90
+
+bench:
+	@bench/run $(BENCH_ARGS)
+
+bench-smoke:
+	@if [ -x bench/run ]; then bench/run --smoke; else echo "bench-smoke: bench/run not present yet"; fi
+
+clean:
+	@$(REBAR) clean
+	@rm -rf _build/examples _build/test

@@ -1,0 +1,73 @@
+%% @doc falco's public API: start, stop and inspect listeners.
+%%
+%% ```
+%% {ok, _} = falco:start_listener(my_http, #{port => 8080, handler => my_handler}).
+%% '''
+%% A listener is a supervision tree under falco's application supervisor
+%% (or under yours, through {@link child_spec/2}). Options are validated
+%% when the listener starts; see {@link falco_opts:defaults/0} for every
+%% option and its default, and docs/guide for the handler API.
+-module(falco).
+
+-export([start_listener/2, stop_listener/1, child_spec/2, port/1, connections/1]).
+
+%% @doc Starts a listener named `Name' under falco's supervisor (starting
+%% the falco application if needed).
+-spec start_listener(atom(), map()) -> {ok, pid()} | {error, term()}.
+start_listener(Name, Opts) when is_atom(Name) ->
+    case application:ensure_all_started(falco) of
+        {ok, _} ->
+            case falco_opts:validate(Opts) of
+                {ok, _} ->
+                    case supervisor:start_child(falco_sup, child_spec(Name, Opts)) of
+                        {ok, Pid} -> {ok, Pid};
+                        {error, {already_started, _}} -> {error, already_started};
+                        {error, already_present} -> {error, already_started};
+                        {error, Reason} -> {error, Reason}
+                    end;
+                {error, _} = Error ->
+                    Error
+            end;
+        {error, _} = Error ->
+            Error
+    end;
+start_listener(Name, _Opts) ->
+    {error, {invalid_name, Name}}.
+
+%% @doc Stops a listener started with {@link start_listener/2}, closing its
+%% socket and its connections.
+-spec stop_listener(atom()) -> ok | {error, not_found}.
+stop_listener(Name) ->
+    case supervisor:terminate_child(falco_sup, {falco_listener, Name}) of
+        ok ->
+            _ = supervisor:delete_child(falco_sup, {falco_listener, Name}),
+            _ = ets:delete(falco_listeners, Name),
+            ok;
+        {error, _} ->
+            {error, not_found}
+    end.
+
+%% @doc A child spec to run listener `Name' in your own supervision tree
+%% (the falco application must be started for its clock).
+-spec child_spec(atom(), map()) -> supervisor:child_spec().
+child_spec(Name, Opts) ->
+    #{id => {falco_listener, Name},
+      start => {falco_listener_sup, start_link, [Name, Opts]},
+      type => supervisor,
+      shutdown => infinity}.
+
+%% @doc The port a listener is bound to (useful with `port => 0').
+-spec port(atom()) -> {ok, inet:port_number()} | {error, not_found}.
+port(Name) ->
+    case falco_listener_sup:info(Name) of
+        {ok, Port, _} -> {ok, Port};
+        Error -> Error
+    end.
+
+%% @doc The number of open connections of a listener.
+-spec connections(atom()) -> {ok, non_neg_integer()} | {error, not_found}.
+connections(Name) ->
+    case falco_listener_sup:info(Name) of
+        {ok, _, Counter} -> {ok, counters:get(Counter, 1)};
+        Error -> Error
+    end.

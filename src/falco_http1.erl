@@ -1,0 +1,590 @@
+%% @doc Pure, incremental HTTP/1.1 request-head parser (RFC 9112, RFC 9110).
+%%
+%% Bytes in, `{ok, Request, Rest} | {more, Cont} | {error, Reason}' out: no
+%% sockets, no processes, no exceptions for bad input. Feed more bytes to a
+%% `{more, Cont}' with {@link parse/2}; the work already done is kept in the
+%% continuation, so a head that arrives one byte at a time is never re-scanned.
+%%
+%% It is strict on purpose, because every leniency is a request-smuggling
+%% vector when falco sits behind a proxy:
+%% <ul>
+%% <li>lines end in CRLF only; a bare LF or bare CR is an error (RFC 9112 §2.2);</li>
+%% <li>up to `max_empty_lines' leading empty lines are skipped (RFC 9112 §2.2);</li>
+%% <li>request-line is `method SP request-target SP HTTP-version' with single
+%%     spaces (§3); the method is a token (RFC 9110 §9.1); origin, absolute
+%%     and asterisk forms are accepted (§3.2), authority form (CONNECT) is 501;</li>
+%% <li>HTTP/1.0 and HTTP/1.1 are served, other well-formed versions get 505 and
+%%     malformed ones 400 (§2.3);</li>
+%% <li>field names are tokens; whitespace before the colon (§5.1), obs-fold
+%%     (§5.2), NUL, CR, LF and other controls in values (RFC 9110 §5.5) are 400;</li>
+%% <li>Host: missing on 1.1, repeated or invalid is 400 (§3.2);</li>
+%% <li>Content-Length is digits only; differing repeats are 400 (§6.3);
+%%     Transfer-Encoding with Content-Length, on HTTP/1.0, or without chunked
+%%     last is 400; other codings are 501 (§6.1, §6.3).</li>
+%% </ul>
+%% Framing errors are reported as `{bad_request, Why}' and friends; the
+%% status each maps to lives in {@link falco_errors}.
+-module(falco_http1).
+
+-export([parse/2, parse_more/2, default_limits/0, method/1, field_line/1]).
+
+-export_type([request/0, limits/0, cont/0, reason/0, headers/0, body_framing/0]).
+
+-type headers() :: [{binary(), binary()}].
+-type body_framing() :: none | {length, non_neg_integer()} | chunked.
+-type request() :: #{method := binary(),
+                     target := binary(),
+                     path := binary(),
+                     qs := binary(),
+                     version := {1, 0} | {1, 1},
+                     headers := headers(),
+                     host := binary(),
+                     port := inet:port_number() | undefined,
+                     body := body_framing(),
+                     keep_alive := boolean(),
+                     expect_continue := boolean()}.
+-type limits() :: #{max_request_line := pos_integer(),
+                    max_header_line := pos_integer(),
+                    max_header_block := pos_integer(),
+                    max_header_count := non_neg_integer(),
+                    max_empty_lines := non_neg_integer()}.
+-type reason() :: {bad_request, atom()}
+                | uri_too_long
+                | {header_too_large, line | block | count}
+                | version_not_supported
+                | {not_implemented, atom()}
+                | expectation_failed
+                | content_too_large.
+-opaque cont() :: {request_line, binary(), non_neg_integer(), limits()}
+                | {headers, binary(), head(), limits()}.
+
+%% What is known of a request while its fields are being read.
+-record(head, {method = <<>> :: binary(),
+               target = <<>> :: binary(),
+               path = <<>> :: binary(),
+               qs = <<>> :: binary(),
+               version = {1, 1} :: {1, 0} | {1, 1},
+               abs_authority = undefined :: undefined | {binary(), inet:port_number() | undefined},
+               headers = [] :: headers(),
+               count = 0 :: non_neg_integer(),
+               block = 0 :: non_neg_integer(),
+               host = undefined :: undefined | binary(),
+               content_length = undefined :: undefined | binary(),
+               transfer_encoding = undefined :: undefined | binary(),
+               connection = <<>> :: binary(),
+               expect = undefined :: undefined | binary()}).
+-type head() :: #head{}.
+
+-define(IS_DIGIT(C), (C >= $0 andalso C =< $9)).
+-define(IS_ALPHA(C), ((C >= $a andalso C =< $z) orelse (C >= $A andalso C =< $Z))).
+-define(IS_HEX(C), (?IS_DIGIT(C) orelse (C >= $a andalso C =< $f) orelse (C >= $A andalso C =< $F))).
+%% tchar (RFC 9110 §5.6.2)
+-define(IS_TCHAR(C), (?IS_ALPHA(C) orelse ?IS_DIGIT(C) orelse C =:= $! orelse C =:= $#
+                      orelse C =:= $$ orelse C =:= $% orelse C =:= $& orelse C =:= $'
+                      orelse C =:= $* orelse C =:= $+ orelse C =:= $- orelse C =:= $.
+                      orelse C =:= $^ orelse C =:= $_ orelse C =:= $` orelse C =:= $|
+                      orelse C =:= $~)).
+%% unreserved / sub-delims (RFC 3986 §2.2, §2.3), plus ":" and "@" (pchar)
+-define(IS_PCHAR(C), (?IS_ALPHA(C) orelse ?IS_DIGIT(C) orelse C =:= $- orelse C =:= $.
+                      orelse C =:= $_ orelse C =:= $~ orelse C =:= $! orelse C =:= $$
+                      orelse C =:= $& orelse C =:= $' orelse C =:= $( orelse C =:= $)
+                      orelse C =:= $* orelse C =:= $+ orelse C =:= $, orelse C =:= $;
+                      orelse C =:= $= orelse C =:= $: orelse C =:= $@)).
+%% field-vchar / SP / HTAB (RFC 9110 §5.5): any byte but controls and DEL.
+-define(IS_FIELD_CHAR(C), ((C >= 16#20 andalso C =/= 16#7F) orelse C =:= $\t)).
+
+%% @doc The default limits (bytes and counts).
+-spec default_limits() -> limits().
+default_limits() ->
+    #{max_request_line => 8192, max_header_line => 8192, max_header_block => 16384,
+      max_header_count => 100, max_empty_lines => 8}.
+
+%% @doc Starts parsing a request head from `Bin'.
+-spec parse(binary(), limits()) -> {ok, request(), binary()} | {more, cont()} | {error, reason()}.
+parse(Bin, Limits) ->
+    request_line(Bin, 0, Limits).
+
+%% @doc Continues a parse with the next bytes from the wire.
+-spec parse_more(binary(), cont()) -> {ok, request(), binary()} | {more, cont()} | {error, reason()}.
+parse_more(More, {request_line, Buf, Empty, Limits}) ->
+    request_line(<<Buf/binary, More/binary>>, Empty, Limits);
+parse_more(More, {headers, Buf, Head, Limits}) ->
+    headers(<<Buf/binary, More/binary>>, Head, Limits).
+
+%% @doc Validates a method name (a token, RFC 9110 §9.1).
+-spec method(binary()) -> boolean().
+method(<<>>) -> false;
+method(M) -> is_token(M).
+
+%% -- request line (RFC 9112 §3) ---------------------------------------------
+
+request_line(<<"\r\n", Rest/binary>>, Empty, Limits = #{max_empty_lines := Max}) ->
+    case Empty < Max of
+        true -> request_line(Rest, Empty + 1, Limits);
+        false -> {error, {bad_request, too_many_empty_lines}}
+    end;
+request_line(<<"\n", _/binary>>, _, _) ->
+    {error, {bad_request, bare_lf}};
+request_line(Bin, Empty, Limits = #{max_request_line := Max}) ->
+    case binary:match(Bin, <<"\n">>) of
+        nomatch when byte_size(Bin) > Max ->
+            {error, uri_too_long};
+        nomatch ->
+            {more, {request_line, Bin, Empty, Limits}};
+        {Pos, 1} when Pos > Max ->
+            {error, uri_too_long};
+        {0, 1} ->
+            {error, {bad_request, bare_lf}};
+        {Pos, 1} ->
+            case binary:at(Bin, Pos - 1) of
+                $\r ->
+                    Line = binary:part(Bin, 0, Pos - 1),
+                    Rest = binary:part(Bin, Pos + 1, byte_size(Bin) - Pos - 1),
+                    case request_line_fields(Line) of
+                        {ok, Head} -> headers(Rest, Head, Limits);
+                        Error -> Error
+                    end;
+                _ ->
+                    {error, {bad_request, bare_lf}}
+            end
+    end.
+
+%% Common methods are matched whole so the method is a literal, not a
+%% sub-binary of the receive buffer.
+request_line_fields(<<"GET ", R/binary>>) -> target(R, <<"GET">>);
+request_line_fields(<<"POST ", R/binary>>) -> target(R, <<"POST">>);
+request_line_fields(<<"HEAD ", R/binary>>) -> target(R, <<"HEAD">>);
+request_line_fields(<<"PUT ", R/binary>>) -> target(R, <<"PUT">>);
+request_line_fields(<<"DELETE ", R/binary>>) -> target(R, <<"DELETE">>);
+request_line_fields(Line) ->
+    method_end(Line, 0).
+
+method_end(Line, N) ->
+    case Line of
+        <<M:N/binary, " ", R/binary>> when N > 0 -> target(R, binary:copy(M));
+        <<_:N/binary, C, _/binary>> when ?IS_TCHAR(C) -> method_end(Line, N + 1);
+        _ -> {error, {bad_request, invalid_method}}
+    end.
+
+target(<<"/", _/binary>> = R, Method) ->
+    case origin_form(R, 1, none) of
+        {ok, Path, Qs, Rest} -> version(Rest, #head{method = Method, path = Path, qs = Qs,
+                                                    target = target_of(Path, Qs)});
+        Error -> Error
+    end;
+target(<<"* ", Rest/binary>>, <<"OPTIONS">>) ->
+    version(Rest, #head{method = <<"OPTIONS">>, path = <<"*">>, target = <<"*">>});
+target(<<"* ", _/binary>>, _) ->
+    {error, {bad_request, asterisk_form_not_options}};
+target(R, <<"CONNECT">>) when R =/= <<>> ->
+    {error, {not_implemented, connect}};
+target(R, Method) ->
+    absolute_form(R, Method).
+
+target_of(Path, <<>>) -> Path;
+target_of(Path, Qs) -> <<Path/binary, "?", Qs/binary>>.
+
+%% origin-form = absolute-path [ "?" query ] (RFC 9112 §3.2.1). Scans to
+%% the SP, validating pchars and percent escapes; QPos is where "?" was.
+origin_form(Bin, N, QPos) ->
+    case Bin of
+        <<_:N/binary, C, _/binary>> when ?IS_PCHAR(C); C =:= $/ ->
+            origin_form(Bin, N + 1, QPos);
+        <<_:N/binary, "?", _/binary>> when QPos =:= none ->
+            origin_form(Bin, N + 1, N);
+        <<_:N/binary, "?", _/binary>> ->
+            origin_form(Bin, N + 1, QPos);
+        <<_:N/binary, "%", A, B, _/binary>> when ?IS_HEX(A), ?IS_HEX(B) ->
+            origin_form(Bin, N + 3, QPos);
+        <<T:N/binary, " ", Rest/binary>> ->
+            case QPos of
+                none ->
+                    {ok, T, <<>>, Rest};
+                _ ->
+                    <<P:QPos/binary, "?", Q/binary>> = T,
+                    {ok, P, Q, Rest}
+            end;
+        _ ->
+            {error, {bad_request, invalid_target}}
+    end.
+
+%% absolute-form (RFC 9112 §3.2.2): the authority replaces Host.
+absolute_form(R, Method) ->
+    case R of
+        <<S:4/binary, "://", Rest/binary>> ->
+            absolute_form(lower(S), Rest, Method, 80);
+        <<S:5/binary, "://", Rest/binary>> ->
+            absolute_form(lower(S), Rest, Method, 443);
+        _ ->
+            {error, {bad_request, invalid_target}}
+    end.
+
+absolute_form(Scheme, Rest, Method, _DefaultPort)
+  when Scheme =:= <<"http">>; Scheme =:= <<"https">> ->
+    AuthLen = authority_end(Rest, 0),
+    <<Authority:AuthLen/binary, PathEtc/binary>> = Rest,
+    case authority(Authority) of
+        {ok, Host, Port} ->
+            case PathEtc of
+                <<" ", Rest2/binary>> ->
+                    version(Rest2, #head{method = Method, path = <<"/">>, target = <<"/">>,
+                                         abs_authority = {Host, Port}});
+                <<"/", _/binary>> ->
+                    case origin_form(PathEtc, 1, none) of
+                        {ok, Path, Qs, Rest2} ->
+                            version(Rest2, #head{method = Method, path = Path, qs = Qs,
+                                                 target = target_of(Path, Qs),
+                                                 abs_authority = {Host, Port}});
+                        Error ->
+                            Error
+                    end;
+                _ ->
+                    {error, {bad_request, invalid_target}}
+            end;
+        error ->
+            {error, {bad_request, invalid_target}}
+    end;
+absolute_form(_, _, _, _) ->
+    {error, {bad_request, invalid_target}}.
+
+authority_end(Bin, N) ->
+    case Bin of
+        <<_:N/binary, C, _/binary>> when C =/= $/, C =/= $\s, C =/= $? -> authority_end(Bin, N + 1);
+        _ -> N
+    end.
+
+%% HTTP-version = "HTTP/" DIGIT "." DIGIT, case-sensitive (RFC 9112 §2.3).
+version(<<"HTTP/1.1">>, Head) -> {ok, Head#head{version = {1, 1}}};
+version(<<"HTTP/1.0">>, Head) -> {ok, Head#head{version = {1, 0}}};
+version(<<"HTTP/", A, ".", B>>, _) when ?IS_DIGIT(A), ?IS_DIGIT(B) -> {error, version_not_supported};
+version(_, _) -> {error, {bad_request, invalid_version}}.
+
+%% -- header section (RFC 9112 §5) -------------------------------------------
+
+headers(<<"\r\n", Rest/binary>>, Head, _Limits) ->
+    finish(Head, Rest);
+headers(<<"\r">> = Buf, Head, Limits) ->
+    {more, {headers, Buf, Head, Limits}};
+headers(<<>>, Head, Limits) ->
+    {more, {headers, <<>>, Head, Limits}};
+headers(<<C, _/binary>>, _, _) when C =:= $\s; C =:= $\t ->
+    {error, {bad_request, obs_fold}};
+headers(Bin, Head, Limits = #{max_header_line := MaxLine, max_header_block := MaxBlock,
+                              max_header_count := MaxCount}) ->
+    #head{count = Count, block = Block} = Head,
+    case binary:match(Bin, <<"\n">>) of
+        nomatch when byte_size(Bin) > MaxLine ->
+            {error, {header_too_large, line}};
+        nomatch when Block + byte_size(Bin) > MaxBlock ->
+            {error, {header_too_large, block}};
+        nomatch ->
+            {more, {headers, Bin, Head, Limits}};
+        {Pos, 1} when Pos > MaxLine ->
+            {error, {header_too_large, line}};
+        {Pos, 1} when Block + Pos + 1 > MaxBlock ->
+            {error, {header_too_large, block}};
+        {_, 1} when Count >= MaxCount ->
+            {error, {header_too_large, count}};
+        {Pos, 1} ->
+            case binary:at(Bin, Pos - 1) of
+                $\r ->
+                    Rest = binary:part(Bin, Pos + 1, byte_size(Bin) - Pos - 1),
+                    case field_line(Bin, Pos - 1) of
+                        {ok, Name, Value} ->
+                            Head1 = Head#head{count = Count + 1, block = Block + Pos + 1},
+                            case note_field(Name, Value, Head1) of
+                                {ok, Head2} -> headers(Rest, Head2, Limits);
+                                Error -> Error
+                            end;
+                        Error ->
+                            Error
+                    end;
+                _ ->
+                    {error, {bad_request, bare_lf}}
+            end
+    end.
+
+%% @doc Parses one field line (without its CRLF); trailer sections reuse it.
+-spec field_line(binary()) -> {ok, binary(), binary()} | {error, reason()}.
+field_line(Line) ->
+    field_line(Line, byte_size(Line)).
+
+%% field-line = field-name ":" OWS field-value OWS; Len excludes the CRLF.
+field_line(Bin, Len) ->
+    case field_name(Bin, 0, false) of
+        {ok, NameLen, Upper} when NameLen < Len ->
+            <<Name0:NameLen/binary, ":", _/binary>> = Bin,
+            Name = case Upper of
+                       true -> lower(Name0);
+                       false -> binary:copy(Name0)
+                   end,
+            field_value(Bin, NameLen + 1, Len, Name);
+        {ok, _, _} ->
+            {error, {bad_request, invalid_field_line}};
+        Error ->
+            Error
+    end.
+
+field_name(Bin, N, Upper) ->
+    case Bin of
+        <<_:N/binary, ":", _/binary>> when N > 0 -> {ok, N, Upper};
+        <<_:N/binary, C, _/binary>> when C >= $a, C =< $z; C =:= $-; ?IS_DIGIT(C) ->
+            field_name(Bin, N + 1, Upper);
+        <<_:N/binary, C, _/binary>> when C >= $A, C =< $Z ->
+            field_name(Bin, N + 1, true);
+        <<_:N/binary, C, _/binary>> when ?IS_TCHAR(C) ->
+            field_name(Bin, N + 1, Upper);
+        <<_:N/binary, C, _/binary>> when N > 0, (C =:= $\s orelse C =:= $\t) ->
+            {error, {bad_request, header_whitespace_before_colon}};
+        _ ->
+            {error, {bad_request, invalid_header_name}}
+    end.
+
+%% Skips leading OWS, checks every byte, trims trailing OWS (RFC 9110 §5.5).
+field_value(Bin, Start0, End, Name) ->
+    Start = skip_ows(Bin, Start0, End),
+    case value_scan(Bin, Start, End, Start) of
+        {ok, Last} -> {ok, Name, binary:part(Bin, Start, Last - Start)};
+        Error -> Error
+    end.
+
+skip_ows(Bin, N, End) when N < End ->
+    case Bin of
+        <<_:N/binary, C, _/binary>> when C =:= $\s; C =:= $\t -> skip_ows(Bin, N + 1, End);
+        _ -> N
+    end;
+skip_ows(_, N, _) ->
+    N.
+
+%% Last is one past the last non-whitespace byte seen.
+value_scan(_Bin, N, End, Last) when N >= End ->
+    {ok, Last};
+value_scan(Bin, N, End, Last) ->
+    case Bin of
+        <<_:N/binary, C, _/binary>> when C =:= $\s; C =:= $\t -> value_scan(Bin, N + 1, End, Last);
+        <<_:N/binary, C, _/binary>> when ?IS_FIELD_CHAR(C) -> value_scan(Bin, N + 1, End, N + 1);
+        _ -> {error, {bad_request, invalid_header_value}}
+    end.
+
+%% Framing and routing fields are remembered as they go by.
+note_field(<<"host">>, V, Head = #head{host = undefined, headers = Hs}) ->
+    {ok, Head#head{host = V, headers = [{<<"host">>, V} | Hs]}};
+note_field(<<"host">>, _, _) ->
+    {error, {bad_request, duplicate_host}};
+note_field(<<"content-length">> = N, V, Head = #head{content_length = CL, headers = Hs}) ->
+    CL1 = case CL of
+              undefined -> V;
+              _ -> <<CL/binary, ",", V/binary>>
+          end,
+    {ok, Head#head{content_length = CL1, headers = [{N, V} | Hs]}};
+note_field(<<"transfer-encoding">> = N, V, Head = #head{transfer_encoding = TE, headers = Hs}) ->
+    TE1 = case TE of
+              undefined -> V;
+              _ -> <<TE/binary, ",", V/binary>>
+          end,
+    {ok, Head#head{transfer_encoding = TE1, headers = [{N, V} | Hs]}};
+note_field(<<"connection">> = N, V, Head = #head{connection = C, headers = Hs}) ->
+    {ok, Head#head{connection = <<C/binary, ",", V/binary>>, headers = [{N, V} | Hs]}};
+note_field(<<"expect">> = N, V, Head = #head{expect = E, headers = Hs}) ->
+    E1 = case E of
+             undefined -> V;
+             _ -> <<E/binary, ",", V/binary>>
+         end,
+    {ok, Head#head{expect = E1, headers = [{N, V} | Hs]}};
+note_field(N, V, Head = #head{headers = Hs}) ->
+    {ok, Head#head{headers = [{N, V} | Hs]}}.
+
+%% -- message semantics once the head is complete ----------------------------
+
+finish(Head = #head{version = Version}, Rest) ->
+    case host(Head) of
+        {ok, Host, Port} ->
+            case framing(Head) of
+                {ok, Body} ->
+                    case expect(Head) of
+                        {ok, Continue} ->
+                            {ok, #{method => Head#head.method,
+                                   target => Head#head.target,
+                                   path => Head#head.path,
+                                   qs => Head#head.qs,
+                                   version => Version,
+                                   headers => lists:reverse(Head#head.headers),
+                                   host => Host,
+                                   port => Port,
+                                   body => Body,
+                                   keep_alive => keep_alive(Version, Head#head.connection),
+                                   expect_continue => Continue andalso Body =/= none},
+                             Rest};
+                        Error ->
+                            Error
+                    end;
+                Error ->
+                    Error
+            end;
+        Error ->
+            Error
+    end.
+
+%% RFC 9112 §3.2: Host is required on 1.1 and must be valid; the authority of
+%% an absolute-form target wins over it (§3.2.2).
+host(#head{abs_authority = {Host, Port}, host = H}) ->
+    case H =:= undefined orelse authority(H) =/= error of
+        true -> {ok, Host, Port};
+        false -> {error, {bad_request, invalid_host}}
+    end;
+host(#head{host = undefined, version = {1, 1}}) ->
+    {error, {bad_request, missing_host}};
+host(#head{host = undefined}) ->
+    {ok, <<>>, undefined};
+host(#head{host = H}) ->
+    case authority(H) of
+        {ok, Host, Port} -> {ok, Host, Port};
+        error -> {error, {bad_request, invalid_host}}
+    end.
+
+%% authority = host [ ":" port ] without userinfo (RFC 9110 §4.2.4).
+authority(<<"[", _/binary>> = A) ->
+    case binary:split(A, <<"]">>) of
+        [<<"[", Ip/binary>>, PortPart] when Ip =/= <<>> ->
+            case ip_literal(Ip) andalso port(PortPart) of
+                false -> error;
+                error -> error;
+                {ok, Port} -> {ok, lower(<<"[", Ip/binary, "]">>), Port}
+            end;
+        _ ->
+            error
+    end;
+authority(A) ->
+    case binary:split(A, <<":">>) of
+        [Host] -> reg_name(Host, undefined);
+        [Host, P] ->
+            case port(<<":", P/binary>>) of
+                {ok, Port} -> reg_name(Host, Port);
+                error -> error
+            end
+    end.
+
+reg_name(<<>>, _) ->
+    error;
+reg_name(Host, Port) ->
+    case valid_reg_name(Host) of
+        true -> {ok, lower(Host), Port};
+        false -> error
+    end.
+
+valid_reg_name(<<C, R/binary>>) when ?IS_ALPHA(C); ?IS_DIGIT(C); C =:= $-; C =:= $.; C =:= $_;
+                                     C =:= $~; C =:= $!; C =:= $$; C =:= $&; C =:= $';
+                                     C =:= $(; C =:= $); C =:= $*; C =:= $+; C =:= $,;
+                                     C =:= $;; C =:= $= ->
+    valid_reg_name(R);
+valid_reg_name(<<"%", A, B, R/binary>>) when ?IS_HEX(A), ?IS_HEX(B) ->
+    valid_reg_name(R);
+valid_reg_name(<<>>) -> true;
+valid_reg_name(_) -> false.
+
+ip_literal(<<C, R/binary>>) when ?IS_HEX(C); C =:= $:; C =:= $. -> ip_literal(R);
+ip_literal(<<>>) -> true;
+ip_literal(_) -> false.
+
+port(<<>>) -> {ok, undefined};
+port(<<":">>) -> {ok, undefined};
+port(<<":", P/binary>>) when byte_size(P) =< 5 ->
+    case all_digits(P) of
+        true ->
+            case binary_to_integer(P) of
+                N when N =< 65535 -> {ok, N};
+                _ -> error
+            end;
+        false ->
+            error
+    end;
+port(_) -> error.
+
+all_digits(<<C, R/binary>>) when ?IS_DIGIT(C) -> all_digits(R);
+all_digits(<<>>) -> true;
+all_digits(_) -> false.
+
+%% Message body length (RFC 9112 §6.1, §6.3).
+framing(#head{transfer_encoding = undefined, content_length = undefined}) ->
+    {ok, none};
+framing(#head{transfer_encoding = undefined, content_length = CL}) ->
+    content_length(binary:split(CL, <<",">>, [global]), undefined);
+framing(#head{content_length = CL}) when CL =/= undefined ->
+    {error, {bad_request, transfer_encoding_with_content_length}};
+framing(#head{version = {1, 0}}) ->
+    {error, {bad_request, transfer_encoding_in_http10}};
+framing(#head{transfer_encoding = TE}) ->
+    Codings = [lower(trim_ows(C)) || C <- binary:split(TE, <<",">>, [global])],
+    case lists:reverse(Codings) of
+        [<<"chunked">> | Before] ->
+            case Before of
+                [] -> {ok, chunked};
+                _ ->
+                    case lists:member(<<"chunked">>, Before) of
+                        true -> {error, {bad_request, chunked_twice}};
+                        false -> {error, {not_implemented, transfer_coding}}
+                    end
+            end;
+        _ ->
+            {error, {bad_request, chunked_not_last}}
+    end.
+
+%% Values may repeat ("5, 5" or two lines), but must all be equal.
+content_length([], Len) ->
+    {ok, {length, Len}};
+content_length([V0 | More], Len) ->
+    V = trim_ows(V0),
+    case V =/= <<>> andalso all_digits(V) of
+        false ->
+            {error, {bad_request, invalid_content_length}};
+        true when byte_size(V) > 15 ->
+            {error, content_too_large};
+        true ->
+            N = binary_to_integer(V),
+            case Len =:= undefined orelse Len =:= N of
+                true -> content_length(More, N);
+                false -> {error, {bad_request, conflicting_content_length}}
+            end
+    end.
+
+%% RFC 9110 §10.1.1: 100-continue is the only expectation; a 1.0 request's
+%% Expect is ignored.
+expect(#head{expect = undefined}) -> {ok, false};
+expect(#head{version = {1, 0}}) -> {ok, false};
+expect(#head{expect = E}) ->
+    case lower(trim_ows(E)) of
+        <<"100-continue">> -> {ok, true};
+        _ -> {error, expectation_failed}
+    end.
+
+%% RFC 9112 §9.3: 1.1 persists unless "close"; 1.0 only with "keep-alive".
+keep_alive({1, 1}, <<>>) ->
+    true;
+keep_alive(Version, Connection) ->
+    Tokens = [lower(trim_ows(T)) || T <- binary:split(Connection, <<",">>, [global])],
+    case lists:member(<<"close">>, Tokens) of
+        true -> false;
+        false -> Version =:= {1, 1} orelse lists:member(<<"keep-alive">>, Tokens)
+    end.
+
+%% -- helpers ---------------------------------------------------------------
+
+is_token(<<C, R/binary>>) when ?IS_TCHAR(C) -> is_token(R);
+is_token(<<>>) -> true;
+is_token(_) -> false.
+
+trim_ows(Bin) ->
+    trim_trailing(trim_leading(Bin)).
+
+trim_leading(<<C, R/binary>>) when C =:= $\s; C =:= $\t -> trim_leading(R);
+trim_leading(Bin) -> Bin.
+
+trim_trailing(<<>>) -> <<>>;
+trim_trailing(Bin) ->
+    case binary:last(Bin) of
+        C when C =:= $\s; C =:= $\t -> trim_trailing(binary:part(Bin, 0, byte_size(Bin) - 1));
+        _ -> Bin
+    end.
+
+lower(Bin) ->
+    << <<(case C >= $A andalso C =< $Z of true -> C + 32; false -> C end)>> || <<C>> <= Bin >>.

@@ -1,0 +1,189 @@
+%% @doc Pure chunked transfer coding (RFC 9112 §7.1): an incremental decoder
+%% for request bodies and the encoder for streamed responses.
+%%
+%% The decoder is strict: chunk sizes are hex digits only and at most 15 of
+%% them (so a size can never overflow or exceed 2^60), extensions must follow
+%% the chunk-ext grammar (§7.1.1) and are otherwise ignored, the CRLF after
+%% the data is required, and the trailer section (§7.1.2) is parsed with the
+%% same field rules and limits as the header section. A size line longer than
+%% `max_line' bytes is an error, so a peer cannot make us buffer without end.
+-module(falco_http1_chunked).
+
+-export([init/1, decode/2, encode/1, last/1]).
+-export_type([state/0]).
+
+-record(chunked, {stage = size :: size | {data, non_neg_integer()} | data_crlf | trailers,
+                  buf = <<>> :: binary(),
+                  trailers = [] :: [{binary(), binary()}],
+                  count = 0 :: non_neg_integer(),
+                  bytes = 0 :: non_neg_integer(),
+                  max_line :: pos_integer(),
+                  max_count :: non_neg_integer(),
+                  max_block :: pos_integer()}).
+-opaque state() :: #chunked{}.
+
+-define(IS_HEX(C), ((C >= $0 andalso C =< $9) orelse (C >= $a andalso C =< $f)
+                    orelse (C >= $A andalso C =< $F))).
+-define(MAX_SIZE_LINE, 4096).
+
+%% @doc A decoder; trailer limits come from the header limits.
+-spec init(falco_http1:limits()) -> state().
+init(#{max_header_line := MaxLine, max_header_count := MaxCount, max_header_block := MaxBlock}) ->
+    #chunked{max_line = MaxLine, max_count = MaxCount, max_block = MaxBlock}.
+
+%% @doc Decodes as much of `Bin' as it can. `more' gives the data decoded so
+%% far (possibly empty) and a state for the next bytes; `done' gives the last
+%% data, the trailer fields and the bytes after the body (a pipelined request).
+-spec decode(binary(), state()) ->
+          {more, iodata(), state()}
+        | {done, iodata(), [{binary(), binary()}], binary()}
+        | {error, {bad_request, atom()} | {header_too_large, line | block | count}}.
+decode(More, St = #chunked{buf = Buf}) ->
+    Bin = case Buf of
+              <<>> -> More;
+              _ -> <<Buf/binary, More/binary>>
+          end,
+    step(Bin, St#chunked{buf = <<>>}, []).
+
+step(Bin, St = #chunked{stage = size}, Acc) ->
+    case binary:match(Bin, <<"\r\n">>) of
+        nomatch when byte_size(Bin) > ?MAX_SIZE_LINE ->
+            {error, {bad_request, chunk_line_too_long}};
+        nomatch ->
+            case has_lf(Bin) of
+                true -> {error, {bad_request, bare_lf}};
+                false -> {more, lists:reverse(Acc), St#chunked{buf = Bin}}
+            end;
+        {Pos, 2} when Pos > ?MAX_SIZE_LINE ->
+            {error, {bad_request, chunk_line_too_long}};
+        {Pos, 2} ->
+            <<Line:Pos/binary, "\r\n", Rest/binary>> = Bin,
+            case size_line(Line, 0, 0) of
+                {ok, 0} -> step(Rest, St#chunked{stage = trailers}, Acc);
+                {ok, Size} -> step(Rest, St#chunked{stage = {data, Size}}, Acc);
+                Error -> Error
+            end
+    end;
+step(Bin, St = #chunked{stage = {data, Left}}, Acc) ->
+    case Bin of
+        <<Data:Left/binary, Rest/binary>> ->
+            step(Rest, St#chunked{stage = data_crlf}, [Data | Acc]);
+        _ ->
+            Stage = {data, Left - byte_size(Bin)},
+            {more, lists:reverse([Bin | Acc]), St#chunked{stage = Stage}}
+    end;
+step(<<"\r\n", Rest/binary>>, St = #chunked{stage = data_crlf}, Acc) ->
+    step(Rest, St#chunked{stage = size}, Acc);
+step(Bin, St = #chunked{stage = data_crlf}, Acc) when Bin =:= <<>>; Bin =:= <<"\r">> ->
+    {more, lists:reverse(Acc), St#chunked{buf = Bin}};
+step(_, #chunked{stage = data_crlf}, _) ->
+    {error, {bad_request, missing_chunk_crlf}};
+step(<<"\r\n", Rest/binary>>, #chunked{stage = trailers, trailers = T}, Acc) ->
+    {done, lists:reverse(Acc), lists:reverse(T), Rest};
+step(Bin, St = #chunked{stage = trailers}, Acc) ->
+    trailer(Bin, St, Acc).
+
+trailer(Bin, St = #chunked{max_line = MaxLine, max_count = MaxCount, max_block = MaxBlock,
+                           count = Count, bytes = Bytes, trailers = T}, Acc) ->
+    case binary:match(Bin, <<"\r\n">>) of
+        nomatch when byte_size(Bin) > MaxLine -> {error, {header_too_large, line}};
+        nomatch ->
+            case has_lf(Bin) of
+                true -> {error, {bad_request, bare_lf}};
+                false -> {more, lists:reverse(Acc), St#chunked{buf = Bin}}
+            end;
+        {Pos, 2} when Pos > MaxLine -> {error, {header_too_large, line}};
+        {Pos, 2} when Bytes + Pos + 2 > MaxBlock -> {error, {header_too_large, block}};
+        {_, 2} when Count >= MaxCount -> {error, {header_too_large, count}};
+        {Pos, 2} ->
+            <<Line:Pos/binary, "\r\n", Rest/binary>> = Bin,
+            case Line of
+                <<C, _/binary>> when C =:= $\s; C =:= $\t ->
+                    {error, {bad_request, obs_fold}};
+                _ ->
+                    case falco_http1:field_line(Line) of
+                        {ok, Name, Value} ->
+                            St1 = St#chunked{count = Count + 1, bytes = Bytes + Pos + 2,
+                                             trailers = [{Name, binary:copy(Value)} | T]},
+                            step(Rest, St1, Acc);
+                        {error, _} = Error -> Error
+                    end
+            end
+    end.
+
+has_lf(Bin) ->
+    binary:match(Bin, <<"\n">>) =/= nomatch.
+
+%% chunk-size = 1*HEXDIG, at most 15 digits; then chunk-ext.
+size_line(<<C, R/binary>>, N, Digits) when ?IS_HEX(C), Digits < 15 ->
+    size_line(R, N * 16 + hex(C), Digits + 1);
+size_line(<<C, _/binary>>, _, 15) when ?IS_HEX(C) ->
+    {error, {bad_request, chunk_size_too_large}};
+size_line(_, _, 0) ->
+    {error, {bad_request, invalid_chunk_size}};
+size_line(Ext, N, _) ->
+    case chunk_ext(Ext) of
+        ok -> {ok, N};
+        error -> {error, {bad_request, invalid_chunk_extension}}
+    end.
+
+hex(C) when C >= $0, C =< $9 -> C - $0;
+hex(C) when C >= $a, C =< $f -> C - $a + 10;
+hex(C) -> C - $A + 10.
+
+%% chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )
+chunk_ext(<<>>) -> ok;
+chunk_ext(Bin) ->
+    case bws(Bin) of
+        <<";", R0/binary>> ->
+            case token(bws(R0), 0) of
+                {ok, R1} ->
+                    case bws(R1) of
+                        <<"=", R2/binary>> -> ext_value(bws(R2));
+                        R3 -> chunk_ext(R3)
+                    end;
+                error -> error
+            end;
+        _ -> error
+    end.
+
+ext_value(<<"\"", R/binary>>) -> quoted(R);
+ext_value(Bin) ->
+    case token(Bin, 0) of
+        {ok, R} -> chunk_ext(R);
+        error -> error
+    end.
+
+quoted(<<"\"", R/binary>>) -> chunk_ext(R);
+quoted(<<"\\", C, R/binary>>) when C >= 16#20, C =/= 16#7F; C =:= $\t -> quoted(R);
+quoted(<<C, R/binary>>) when C >= 16#20, C =/= 16#7F, C =/= $\\; C =:= $\t -> quoted(R);
+quoted(_) -> error.
+
+token(Bin, N) ->
+    case Bin of
+        <<_:N/binary, C, _/binary>> when C > 16#20, C < 16#7F, C =/= $;, C =/= $=, C =/= $",
+                                         C =/= $(, C =/= $), C =/= $,, C =/= $/, C =/= $:,
+                                         C =/= $<, C =/= $>, C =/= $?, C =/= $@, C =/= $[,
+                                         C =/= $\\, C =/= $], C =/= ${, C =/= $} ->
+            token(Bin, N + 1);
+        <<_:N/binary, R/binary>> when N > 0 -> {ok, R};
+        _ -> error
+    end.
+
+bws(<<C, R/binary>>) when C =:= $\s; C =:= $\t -> bws(R);
+bws(Bin) -> Bin.
+
+%% @doc One chunk. Empty data encodes to nothing: an empty chunk would end the body.
+-spec encode(iodata()) -> iodata().
+encode(Data) ->
+    case iolist_size(Data) of
+        0 -> [];
+        Size -> [integer_to_binary(Size, 16), <<"\r\n">>, Data, <<"\r\n">>]
+    end.
+
+%% @doc The last chunk and the trailer section.
+-spec last([{iodata(), iodata()}]) -> iodata().
+last([]) ->
+    <<"0\r\n\r\n">>;
+last(Trailers) ->
+    [<<"0\r\n">>, [[N, <<": ">>, V, <<"\r\n">>] || {N, V} <- Trailers], <<"\r\n">>].

@@ -1,0 +1,137 @@
+%% @doc One HTTP/1.1 connection: read a request head, run the pipeline in
+%% this very process, answer, repeat (RFC 9112 §9: persistence and
+%% pipelining; responses leave in request order because requests are
+%% handled one after another).
+%%
+%% The socket is passive: a `recv' per read, no mailbox traffic. Time
+%% limits: `idle_timeout' while waiting for the first byte of a request
+%% (keep-alive), `request_timeout' for the whole head counted from its first
+%% byte (so a slowloris client that trickles bytes still gets 408 and is
+%% closed), and `body_timeout' for each body read. A parse error is answered
+%% with its status and the connection is closed: once framing is in doubt
+%% no further byte can be trusted (RFC 9112 §11.2).
+-module(falco_http1_conn).
+
+-export([start/4, init/5]).
+
+-record(conn, {socket :: inet:socket() | ssl:sslsocket(),
+               transport :: gen_tcp | ssl,
+               scheme :: http | https,
+               peer :: {inet:ip_address(), inet:port_number()} | undefined,
+               listener :: atom(),
+               handler :: falco_handler:handler(),
+               conf :: map(),
+               limits :: falco_http1:limits(),
+               served = 0 :: non_neg_integer(),
+               max_requests :: pos_integer() | infinity,
+               idle_timeout :: timeout(),
+               request_timeout :: timeout()}).
+
+%% @doc Spawns a connection process, linked to the caller (the acceptor),
+%% that waits for ownership of `Socket' before it reads.
+-spec start(atom(), inet:socket(), map(), counters:counters_ref()) -> pid().
+start(Name, Socket, Conf, Counter) ->
+    proc_lib:spawn_link(?MODULE, init, [self(), Name, Socket, Conf, Counter]).
+
+%% @private
+-spec init(pid(), atom(), inet:socket(), map(), counters:counters_ref()) -> ok.
+init(Acceptor, Name, Socket, Conf, Counter) ->
+    receive
+        {falco_socket, Acceptor} -> ok
+    end,
+    try
+        Peer = case inet:peername(Socket) of
+                   {ok, P} -> P;
+                   {error, _} -> undefined
+               end,
+        C = #conn{socket = Socket, transport = gen_tcp, scheme = http, peer = Peer,
+                  listener = Name, handler = maps:get(handler, Conf), conf = Conf,
+                  limits = maps:get(limits, Conf),
+                  max_requests = maps:get(max_keep_alive_requests, Conf),
+                  idle_timeout = maps:get(idle_timeout, Conf),
+                  request_timeout = maps:get(request_timeout, Conf)},
+        wait(C, <<>>)
+    after
+        counters:sub(Counter, 1, 1)
+    end.
+
+%% Between requests: the next head may already be buffered (pipelining).
+wait(C = #conn{socket = Sock, transport = T, idle_timeout = Idle}, <<>>) ->
+    case T:recv(Sock, 0, Idle) of
+        {ok, Data} -> head(C, falco_http1:parse(Data, C#conn.limits), deadline(C));
+        {error, _} -> close(C)
+    end;
+wait(C, Buf) ->
+    head(C, falco_http1:parse(Buf, C#conn.limits), deadline(C)).
+
+deadline(#conn{request_timeout = infinity}) -> infinity;
+deadline(#conn{request_timeout = T}) -> erlang:monotonic_time(millisecond) + T.
+
+head(C, {ok, Request, Rest}, _Deadline) ->
+    request(C, Request, Rest);
+head(C = #conn{socket = Sock, transport = T}, {more, Cont}, Deadline) ->
+    case T:recv(Sock, 0, remaining(Deadline)) of
+        {ok, Data} -> head(C, falco_http1:parse_more(Data, Cont), Deadline);
+        {error, timeout} -> reject(C, request_timeout);
+        {error, _} -> close(C)
+    end;
+head(C, {error, Reason}, _Deadline) ->
+    reject(C, Reason).
+
+remaining(infinity) -> infinity;
+remaining(Deadline) -> max(0, Deadline - erlang:monotonic_time(millisecond)).
+
+request(C, #{body := {length, N}}, _Rest) when N > map_get(max_body, C#conn.conf) ->
+    reject(C, content_too_large);
+request(C = #conn{socket = Sock, transport = T, conf = Conf, served = Served,
+                  max_requests = Max}, Request, Rest) ->
+    #{version := Version, keep_alive := KeepAlive0, body := Framing,
+      expect_continue := Continue} = Request,
+    KeepAlive = KeepAlive0 andalso Served + 1 < Max,
+    S0 = falco_http1_stream:new(Sock, T, Version, KeepAlive, Conf),
+    ok = falco_http1_stream:body_init(Framing, Rest, Continue, S0),
+    Req = Request#{peer => C#conn.peer, scheme => C#conn.scheme, listener => C#conn.listener,
+                   stream => {falco_http1_stream, S0}},
+    case falco_pipeline:run(Req, C#conn.handler, falco_http1_stream, S0) of
+        {ok, S} ->
+            case falco_http1_stream:body_finish(S) of
+                {ok, Buf} ->
+                    case falco_http1_stream:closing(S) of
+                        false -> wait(C#conn{served = Served + 1}, Buf);
+                        true -> close(C)
+                    end;
+                close ->
+                    close(C)
+            end;
+        {error, _} ->
+            close(C)
+    end.
+
+%% An error status, then close: framing is in doubt (RFC 9112 §11.2).
+reject(C = #conn{socket = Sock, transport = T}, Reason) ->
+    Body = falco_errors:body(Reason),
+    Head = falco_http1_encode:head(falco_errors:status(Reason),
+                                   [{<<"content-type">>, <<"text/plain">>},
+                                    {<<"content-length">>, integer_to_binary(byte_size(Body))},
+                                    {<<"date">>, falco_clock:date()},
+                                    {<<"connection">>, <<"close">>}]),
+    _ = T:send(Sock, [Head, Body]),
+    close(C).
+
+%% Lingering close (RFC 9112 §9.6): stop sending, read what the client
+%% still had in flight for a moment, then close. Closing with unread bytes
+%% would make the kernel send a reset that can destroy our last response
+%% before the client reads it.
+close(#conn{socket = Sock, transport = T}) ->
+    _ = T:shutdown(Sock, write),
+    linger(T, Sock, erlang:monotonic_time(millisecond) + 1000, 65536),
+    _ = T:close(Sock),
+    ok.
+
+linger(T, Sock, Deadline, Budget) when Budget > 0 ->
+    case T:recv(Sock, 0, remaining(Deadline)) of
+        {ok, Data} -> linger(T, Sock, Deadline, Budget - byte_size(Data));
+        {error, _} -> ok
+    end;
+linger(_, _, _, _) ->
+    ok.

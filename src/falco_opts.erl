@@ -1,0 +1,76 @@
+%% @doc Listener options: defaults, and validation at start so a typo or a
+%% bad value is a clear `{error, {invalid_option, Key, Value}}' or
+%% `{error, {unknown_option, Key}}' instead of a crash later.
+%%
+%% Defaults follow common practice for public-facing servers: 8 KB request
+%% and header lines, 100 fields, 16 KB header block, 10 MB bodies, 30 s to
+%% send a head, 60 s idle keep-alive, 1000 requests per connection.
+-module(falco_opts).
+
+-export([validate/1, defaults/0]).
+
+-type opts() :: #{handler := falco_handler:handler(), atom() => term()}.
+-export_type([opts/0]).
+
+%% @doc Every option with its default (`handler' has none: it is required).
+-spec defaults() -> map().
+defaults() ->
+    #{port => 8080,
+      ip => {0, 0, 0, 0},
+      num_acceptors => 10,
+      max_connections => 16384,
+      backlog => 1024,
+      nodelay => true,
+      send_timeout => 30000,
+      idle_timeout => 60000,
+      request_timeout => 30000,
+      body_timeout => 30000,
+      max_keep_alive_requests => 1000,
+      max_request_line => 8192,
+      max_header_line => 8192,
+      max_header_block => 16384,
+      max_header_count => 100,
+      max_body => 10485760}.
+
+%% @doc Validates `Opts' and returns the full configuration.
+-spec validate(term()) -> {ok, map()} | {error, term()}.
+validate(Opts) when is_map(Opts) ->
+    Defaults = defaults(),
+    case [K || K <- maps:keys(Opts), not maps:is_key(K, Defaults), K =/= handler] of
+        [Unknown | _] ->
+            {error, {unknown_option, Unknown}};
+        [] ->
+            case maps:find(handler, Opts) of
+                error ->
+                    {error, {missing_option, handler}};
+                {ok, _} ->
+                    Conf = maps:merge(Defaults, Opts),
+                    case [{K, V} || {K, V} <- lists:sort(maps:to_list(Conf)), not valid(K, V)] of
+                        [] -> {ok, finish(Conf)};
+                        [{K, V} | _] -> {error, {invalid_option, K, V}}
+                    end
+            end
+    end;
+validate(Opts) ->
+    {error, {invalid_options, Opts}}.
+
+finish(Conf) ->
+    Limits = maps:with([max_request_line, max_header_line, max_header_block, max_header_count],
+                       Conf),
+    Conf#{limits => Limits#{max_empty_lines => 8}}.
+
+valid(handler, H) when is_atom(H) -> true;
+valid(handler, {M, _}) when is_atom(M) -> true;
+valid(handler, F) -> is_function(F, 1);
+valid(port, P) -> is_integer(P) andalso P >= 0 andalso P =< 65535;
+valid(ip, Ip) -> is_tuple(Ip) andalso (tuple_size(Ip) =:= 4 orelse tuple_size(Ip) =:= 8)
+                     andalso inet:ntoa(Ip) =/= {error, einval};
+valid(nodelay, B) -> is_boolean(B);
+valid(K, V) when K =:= max_connections; K =:= max_keep_alive_requests ->
+    V =:= infinity orelse (is_integer(V) andalso V > 0);
+valid(K, V) when K =:= send_timeout; K =:= idle_timeout; K =:= request_timeout;
+                 K =:= body_timeout ->
+    V =:= infinity orelse (is_integer(V) andalso V >= 0);
+valid(max_header_count, V) -> is_integer(V) andalso V >= 0;
+valid(max_body, V) -> is_integer(V) andalso V >= 0;
+valid(_, V) -> is_integer(V) andalso V > 0.

@@ -1,0 +1,228 @@
+%% @doc The request pipeline shared by every protocol (RFC 9110 semantics).
+%%
+%% It calls the handler, turns its return into a response and hands that to
+%% the protocol's stream ({@link falco_stream}): fields checked and
+%% lowercased (RFC 9110 §5.1, §5.5: no CR, LF or NUL can be injected), Date
+%% added (§6.6.1), Content-Length computed for full replies (§8.6), no body
+%% for HEAD (§9.3.2), 1xx/204/304 (§6.4.1) while HEAD keeps the GET fields.
+%% A handler that crashes gets a 500 and a log line naming the request; one
+%% that hits a limit while reading the body gets that limit's status.
+-module(falco_pipeline).
+
+-export([run/4, error_reply/3, check_fields/1]).
+
+%% @doc Runs `Handler' for `Req' and answers it on stream `Mod'/`S'.
+-spec run(falco_req:req(), falco_handler:handler(), module(), falco_stream:state()) ->
+          {ok, falco_stream:state()} | {error, term()}.
+run(Req, Handler, Mod, S) ->
+    try call(Handler, Req) of
+        Resp -> respond(Resp, Req, Mod, S)
+    catch
+        throw:{falco_error, Reason} ->
+            error_reply(Reason, Mod, S);
+        Class:Reason:Stack ->
+            log_crash(Req, Class, Reason, Stack),
+            error_reply(internal_error, Mod, S)
+    end.
+
+call(Fun, Req) when is_function(Fun, 1) -> Fun(Req);
+call({Mod, State}, Req) -> Mod:handle(Req, State);
+call(Mod, Req) -> Mod:handle(Req, undefined).
+
+%% @doc Sends the error reply for `Reason' and asks the protocol to close.
+-spec error_reply(falco_errors:reason(), module(), falco_stream:state()) ->
+          {ok, falco_stream:state()} | {error, term()}.
+error_reply(Reason, Mod, S) ->
+    Body = falco_errors:body(Reason),
+    Mod:send_response(falco_errors:status(Reason),
+                      [{<<"content-type">>, <<"text/plain">>},
+                       {<<"content-length">>, integer_to_binary(byte_size(Body))},
+                       {<<"date">>, falco_clock:date()},
+                       {<<"connection">>, <<"close">>}],
+                      Body, S).
+
+respond({Status, Headers, Body}, Req, Mod, S) when is_integer(Status), Status >= 200, Status =< 599 ->
+    case check_fields(Headers) of
+        {ok, Fields, HasDate} ->
+            send_full(Status, with_date(Fields, HasDate), Body, Req, Mod, S);
+        {error, Why} ->
+            bad_response(Req, Why, Mod, S)
+    end;
+respond({stream, Status, Headers, Fun}, Req, Mod, S)
+  when is_integer(Status), Status >= 200, Status =< 599, is_function(Fun, 1) ->
+    case check_fields(Headers) of
+        {ok, Fields, HasDate} ->
+            send_stream(Status, with_date(Fields, HasDate), Fun, Req, Mod, S);
+        {error, Why} ->
+            bad_response(Req, Why, Mod, S)
+    end;
+respond(Other, Req, Mod, S) ->
+    bad_response(Req, {bad_return, Other}, Mod, S).
+
+bad_response(Req, Why, Mod, S) ->
+    logger:error("falco: ~ts ~ts from ~ts: invalid handler response: ~0p",
+                 [maps:get(method, Req), maps:get(path, Req), peer(Req), Why]),
+    error_reply(internal_error, Mod, S).
+
+with_date(Fields, true) -> Fields;
+with_date(Fields, false) -> [{<<"date">>, falco_clock:date()} | Fields].
+
+send_full(Status, Fields, {file, Path}, Req, Mod, S) ->
+    send_file(Status, Fields, Path, 0, all, Req, Mod, S);
+send_full(Status, Fields, {file, Path, Offset, Length}, Req, Mod, S)
+  when is_integer(Offset), Offset >= 0, is_integer(Length), Length >= 0 ->
+    send_file(Status, Fields, Path, Offset, Length, Req, Mod, S);
+send_full(Status, Fields0, Body, Req, Mod, S) ->
+    Fields = without_length(Fields0),
+    case no_body_status(Status) of
+        true ->
+            Mod:send_response(Status, Fields, <<>>, S);
+        false ->
+            Fields1 = [{<<"content-length">>, integer_to_binary(iolist_size(Body))} | Fields],
+            case maps:get(method, Req) of
+                <<"HEAD">> -> Mod:send_response(Status, Fields1, <<>>, S);
+                _ -> Mod:send_response(Status, Fields1, Body, S)
+            end
+    end.
+
+%% Content-Length is ours to compute for full and file replies.
+without_length(Fields) ->
+    case lists:keymember(<<"content-length">>, 1, Fields) of
+        true -> [F || F = {N, _} <- Fields, N =/= <<"content-length">>];
+        false -> Fields
+    end.
+
+no_body_status(204) -> true;
+no_body_status(304) -> true;
+no_body_status(_) -> false.
+
+send_file(Status, Fields, Path, Offset, Length0, Req, Mod, S) ->
+    case file:open(Path, [read, raw, binary]) of
+        {ok, Fd} ->
+            try
+                {ok, Size} = file:position(Fd, eof),
+                Length = case Length0 of
+                             all -> max(Size - Offset, 0);
+                             _ -> min(Length0, max(Size - Offset, 0))
+                         end,
+                Fields1 = [{<<"content-length">>, integer_to_binary(Length)} | without_length(Fields)],
+                case maps:get(method, Req) of
+                    <<"HEAD">> -> Mod:send_response(Status, Fields1, <<>>, S);
+                    _ -> Mod:send_file(Status, Fields1, Fd, Offset, Length, S)
+                end
+            after
+                _ = file:close(Fd)
+            end;
+        {error, enoent} ->
+            not_found(Mod, S);
+        {error, eisdir} ->
+            not_found(Mod, S);
+        {error, Why} ->
+            bad_response(Req, {file, Path, Why}, Mod, S)
+    end.
+
+not_found(Mod, S) ->
+    Mod:send_response(404, [{<<"content-length">>, <<"10">>}, {<<"date">>, falco_clock:date()}],
+                      <<"Not Found\n">>, S).
+
+send_stream(Status, Fields, Fun, Req = #{method := <<"HEAD">>}, Mod, S) ->
+    _ = Fun, _ = Req,
+    Mod:send_response(Status, Fields, <<>>, S);
+send_stream(Status, Fields, Fun, Req, Mod, S0) ->
+    case Mod:send_headers(Status, Fields, S0) of
+        {ok, S} ->
+            Send = fun(Data) -> Mod:send_data(Data, S) end,
+            try Fun(Send) of
+                {trailers, Trailers} ->
+                    case check_fields(Trailers) of
+                        {ok, T, _} -> Mod:send_end(T, S);
+                        {error, Why} -> stream_failed(Req, error, Why, [])
+                    end;
+                _ ->
+                    Mod:send_end([], S)
+            catch
+                Class:Reason:Stack -> stream_failed(Req, Class, Reason, Stack)
+            end;
+        Error ->
+            Error
+    end.
+
+%% The head is out, so no error status can be sent: log and let the
+%% protocol cut the stream (HTTP/1.1 closes without the last chunk).
+stream_failed(Req, Class, Reason, Stack) ->
+    log_crash(Req, Class, Reason, Stack),
+    {error, stream_crashed}.
+
+%% @doc Checks and lowercases response fields. Returns whether a Date was
+%% given; user Content-Length fields are kept only for streams.
+-spec check_fields([{binary(), iodata()}]) ->
+          {ok, [{binary(), iodata()}], boolean()} | {error, term()}.
+check_fields(Headers) when is_list(Headers) ->
+    check_fields(Headers, [], false);
+check_fields(Other) ->
+    {error, {bad_headers, Other}}.
+
+check_fields([{Name0, Value0} | T], Acc, HasDate) when is_binary(Name0) ->
+    case field_name(Name0) of
+        {ok, Name} ->
+            case field_value(Value0) of
+                {ok, Value} -> check_fields(T, [{Name, Value} | Acc], HasDate orelse Name =:= <<"date">>);
+                error -> {error, {bad_header_value, Name0}}
+            end;
+        error ->
+            {error, {bad_header_name, Name0}}
+    end;
+check_fields([], Acc, HasDate) ->
+    {ok, lists:reverse(Acc), HasDate};
+check_fields([Bad | _], _, _) ->
+    {error, {bad_header, Bad}}.
+
+field_name(<<>>) -> error;
+field_name(Name) -> field_name(Name, false).
+
+field_name(Name, Upper) ->
+    case name_scan(Name, Upper) of
+        lower -> {ok, Name};
+        upper -> {ok, << <<(lower(C))>> || <<C>> <= Name >>};
+        error -> error
+    end.
+
+name_scan(<<C, R/binary>>, U) when C >= $a, C =< $z; C =:= $-; C >= $0, C =< $9 -> name_scan(R, U);
+name_scan(<<C, R/binary>>, _) when C >= $A, C =< $Z -> name_scan(R, true);
+name_scan(<<C, R/binary>>, U) when C =:= $!; C =:= $#; C =:= $$; C =:= $%; C =:= $&; C =:= $';
+                                   C =:= $*; C =:= $+; C =:= $.; C =:= $^; C =:= $_;
+                                   C =:= $`; C =:= $|; C =:= $~ -> name_scan(R, U);
+name_scan(<<>>, true) -> upper;
+name_scan(<<>>, false) -> lower;
+name_scan(_, _) -> error.
+
+lower(C) when C >= $A, C =< $Z -> C + 32;
+lower(C) -> C.
+
+field_value(V) when is_binary(V) ->
+    case value_ok(V) of
+        true -> {ok, V};
+        false -> error
+    end;
+field_value(V) when is_integer(V) ->
+    {ok, integer_to_binary(V)};
+field_value(V) when is_list(V) ->
+    try iolist_to_binary(V) of
+        B -> field_value(B)
+    catch
+        error:badarg -> error
+    end;
+field_value(_) ->
+    error.
+
+%% RFC 9110 §5.5: CR, LF and NUL are never allowed in a field value.
+value_ok(<<C, R/binary>>) when C =/= $\r, C =/= $\n, C =/= 0 -> value_ok(R);
+value_ok(<<>>) -> true;
+value_ok(_) -> false.
+
+log_crash(Req, Class, Reason, Stack) ->
+    logger:error("falco: handler crashed on ~ts ~ts from ~ts: ~0p:~0p~n~0p",
+                 [maps:get(method, Req), maps:get(path, Req), peer(Req), Class, Reason, Stack]).
+
+peer(#{peer := {Ip, Port}}) -> [inet:ntoa(Ip), ":", integer_to_list(Port)];
+peer(_) -> "unknown".

@@ -1,0 +1,103 @@
+%% @doc Request accessors, the same for every protocol.
+%%
+%% A request is a map; read it through these functions so handlers keep
+%% working as falco grows. Header names are lowercase binaries, values are
+%% binaries as received (without surrounding whitespace), in arrival order.
+%% Body reads go through the protocol's stream ({@link falco_stream}) and
+%% may be done in full ({@link read_body/1}, bounded by the listener's
+%% `max_body') or piece by piece ({@link read_body/2}).
+-module(falco_req).
+
+-export([method/1, path/1, qs/1, version/1, headers/1, header/2, header/3,
+         peer/1, scheme/1, host/1, port/1, listener/1, has_body/1,
+         read_body/1, read_body/2, trailers/1]).
+
+-type req() :: #{method := binary(),
+                 path := binary(),
+                 qs := binary(),
+                 version := {1, 0} | {1, 1} | {2, 0},
+                 headers := [{binary(), binary()}],
+                 host := binary(),
+                 port := inet:port_number() | undefined,
+                 peer := {inet:ip_address(), inet:port_number()} | undefined,
+                 scheme := http | https,
+                 body := falco_http1:body_framing(),
+                 listener := atom(),
+                 stream := {module(), falco_stream:state()},
+                 atom() => term()}.
+-export_type([req/0]).
+
+%% @doc The method, e.g. `<<"GET">>' (case-sensitive, RFC 9110 §9.1).
+-spec method(req()) -> binary().
+method(#{method := M}) -> M.
+
+%% @doc The path of the target, still percent-encoded.
+-spec path(req()) -> binary().
+path(#{path := P}) -> P.
+
+%% @doc The raw query string (after "?"), or `<<>>'.
+-spec qs(req()) -> binary().
+qs(#{qs := Q}) -> Q.
+
+%% @doc The protocol version of the request.
+-spec version(req()) -> {1, 0} | {1, 1} | {2, 0}.
+version(#{version := V}) -> V.
+
+%% @doc All header fields in arrival order.
+-spec headers(req()) -> [{binary(), binary()}].
+headers(#{headers := H}) -> H.
+
+%% @doc The first value of a header (name in lowercase), or `undefined'.
+-spec header(binary(), req()) -> binary() | undefined.
+header(Name, Req) -> header(Name, Req, undefined).
+
+%% @doc The first value of a header, or `Default'.
+-spec header(binary(), req(), Default) -> binary() | Default.
+header(Name, #{headers := H}, Default) ->
+    case lists:keyfind(Name, 1, H) of
+        {_, V} -> V;
+        false -> Default
+    end.
+
+%% @doc The peer address and port.
+-spec peer(req()) -> {inet:ip_address(), inet:port_number()} | undefined.
+peer(#{peer := P}) -> P.
+
+%% @doc `http' or `https'.
+-spec scheme(req()) -> http | https.
+scheme(#{scheme := S}) -> S.
+
+%% @doc The host the request is for (Host field or absolute target),
+%% lowercased, without the port.
+-spec host(req()) -> binary().
+host(#{host := H}) -> H.
+
+%% @doc The port named by the Host field, if any.
+-spec port(req()) -> inet:port_number() | undefined.
+port(#{port := P}) -> P.
+
+%% @doc The name of the listener that accepted the request.
+-spec listener(req()) -> atom().
+listener(#{listener := L}) -> L.
+
+%% @doc Whether the request has a body to read.
+-spec has_body(req()) -> boolean().
+has_body(#{body := B}) -> B =/= none andalso B =/= {length, 0}.
+
+%% @doc Reads the whole body. Raises (and falco answers 413) if it is larger
+%% than the listener's `max_body'; 408 if the client is too slow.
+-spec read_body(req()) -> {ok, binary(), req()}.
+read_body(Req = #{stream := {Mod, S}}) ->
+    {ok, Data} = Mod:read_body(all, S),
+    {ok, Data, Req}.
+
+%% @doc Reads the next piece of the body, at most `Length' bytes:
+%% `{more, Data, Req}' while more remains, `{ok, Data, Req}' at the end.
+-spec read_body(req(), #{length := pos_integer()}) -> {ok | more, binary(), req()}.
+read_body(Req = #{stream := {Mod, S}}, #{length := Length}) when is_integer(Length), Length > 0 ->
+    {Tag, Data} = Mod:read_body(Length, S),
+    {Tag, Data, Req}.
+
+%% @doc Trailer fields that followed a chunked body (after it has been read).
+-spec trailers(req()) -> [{binary(), binary()}].
+trailers(#{stream := {Mod, S}}) -> Mod:trailers(S).

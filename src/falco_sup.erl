@@ -1,0 +1,20 @@
+%% @doc falco's top supervisor: the Date clock, the listener registry (an
+%% ETS table this process owns) and the listeners started with
+%% {@link falco:start_listener/2}.
+-module(falco_sup).
+-behaviour(supervisor).
+
+-export([start_link/0]).
+-export([init/1]).
+
+%% @private
+-spec start_link() -> {ok, pid()} | ignore | {error, term()}.
+start_link() ->
+    supervisor:start_link({local, ?MODULE}, ?MODULE, []).
+
+%% @private
+-spec init([]) -> {ok, {supervisor:sup_flags(), [supervisor:child_spec()]}}.
+init([]) ->
+    _ = ets:new(falco_listeners, [named_table, public, {read_concurrency, true}]),
+    Clock = #{id => falco_clock, start => {falco_clock, start_link, []}},
+    {ok, {#{strategy => one_for_one, intensity => 10, period => 10}, [Clock]}}.

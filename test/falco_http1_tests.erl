@@ -1,0 +1,148 @@
+%% EUnit tests for the pure HTTP/1.1 request-head parser (falco_http1).
+%% Each case names the RFC 9112 / RFC 9110 section it checks.
+-module(falco_http1_tests).
+-include_lib("eunit/include/eunit.hrl").
+
+parse(Bin) -> falco_http1:parse(Bin, falco_http1:default_limits()).
+
+err(Bin) ->
+    {error, Reason} = parse(Bin),
+    Reason.
+
+simple_get_test() ->
+    {ok, R, <<"rest">>} = parse(<<"GET /a/b?x=1&y HTTP/1.1\r\nHost: Example.COM:8080\r\n"
+                                  "Accept: */*\r\n\r\nrest">>),
+    ?assertMatch(#{method := <<"GET">>, path := <<"/a/b">>, qs := <<"x=1&y">>,
+                   version := {1, 1}, host := <<"example.com">>, port := 8080,
+                   body := none, keep_alive := true, expect_continue := false}, R),
+    ?assertEqual([{<<"host">>, <<"Example.COM:8080">>}, {<<"accept">>, <<"*/*">>}],
+                 maps:get(headers, R)).
+
+%% RFC 9112 §2.2: leading empty lines are ignored, up to a bound.
+leading_empty_lines_test() ->
+    ?assertMatch({ok, #{path := <<"/">>}, <<>>},
+                 parse(<<"\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n">>)),
+    ?assertEqual({bad_request, too_many_empty_lines},
+                 err(binary:copy(<<"\r\n">>, 20))).
+
+%% RFC 9112 §2.2: bare LF is not a line terminator here.
+bare_lf_test() ->
+    ?assertEqual({bad_request, bare_lf}, err(<<"GET / HTTP/1.1\nHost: a\r\n\r\n">>)),
+    ?assertEqual({bad_request, bare_lf}, err(<<"GET / HTTP/1.1\r\nHost: a\n\r\n">>)).
+
+%% RFC 9112 §2.2: bare CR in a field value.
+bare_cr_test() ->
+    ?assertEqual({bad_request, invalid_header_value},
+                 err(<<"GET / HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n">>)).
+
+%% RFC 9112 §2.3: versions.
+version_test() ->
+    ?assertEqual(version_not_supported, err(<<"GET / HTTP/2.0\r\n\r\n">>)),
+    ?assertEqual(version_not_supported, err(<<"GET / HTTP/1.2\r\n\r\n">>)),
+    ?assertEqual({bad_request, invalid_version}, err(<<"GET / HTTP/1.10\r\n\r\n">>)),
+    ?assertEqual({bad_request, invalid_version}, err(<<"GET / http/1.1\r\n\r\n">>)),
+    ?assertMatch({ok, #{version := {1, 0}, keep_alive := false}, _},
+                 parse(<<"GET / HTTP/1.0\r\n\r\n">>)).
+
+%% RFC 9112 §3: single spaces, token methods.
+request_line_test() ->
+    ?assertEqual({bad_request, invalid_target}, err(<<"GET  / HTTP/1.1\r\nHost: a\r\n\r\n">>)),
+    ?assertEqual({bad_request, invalid_version}, err(<<"GET / b HTTP/1.1\r\nHost: a\r\n\r\n">>)),
+    ?assertEqual({bad_request, invalid_method}, err(<<"G(T / HTTP/1.1\r\nHost: a\r\n\r\n">>)),
+    ?assertMatch({ok, #{method := <<"PATCH">>}, _}, parse(<<"PATCH / HTTP/1.1\r\nHost: a\r\n\r\n">>)).
+
+%% RFC 9112 §3.2: target forms.
+target_forms_test() ->
+    ?assertMatch({ok, #{path := <<"*">>}, _}, parse(<<"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n">>)),
+    ?assertEqual({bad_request, asterisk_form_not_options}, err(<<"GET * HTTP/1.1\r\nHost: a\r\n\r\n">>)),
+    ?assertMatch({ok, #{host := <<"example.org">>, port := 81, path := <<"/x">>, qs := <<"q">>}, _},
+                 parse(<<"GET http://Example.org:81/x?q HTTP/1.1\r\nHost: other\r\n\r\n">>)),
+    ?assertEqual({not_implemented, connect}, err(<<"CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n">>)),
+    ?assertEqual({bad_request, invalid_target}, err(<<"GET /a<b HTTP/1.1\r\nHost: a\r\n\r\n">>)),
+    ?assertEqual({bad_request, invalid_target}, err(<<"GET /%zz HTTP/1.1\r\nHost: a\r\n\r\n">>)),
+    ?assertEqual({bad_request, invalid_target},
+                 err(<<"GET http://u@a/ HTTP/1.1\r\nHost: a\r\n\r\n">>)).
+
+%% RFC 9112 §5.1, §5.2: field syntax.
+field_syntax_test() ->
+    ?assertEqual({bad_request, header_whitespace_before_colon},
+                 err(<<"GET / HTTP/1.1\r\nHost : a\r\n\r\n">>)),
+    ?assertEqual({bad_request, obs_fold},
+                 err(<<"GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\n 2\r\n\r\n">>)),
+    ?assertEqual({bad_request, invalid_header_value},
+                 err(<<"GET / HTTP/1.1\r\nHost: a\r\nX: a", 0, "b\r\n\r\n">>)),
+    ?assertEqual({bad_request, invalid_header_name},
+                 err(<<"GET / HTTP/1.1\r\nHost: a\r\nX\"Y: 1\r\n\r\n">>)),
+    {ok, R, _} = parse(<<"GET / HTTP/1.1\r\nHost: a\r\nX-Thing: \t v  a \t\r\n\r\n">>),
+    ?assertEqual(<<"v  a">>, proplists:get_value(<<"x-thing">>, maps:get(headers, R))).
+
+%% RFC 9112 §3.2: Host rules.
+host_test() ->
+    ?assertEqual({bad_request, missing_host}, err(<<"GET / HTTP/1.1\r\n\r\n">>)),
+    ?assertEqual({bad_request, duplicate_host}, err(<<"GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n">>)),
+    ?assertEqual({bad_request, invalid_host}, err(<<"GET / HTTP/1.1\r\nHost: a b\r\n\r\n">>)),
+    ?assertEqual({bad_request, invalid_host}, err(<<"GET / HTTP/1.1\r\nHost: a:99999\r\n\r\n">>)),
+    ?assertMatch({ok, #{host := <<"[::1]">>, port := 8080}, _},
+                 parse(<<"GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n">>)).
+
+%% RFC 9112 §6.1, §6.3: body framing.
+framing_test() ->
+    H = <<"POST / HTTP/1.1\r\nHost: a\r\n">>,
+    ?assertMatch({ok, #{body := {length, 5}}, _}, parse(<<H/binary, "Content-Length: 5\r\n\r\n">>)),
+    ?assertMatch({ok, #{body := {length, 5}}, _},
+                 parse(<<H/binary, "Content-Length: 5\r\nContent-Length: 5\r\n\r\n">>)),
+    ?assertEqual({bad_request, conflicting_content_length},
+                 err(<<H/binary, "Content-Length: 5, 6\r\n\r\n">>)),
+    ?assertEqual({bad_request, invalid_content_length}, err(<<H/binary, "Content-Length: +5\r\n\r\n">>)),
+    ?assertEqual({bad_request, invalid_content_length}, err(<<H/binary, "Content-Length: -5\r\n\r\n">>)),
+    ?assertEqual({bad_request, invalid_content_length}, err(<<H/binary, "Content-Length: 0x5\r\n\r\n">>)),
+    ?assertMatch({ok, #{body := chunked}, _}, parse(<<H/binary, "Transfer-Encoding: Chunked\r\n\r\n">>)),
+    ?assertEqual({bad_request, transfer_encoding_with_content_length},
+                 err(<<H/binary, "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n">>)),
+    ?assertEqual({bad_request, chunked_not_last},
+                 err(<<H/binary, "Transfer-Encoding: chunked, gzip\r\n\r\n">>)),
+    ?assertEqual({bad_request, chunked_not_last}, err(<<H/binary, "Transfer-Encoding: xchunked\r\n\r\n">>)),
+    ?assertEqual({not_implemented, transfer_coding},
+                 err(<<H/binary, "Transfer-Encoding: gzip, chunked\r\n\r\n">>)),
+    ?assertEqual({bad_request, transfer_encoding_in_http10},
+                 err(<<"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n">>)).
+
+%% RFC 9110 §10.1.1: Expect.
+expect_test() ->
+    H = <<"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n">>,
+    ?assertMatch({ok, #{expect_continue := true}, _}, parse(<<H/binary, "Expect: 100-Continue\r\n\r\n">>)),
+    ?assertEqual(expectation_failed, err(<<H/binary, "Expect: tea\r\n\r\n">>)).
+
+%% RFC 9112 §9.3: persistence.
+keep_alive_test() ->
+    ?assertMatch({ok, #{keep_alive := false}, _},
+                 parse(<<"GET / HTTP/1.1\r\nHost: a\r\nConnection: Close\r\n\r\n">>)),
+    ?assertMatch({ok, #{keep_alive := true}, _},
+                 parse(<<"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n">>)).
+
+limits_test() ->
+    L = (falco_http1:default_limits())#{max_request_line => 20, max_header_line => 30,
+                                         max_header_count => 2, max_header_block => 60},
+    ?assertEqual({error, uri_too_long}, falco_http1:parse(<<"GET /", (binary:copy(<<"a">>, 30))/binary>>, L)),
+    ?assertEqual({error, {header_too_large, line}},
+                 falco_http1:parse(<<"GET / HTTP/1.1\r\nX: ", (binary:copy(<<"a">>, 40))/binary>>, L)),
+    ?assertEqual({error, {header_too_large, count}},
+                 falco_http1:parse(<<"GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n">>, L)),
+    ?assertEqual({error, {header_too_large, block}},
+                 falco_http1:parse(<<"GET / HTTP/1.1\r\nA: 1234567890123456789\r\n"
+                                     "B: 1234567890123456789\r\nC: 1234567890123456789\r\n">>,
+                                   L#{max_header_count => 10})).
+
+incremental_test() ->
+    Req = <<"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi">>,
+    Whole = parse(Req),
+    <<First, Rest/binary>> = Req,
+    {more, C0} = parse(<<First>>),
+    Fed = lists:foldl(fun(B, {more, C}) -> falco_http1:parse_more(<<B>>, C);
+                         (_, Done) -> Done
+                      end, {more, C0}, binary_to_list(Rest)),
+    %% The head completes before the body bytes, so the body byte that
+    %% completed it is left over; feeding it whole leaves the whole body.
+    {ok, R1, _} = Whole,
+    {ok, R2, _} = Fed,
+    ?assertEqual(R1, R2).
