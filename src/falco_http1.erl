@@ -267,6 +267,8 @@ headers(<<"\r">> = Buf, Head, Limits) ->
     {more, {headers, Buf, Head, Limits}};
 headers(<<>>, Head, Limits) ->
     {more, {headers, <<>>, Head, Limits}};
+headers(<<"\n", _/binary>>, _, _) ->
+    {error, {bad_request, bare_lf}};
 headers(<<C, _/binary>>, _, _) when C =:= $\s; C =:= $\t ->
     {error, {bad_request, obs_fold}};
 headers(Bin, Head, Limits = #{max_header_line := MaxLine, max_header_block := MaxBlock,
@@ -586,5 +588,13 @@ trim_trailing(Bin) ->
         _ -> Bin
     end.
 
+%% Most input is already lowercase: only build a new binary when needed.
 lower(Bin) ->
-    << <<(case C >= $A andalso C =< $Z of true -> C + 32; false -> C end)>> || <<C>> <= Bin >>.
+    case has_upper(Bin) of
+        true -> << <<(case C >= $A andalso C =< $Z of true -> C + 32; false -> C end)>> || <<C>> <= Bin >>;
+        false -> Bin
+    end.
+
+has_upper(<<C, _/binary>>) when C >= $A, C =< $Z -> true;
+has_upper(<<_, R/binary>>) -> has_upper(R);
+has_upper(<<>>) -> false.
