@@ -23,6 +23,9 @@ start_listener(Name, Opts) when is_atom(Name) ->
                         {ok, Pid} -> {ok, Pid};
                         {error, {already_started, _}} -> {error, already_started};
                         {error, already_present} -> {error, already_started};
+                        %% The supervisor wraps a failed start with its child
+                        %% record; users get the reason alone.
+                        {error, {{listen_failed, _, _} = Reason, _Child}} -> {error, Reason};
                         {error, Reason} -> {error, Reason}
                     end;
                 {error, _} = Error ->

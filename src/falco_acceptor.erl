@@ -36,7 +36,7 @@ loop(Name, LSock, Conf, Counter, Max) ->
 accept(Name, LSock, Conf, Counter) ->
     case gen_tcp:accept(LSock) of
         {ok, Sock} ->
-            counters:add(Counter, 1, 1),
+            ok = claim_slot(Counter, maps:get(max_connections, Conf)),
             Pid = falco_http1_conn:start(Name, Sock, Conf, Counter),
             case gen_tcp:controlling_process(Sock, Pid) of
                 ok ->
@@ -57,6 +57,22 @@ accept(Name, LSock, Conf, Counter) ->
             %% The listener is gone; take our connections with us.
             exit(shutdown);
         {error, _} ->
+            ok
+    end.
+
+%% The other acceptors were blocked in accept too, so the limit checked
+%% before accepting may have been reached meanwhile: take a slot only if one
+%% is free (add, then check, so two acceptors can never both take the last
+%% one), else hold the accepted socket unserved and look again every 10 ms.
+claim_slot(Counter, Max) ->
+    counters:add(Counter, 1, 1),
+    case counters:get(Counter, 1) > Max of
+        true ->
+            counters:sub(Counter, 1, 1),
+            flush_exits(get(falco_parent)),
+            receive after 10 -> ok end,
+            claim_slot(Counter, Max);
+        false ->
             ok
     end.
 

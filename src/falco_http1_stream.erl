@@ -43,6 +43,12 @@
 %% connection; a larger one closes it (RFC 9112 §9.3: a server may close
 %% instead of discarding content).
 -define(MAX_DISCARD, 1048576).
+%% A body whose missing part is at most this big is read with one
+%% exact-length recv (one allocation). body_timeout then bounds that whole
+%% read, which is harmless at this size; a larger remainder is read piece by
+%% piece so body_timeout stays a wait between bytes (a slow but steady
+%% upload of a large body is not cut off).
+-define(MAX_EXACT_READ, 65536).
 
 %% @doc The stream state for one request.
 -spec new(inet:socket() | ssl:sslsocket(), gen_tcp | ssl, {1, 0} | {1, 1}, boolean(), map()) -> state().
@@ -169,9 +175,16 @@ file_body(Fd, Offset, Length, S = #h1s{transport = T, socket = Sock}) ->
 %% RFC 9112 §9.3, §9.6: say when we will close; 1.0 peers are told keep-alive.
 connection_fields(Fields, S = #h1s{keep_alive = KeepAlive, version = Version}) ->
     case lists:keyfind(<<"connection">>, 1, Fields) of
+        {_, V} when not KeepAlive ->
+            %% We close whatever the handler said, so say so (§9.6).
+            case has_close(V) of
+                true -> {Fields, S#h1s{close = true}};
+                false -> {[{<<"connection">>, <<"close">>}
+                           | [F || F = {N, _} <- Fields, N =/= <<"connection">>]],
+                          S#h1s{close = true}}
+            end;
         {_, V} ->
-            Close = not KeepAlive orelse has_close(V),
-            {Fields, S#h1s{close = Close}};
+            {Fields, S#h1s{close = has_close(V)}};
         false when not KeepAlive ->
             {[{<<"connection">>, <<"close">>} | Fields], S#h1s{close = true}};
         false when Version =:= {1, 0} ->
@@ -201,7 +214,7 @@ read_body(all, S = #h1s{max_body = Max}) ->
         #body{framing = {length, Left}, pending = <<>>, read = Read} when Read + Left > Max ->
             throw({falco_error, content_too_large});
         #body{framing = {length, Left}, pending = <<>>, buf = Buf, read = Read}
-          when byte_size(Buf) < Left ->
+          when byte_size(Buf) < Left, Left - byte_size(Buf) =< ?MAX_EXACT_READ ->
             %% One exact-length recv: a single allocation for the whole body.
             B = continue(B0, S),
             Data = recv(S, Left - byte_size(Buf)),

@@ -19,10 +19,10 @@ run(Req, Handler, Mod, S) ->
         Resp -> respond(Resp, Req, Mod, S)
     catch
         throw:{falco_error, Reason} ->
-            error_reply(Reason, Mod, S);
+            error_reply(Reason, Req, Mod, S);
         Class:Reason:Stack ->
             log_crash(Req, Class, Reason, Stack),
-            error_reply(internal_error, Mod, S)
+            error_reply(internal_error, Req, Mod, S)
     end.
 
 call(Fun, Req) when is_function(Fun, 1) -> Fun(Req);
@@ -33,13 +33,20 @@ call(Mod, Req) -> Mod:handle(Req, undefined).
 -spec error_reply(falco_errors:reason(), module(), falco_stream:state()) ->
           {ok, falco_stream:state()} | {error, term()}.
 error_reply(Reason, Mod, S) ->
+    error_reply(Reason, #{}, Mod, S).
+
+%% RFC 9110 §9.3.2: the reply to a HEAD request has the fields, no content.
+error_reply(Reason, Req, Mod, S) ->
     Body = falco_errors:body(Reason),
     Mod:send_response(falco_errors:status(Reason),
                       [{<<"content-type">>, <<"text/plain">>},
                        {<<"content-length">>, integer_to_binary(byte_size(Body))},
                        {<<"date">>, falco_clock:date()},
                        {<<"connection">>, <<"close">>}],
-                      Body, S).
+                      content(Req, Body), S).
+
+content(#{method := <<"HEAD">>}, _Body) -> <<>>;
+content(_Req, Body) -> Body.
 
 respond({Status, Headers, Body}, Req, Mod, S) when is_integer(Status), Status >= 200, Status =< 599 ->
     case check_fields(Headers) of
@@ -62,39 +69,58 @@ respond(Other, Req, Mod, S) ->
 bad_response(Req, Why, Mod, S) ->
     logger:error("falco: ~ts ~ts from ~ts: invalid handler response: ~0p",
                  [maps:get(method, Req), maps:get(path, Req), peer(Req), Why]),
-    error_reply(internal_error, Mod, S).
+    error_reply(internal_error, Req, Mod, S).
 
 with_date(Fields, true) -> Fields;
 with_date(Fields, false) -> [{<<"date">>, falco_clock:date()} | Fields].
 
+%% RFC 9110 §15.3.5, §15.4.5: 204 and 304 have no content, whatever body
+%% (iodata or file) the handler gave.
+send_full(Status, Fields, _Body, _Req, Mod, S) when Status =:= 204; Status =:= 304 ->
+    Mod:send_response(Status, without_length(Fields), <<>>, S);
 send_full(Status, Fields, {file, Path}, Req, Mod, S) ->
     send_file(Status, Fields, Path, 0, all, Req, Mod, S);
 send_full(Status, Fields, {file, Path, Offset, Length}, Req, Mod, S)
   when is_integer(Offset), Offset >= 0, is_integer(Length), Length >= 0 ->
     send_file(Status, Fields, Path, Offset, Length, Req, Mod, S);
 send_full(Status, Fields0, Body, Req, Mod, S) ->
-    Fields = without_length(Fields0),
-    case no_body_status(Status) of
-        true ->
-            Mod:send_response(Status, Fields, <<>>, S);
-        false ->
-            Fields1 = [{<<"content-length">>, integer_to_binary(iolist_size(Body))} | Fields],
+    case body_size(Body) of
+        {ok, Size} ->
+            Fields = [{<<"content-length">>, integer_to_binary(Size)} | without_length(Fields0)],
             case maps:get(method, Req) of
-                <<"HEAD">> -> Mod:send_response(Status, Fields1, <<>>, S);
-                _ -> Mod:send_response(Status, Fields1, Body, S)
-            end
+                <<"HEAD">> -> Mod:send_response(Status, Fields, <<>>, S);
+                _ -> Mod:send_response(Status, Fields, Body, S)
+            end;
+        error ->
+            %% Not iodata: a bad return, answered like any other (500).
+            bad_response(Req, {bad_body, Body}, Mod, S)
     end.
 
-%% Content-Length is ours to compute for full and file replies.
+body_size(Body) ->
+    try iolist_size(Body) of
+        Size -> {ok, Size}
+    catch
+        error:badarg -> error
+    end.
+
+%% Content-Length is ours to compute for full and file replies, and
+%% Transfer-Encoding is the protocol's to choose (RFC 9112 §6.1: never
+%% together with Content-Length; RFC 9113 §8.2.2: never in HTTP/2).
 without_length(Fields) ->
-    case lists:keymember(<<"content-length">>, 1, Fields) of
-        true -> [F || F = {N, _} <- Fields, N =/= <<"content-length">>];
+    case lists:keymember(<<"content-length">>, 1, Fields)
+        orelse lists:keymember(<<"transfer-encoding">>, 1, Fields) of
+        true -> [F || F = {N, _} <- Fields, N =/= <<"content-length">>,
+                      N =/= <<"transfer-encoding">>];
         false -> Fields
     end.
 
-no_body_status(204) -> true;
-no_body_status(304) -> true;
-no_body_status(_) -> false.
+%% A stream keeps the handler's Content-Length (it then sends exactly that
+%% many bytes) but never its Transfer-Encoding.
+without_te(Fields) ->
+    case lists:keymember(<<"transfer-encoding">>, 1, Fields) of
+        true -> [F || F = {N, _} <- Fields, N =/= <<"transfer-encoding">>];
+        false -> Fields
+    end.
 
 send_file(Status, Fields, Path, Offset, Length0, Req, Mod, S) ->
     case file:open(Path, [read, raw, binary]) of
@@ -114,22 +140,25 @@ send_file(Status, Fields, Path, Offset, Length0, Req, Mod, S) ->
                 _ = file:close(Fd)
             end;
         {error, enoent} ->
-            not_found(Mod, S);
+            not_found(Req, Mod, S);
         {error, eisdir} ->
-            not_found(Mod, S);
+            not_found(Req, Mod, S);
         {error, Why} ->
             bad_response(Req, {file, Path, Why}, Mod, S)
     end.
 
-not_found(Mod, S) ->
+not_found(Req, Mod, S) ->
     Mod:send_response(404, [{<<"content-length">>, <<"10">>}, {<<"date">>, falco_clock:date()}],
-                      <<"Not Found\n">>, S).
+                      content(Req, <<"Not Found\n">>), S).
 
+%% RFC 9112 §6.1: nor may a 204 or 304 stream be chunked; its function is not run.
+send_stream(Status, Fields, _Fun, _Req, Mod, S) when Status =:= 204; Status =:= 304 ->
+    Mod:send_response(Status, without_length(Fields), <<>>, S);
 send_stream(Status, Fields, Fun, Req = #{method := <<"HEAD">>}, Mod, S) ->
     _ = Fun, _ = Req,
     Mod:send_response(Status, Fields, <<>>, S);
 send_stream(Status, Fields, Fun, Req, Mod, S0) ->
-    case Mod:send_headers(Status, Fields, S0) of
+    case Mod:send_headers(Status, without_te(Fields), S0) of
         {ok, S} ->
             Send = fun(Data) -> Mod:send_data(Data, S) end,
             try Fun(Send) of

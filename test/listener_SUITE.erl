@@ -1,0 +1,565 @@
+%% The listener: starting and stopping, supervision by the user, option
+%% validation, max_connections, the three timeouts, keep-alive request
+%% limits and the size limits with small custom values. Each case starts
+%% its own listener, named after the case, on an ephemeral port; the
+%% protocol sections (RFC 9112 §9.5 timeouts, RFC 9110 §15.5 statuses) are
+%% named where they apply.
+-module(listener_SUITE).
+-behaviour(supervisor).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, groups/0, init_per_suite/1, end_per_suite/1,
+         init_per_testcase/2, end_per_testcase/2]).
+%% a test-owned supervisor, and a handler module
+-export([init/1, handle/2]).
+-export([start_stop_listener/1, already_started/1, port_zero_is_ephemeral/1,
+         child_spec_own_supervisor/1, handler_module_forms/1, connections_count/1,
+         unknown_option/1, invalid_option_values/1, missing_handler/1,
+         not_a_map_or_bad_name/1, valid_tuning_options/1, listen_port_in_use/1,
+         stop_closes_connections/1,
+         max_connections_enforced/1, request_timeout_slowloris/1,
+         idle_timeout_closes/1, idle_after_extra_crlf/1, body_timeout_408/1,
+         body_timeout_between_reads/1,
+         send_timeout_stalled_client/1, ipv6_listener/1,
+         max_keep_alive_requests/1,
+         limit_request_line_414/1, limit_header_line_431/1, limit_header_block_431/1,
+         limit_header_count_431/1, limit_body_413/1, limit_body_413_while_uploading/1,
+         limit_body_chunked_413/1,
+         limit_trailers_431/1, limit_trailer_line_431/1, limit_trailer_block_431/1]).
+
+-define(C, falco_test_client).
+-define(HOST, "Host: example.com\r\n").
+-define(CHUNKED_HEAD, <<"POST / HTTP/1.1\r\n" ?HOST "Transfer-Encoding: chunked\r\n\r\n">>).
+%% a chunked body "abc" up to its trailer section
+-define(CHUNKED_ABC, <<"POST / HTTP/1.1\r\n" ?HOST "Transfer-Encoding: chunked\r\n\r\n"
+                       "3\r\nabc\r\n0\r\n">>).
+
+all() ->
+    [{group, lifecycle}, {group, options}, {group, connections}, {group, limits}].
+
+groups() ->
+    [{lifecycle, [], [start_stop_listener, already_started, port_zero_is_ephemeral,
+                      child_spec_own_supervisor, handler_module_forms, connections_count,
+                      listen_port_in_use, stop_closes_connections, ipv6_listener]},
+     {options, [], [unknown_option, invalid_option_values, missing_handler,
+                    not_a_map_or_bad_name, valid_tuning_options]},
+     {connections, [], [max_connections_enforced, request_timeout_slowloris,
+                        idle_timeout_closes, idle_after_extra_crlf, body_timeout_408,
+                        body_timeout_between_reads,
+                        send_timeout_stalled_client,
+                        max_keep_alive_requests]},
+     {limits, [], [limit_request_line_414, limit_header_line_431, limit_header_block_431,
+                   limit_header_count_431, limit_body_413, limit_body_413_while_uploading,
+                   limit_body_chunked_413,
+                   limit_trailers_431, limit_trailer_line_431, limit_trailer_block_431]}].
+
+init_per_suite(Config) ->
+    {ok, _} = application:ensure_all_started(falco),
+    Config.
+
+end_per_suite(Config) ->
+    Config.
+
+init_per_testcase(_Case, Config) ->
+    Rec = ?C:recorder_start(),
+    [{recorder, Rec} | Config].
+
+end_per_testcase(Case, Config) ->
+    _ = falco:stop_listener(Case),
+    _ = falco:stop_listener(list_to_atom(atom_to_list(Case) ++ "_2")),
+    ?C:recorder_stop(?config(recorder, Config)),
+    Config.
+
+%% -- handlers and helpers ------------------------------------------------------
+
+%% Reads the whole body, records {Method, Path, Body}, echoes the body.
+echo(Rec) ->
+    fun(Req) ->
+            {ok, Body, _} = falco_req:read_body(Req),
+            ?C:record(Rec, {falco_req:method(Req), falco_req:path(Req), Body}),
+            {200, [], Body}
+    end.
+
+%% The handler module form: `{?MODULE, State}' or just `?MODULE'.
+handle(Req, State) ->
+    {200, [], term_to_binary({falco_req:path(Req), State})}.
+
+%% A test-owned supervisor holding whatever child specs it is given.
+init(Specs) ->
+    {ok, {#{strategy => one_for_one, intensity => 1, period => 5}, Specs}}.
+
+start(Name, Config, Opts) ->
+    {ok, Pid} = falco:start_listener(Name, maps:merge(#{port => 0, ip => {127, 0, 0, 1},
+                                                        handler => echo(?config(recorder, Config))},
+                                                      Opts)),
+    true = is_pid(Pid),
+    {ok, Port} = falco:port(Name),
+    Port.
+
+calls(Config) -> ?C:recorded(?config(recorder, Config)).
+
+%% The response to one raw request on a new connection.
+served(Port, Raw) ->
+    {Sock, {ok, R}} = ?C:request(Port, Raw),
+    ?C:close(Sock),
+    R.
+
+hello(Port) ->
+    served(Port, <<"POST /hello HTTP/1.1\r\n" ?HOST "Content-Length: 5\r\n\r\nhello">>).
+
+%% One raw request on a new connection that must be rejected with Status,
+%% then closed, without reaching the handler.
+rejected(Config, Port, Raw, Status) ->
+    Before = calls(Config),
+    #{responses := [R], closed := closed} = ?C:exchange(Port, Raw),
+    ?assertEqual(Status, maps:get(status, R)),
+    ?assert(?C:has_token(<<"connection">>, <<"close">>, R)),
+    ?assertEqual(Before, calls(Config)),
+    R.
+
+connections(Name) ->
+    {ok, N} = falco:connections(Name),
+    N.
+
+now_ms() -> erlang:monotonic_time(millisecond).
+
+%% -- lifecycle -----------------------------------------------------------------
+
+%% start_listener/2 + port/1 + stop_listener/1: after the stop the port
+%% refuses connections and the name is unknown.
+start_stop_listener(Config) ->
+    Port = start(start_stop_listener, Config, #{}),
+    ?assert(Port > 0),
+    #{status := 200, body := <<"hello">>} = hello(Port),
+    ok = falco:stop_listener(start_stop_listener),
+    ?assertEqual({error, not_found}, falco:port(start_stop_listener)),
+    ?assertEqual({error, not_found}, falco:connections(start_stop_listener)),
+    %% (a connect racing the asynchronous close of the listen socket may be
+    %% reset rather than refused; either way it is not served)
+    ?assertMatch({error, E} when E =:= econnrefused; E =:= econnreset,
+                 gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}], 2000)),
+    ?assertEqual({error, not_found}, falco:stop_listener(start_stop_listener)),
+    %% the name can be used again
+    Port2 = start(start_stop_listener, Config, #{}),
+    #{status := 200} = hello(Port2).
+
+%% A name is one listener.
+already_started(Config) ->
+    _ = start(already_started, Config, #{}),
+    Opts = #{port => 0, ip => {127, 0, 0, 1}, handler => echo(?config(recorder, Config))},
+    ?assertEqual({error, already_started}, falco:start_listener(already_started, Opts)).
+
+%% port => 0 binds an ephemeral port; two listeners get two ports and each
+%% serves its own handler.
+port_zero_is_ephemeral(Config) ->
+    P1 = start(port_zero_is_ephemeral, Config, #{}),
+    P2 = start(port_zero_is_ephemeral_2, Config, #{handler => {?MODULE, second}}),
+    ?assertNotEqual(P1, P2),
+    #{body := <<"hello">>} = hello(P1),
+    {<<"/hello">>, second} = binary_to_term(maps:get(body, hello(P2))).
+
+%% child_spec/2 runs a listener under the user's own supervisor; stopping
+%% that supervisor stops the listener.
+child_spec_own_supervisor(Config) ->
+    Spec = falco:child_spec(my_listener, #{port => 0, ip => {127, 0, 0, 1},
+                                           handler => echo(?config(recorder, Config))}),
+    {ok, Sup} = supervisor:start_link(?MODULE, [Spec]),
+    unlink(Sup),
+    try
+        [{{falco_listener, my_listener}, Child, supervisor, _}] = supervisor:which_children(Sup),
+        true = is_pid(Child),
+        {ok, Port} = falco:port(my_listener),
+        #{status := 200, body := <<"hello">>} = hello(Port),
+        Ref = monitor(process, Sup),
+        exit(Sup, shutdown),
+        receive {'DOWN', Ref, process, Sup, _} -> ok after 5000 -> ct:fail(sup_not_down) end,
+        ?assertMatch({error, _}, gen_tcp:connect({127, 0, 0, 1}, Port, [binary], 2000))
+    after
+        exit(Sup, kill)
+    end.
+
+%% The handler option: a fun, {Module, State} or a bare Module (State =
+%% undefined).
+handler_module_forms(Config) ->
+    P1 = start(handler_module_forms, Config, #{handler => {?MODULE, #{some => state}}}),
+    {<<"/hello">>, #{some := state}} = binary_to_term(maps:get(body, hello(P1))),
+    P2 = start(handler_module_forms_2, Config, #{handler => ?MODULE}),
+    {<<"/hello">>, undefined} = binary_to_term(maps:get(body, hello(P2))).
+
+%% connections/1 counts open connections, and drops as they close.
+connections_count(Config) ->
+    Port = start(connections_count, Config, #{}),
+    ?assertEqual(0, connections(connections_count)),
+    Socks = [begin
+                 S = ?C:connect(Port),
+                 ?C:send(S, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+                 {ok, #{status := 200}} = ?C:recv_response(S),
+                 S
+             end || _ <- lists:seq(1, 3)],
+    ?assertEqual(3, connections(connections_count)),
+    [?C:close(S) || S <- Socks],
+    ok = ?C:wait_until(fun() -> connections(connections_count) =:= 0 end, 3000).
+
+%% A port already in use is an error from start_listener, not a crash;
+%% falco keeps running and the name stays free.
+listen_port_in_use(Config) ->
+    {ok, Busy} = gen_tcp:listen(0, [{ip, {127, 0, 0, 1}}]),
+    {ok, BusyPort} = inet:port(Busy),
+    try
+        ?assertEqual({error, {listen_failed, BusyPort, eaddrinuse}},
+                     falco:start_listener(listen_port_in_use,
+                                          #{port => BusyPort, ip => {127, 0, 0, 1},
+                                            handler => echo(?config(recorder, Config))})),
+        ?assertEqual({error, not_found}, falco:port(listen_port_in_use)),
+        ?assert(is_pid(whereis(falco_sup))),
+        Port = start(listen_port_in_use, Config, #{}),
+        #{status := 200} = hello(Port)
+    after
+        gen_tcp:close(Busy)
+    end.
+
+%% An IPv6 address works like an IPv4 one (skipped where the host has no ::1).
+ipv6_listener(Config) ->
+    case gen_tcp:listen(0, [inet6, {ip, {0, 0, 0, 0, 0, 0, 0, 1}}]) of
+        {ok, Probe} ->
+            gen_tcp:close(Probe),
+            {ok, _} = falco:start_listener(ipv6_listener,
+                                           #{port => 0, ip => {0, 0, 0, 0, 0, 0, 0, 1},
+                                             handler => echo(?config(recorder, Config))}),
+            {ok, Port} = falco:port(ipv6_listener),
+            {ok, Sock} = gen_tcp:connect({0, 0, 0, 0, 0, 0, 0, 1}, Port,
+                                         [binary, {active, false}], 2000),
+            ok = gen_tcp:send(Sock, <<"GET / HTTP/1.1\r\nHost: [::1]\r\n\r\n">>),
+            {ok, <<"HTTP/1.1 200 OK\r\n", _/binary>>} = gen_tcp:recv(Sock, 0, 2000),
+            gen_tcp:close(Sock);
+        {error, _} ->
+            {skip, no_ipv6_loopback}
+    end.
+
+%% Stopping a listener closes its open connections.
+stop_closes_connections(Config) ->
+    Port = start(stop_closes_connections, Config, #{}),
+    Sock = ?C:connect(Port),
+    ?C:send(Sock, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Sock),
+    ok = falco:stop_listener(stop_closes_connections),
+    ok = ?C:expect_closed(Sock, 2000),
+    ?C:close(Sock).
+
+%% -- option validation -----------------------------------------------------------
+
+%% An unknown key is {error, {unknown_option, Key}}.
+unknown_option(Config) ->
+    H = echo(?config(recorder, Config)),
+    ?assertEqual({error, {unknown_option, max_conections}},
+                 falco:start_listener(unknown_option, #{handler => H, port => 0,
+                                                        max_conections => 10})),
+    ?assertEqual({error, not_found}, falco:port(unknown_option)).
+
+%% A bad value is {error, {invalid_option, Key, Value}}, found before any
+%% socket is opened.
+invalid_option_values(Config) ->
+    H = echo(?config(recorder, Config)),
+    Bad = [{port, -1}, {port, 65536}, {port, "80"}, {ip, "127.0.0.1"}, {ip, {1, 2, 3}},
+           {ip, {256, 0, 0, 1}}, {handler, 42}, {handler, fun(_, _) -> ok end},
+           {num_acceptors, 0}, {max_connections, 0}, {max_connections, -5},
+           {backlog, 0}, {nodelay, yes}, {send_timeout, -1}, {idle_timeout, soon},
+           {request_timeout, -1}, {body_timeout, 1.5}, {max_keep_alive_requests, 0},
+           {max_request_line, 0}, {max_header_line, -1}, {max_header_block, 0},
+           {max_header_count, -1}, {max_body, -1}],
+    [?assertEqual({error, {invalid_option, K, V}},
+                  falco:start_listener(invalid_option_values,
+                                       maps:merge(#{handler => H, port => 0}, #{K => V})))
+     || {K, V} <- Bad],
+    ?assertEqual({error, not_found}, falco:port(invalid_option_values)),
+    %% and the same name starts once the options are right
+    _ = start(invalid_option_values, Config, #{}).
+
+%% handler has no default.
+missing_handler(_Config) ->
+    ?assertEqual({error, {missing_option, handler}},
+                 falco:start_listener(missing_handler, #{port => 0})),
+    ?assertEqual({error, {missing_option, handler}}, falco:start_listener(missing_handler, #{})).
+
+%% Options must be a map and the name an atom.
+not_a_map_or_bad_name(Config) ->
+    H = echo(?config(recorder, Config)),
+    ?assertMatch({error, {invalid_options, _}},
+                 falco:start_listener(not_a_map_or_bad_name, [{handler, H}, {port, 0}])),
+    ?assertEqual({error, {invalid_name, "name"}}, falco:start_listener("name", #{handler => H})).
+
+%% Every tuning option takes a valid value (infinity where it makes sense),
+%% and a listener so configured serves.
+valid_tuning_options(Config) ->
+    Port = start(valid_tuning_options, Config,
+                 #{num_acceptors => 1, max_connections => infinity, backlog => 16,
+                   nodelay => false, send_timeout => infinity, idle_timeout => infinity,
+                   request_timeout => infinity, body_timeout => infinity,
+                   max_keep_alive_requests => infinity, max_request_line => 100,
+                   max_header_line => 100, max_header_block => 1000, max_header_count => 10,
+                   max_body => 0}),
+    #{status := 200, body := <<>>} = served(Port, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>).
+
+%% -- connections -------------------------------------------------------------------
+
+%% max_connections: a connection over the limit is accepted by the kernel
+%% but not served until another closes (all 10 acceptors were blocked in
+%% accept when the limit was reached).
+max_connections_enforced(Config) ->
+    Port = start(max_connections_enforced, Config, #{max_connections => 2}),
+    A = ?C:connect(Port),
+    B = ?C:connect(Port),
+    [begin
+         ?C:send(S, <<"GET /ab HTTP/1.1\r\n" ?HOST "\r\n">>),
+         {ok, #{status := 200}} = ?C:recv_response(S)
+     end || S <- [A, B]],
+    X = ?C:connect(Port),
+    ?C:send(X, <<"POST /x HTTP/1.1\r\n" ?HOST "Content-Length: 1\r\n\r\nx">>),
+    ok = ?C:expect_silence(X, 300),
+    ?assertEqual(2, connections(max_connections_enforced)),
+    ?assertEqual([{<<"GET">>, <<"/ab">>, <<>>}, {<<"GET">>, <<"/ab">>, <<>>}], calls(Config)),
+    T0 = now_ms(),
+    ?C:close(A),
+    {ok, #{status := 200, body := <<"x">>}} = ?C:recv_response(X, #{timeout => 3000}),
+    ?assert(now_ms() - T0 < 2000),
+    ?assertEqual(2, connections(max_connections_enforced)),
+    [?C:close(S) || S <- [B, X]].
+
+%% request_timeout (RFC 9112 §9.5, RFC 9110 §15.5.9): a slowloris client
+%% that keeps trickling header bytes still gets 408 once the head is
+%% request_timeout late, and is closed.
+request_timeout_slowloris(Config) ->
+    Port = start(request_timeout_slowloris, Config,
+                 #{request_timeout => 300, idle_timeout => 5000}),
+    Sock = ?C:connect(Port),
+    Trickle = <<"GET / HTTP/1.1\r\n" ?HOST, (binary:copy(<<"X-Slow: 1\r\n">>, 100))/binary>>,
+    T0 = now_ms(),
+    Trickler = spawn(fun() -> [begin _ = gen_tcp:send(Sock, <<B>>), timer:sleep(20) end
+                               || <<B>> <= Trickle] end),
+    try
+        {ok, R} = ?C:recv_response(Sock, #{timeout => 3000}),
+        Elapsed = now_ms() - T0,
+        #{status := 408} = R,
+        ?assert(?C:has_token(<<"connection">>, <<"close">>, R)),
+        ?assert(Elapsed >= 250),
+        ?assert(Elapsed < 1500),
+        ?assert(is_process_alive(Trickler)),
+        ok = ?C:expect_closed(Sock, 2000),
+        ?assertEqual([], calls(Config))
+    after
+        exit(Trickler, kill),
+        ?C:close(Sock)
+    end.
+
+%% idle_timeout (RFC 9112 §9.5): an idle keep-alive connection, and one
+%% that never sends a byte, are closed without a response.
+idle_timeout_closes(Config) ->
+    Port = start(idle_timeout_closes, Config, #{idle_timeout => 300, request_timeout => 5000}),
+    Sock = ?C:connect(Port),
+    ?C:send(Sock, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Sock),
+    %% still open just before the deadline
+    timer:sleep(100),
+    ?C:send(Sock, <<"GET /again HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Sock),
+    T0 = now_ms(),
+    ok = ?C:expect_closed(Sock, 3000),
+    Elapsed = now_ms() - T0,
+    ?assert(Elapsed >= 250),
+    ?assert(Elapsed < 1500),
+    ?C:close(Sock),
+    Silent = ?C:connect(Port),
+    T1 = now_ms(),
+    ok = ?C:expect_closed(Silent, 3000),
+    ?assert(now_ms() - T1 >= 250),
+    ?C:close(Silent).
+
+%% idle_timeout, not request_timeout, governs a connection that only got
+%% the extra CRLF clients may send after a body (RFC 9112 §2.2): it is still
+%% open and usable well after request_timeout.
+idle_after_extra_crlf(Config) ->
+    Port = start(idle_after_extra_crlf, Config, #{request_timeout => 200, idle_timeout => 1500}),
+    Sock = ?C:connect(Port),
+    ?C:send(Sock, <<"POST / HTTP/1.1\r\n" ?HOST "Content-Length: 2\r\n\r\nhi\r\n">>),
+    {ok, #{status := 200, body := <<"hi">>}} = ?C:recv_response(Sock),
+    ok = ?C:expect_silence(Sock, 600),
+    ?C:send(Sock, <<"\r\n">>),
+    ok = ?C:expect_silence(Sock, 600),
+    ?C:send(Sock, <<"POST / HTTP/1.1\r\n" ?HOST "Content-Length: 5\r\n\r\nagain">>),
+    {ok, #{status := 200, body := <<"again">>}} = ?C:recv_response(Sock),
+    ?C:close(Sock).
+
+%% body_timeout (RFC 9110 §15.5.9): a body that stops arriving gets 408
+%% and close; the handler never completes.
+body_timeout_408(Config) ->
+    Port = start(body_timeout_408, Config, #{body_timeout => 300}),
+    Sock = ?C:connect(Port),
+    T0 = now_ms(),
+    ?C:send(Sock, <<"POST / HTTP/1.1\r\n" ?HOST "Content-Length: 100\r\n\r\nonly some">>),
+    {ok, R} = ?C:recv_response(Sock, #{timeout => 3000}),
+    #{status := 408} = R,
+    ?assert(?C:has_token(<<"connection">>, <<"close">>, R)),
+    ?assert(now_ms() - T0 >= 250),
+    ok = ?C:expect_closed(Sock, 3000),
+    ?assertEqual([], calls(Config)),
+    ?C:close(Sock).
+
+%% body_timeout bounds each wait for body bytes, not the whole upload: a
+%% large body that keeps arriving (every 100 ms, for about a second) is read
+%% in full with body_timeout = 300 ms.
+body_timeout_between_reads(Config) ->
+    Port = start(body_timeout_between_reads, Config, #{body_timeout => 300}),
+    Piece = binary:copy(<<"p">>, 25000),
+    Sock = ?C:connect(Port),
+    ?C:send(Sock, <<"POST /slow HTTP/1.1\r\n" ?HOST "Content-Length: 250000\r\n\r\n">>),
+    T0 = now_ms(),
+    [begin timer:sleep(100), ?C:send(Sock, Piece) end || _ <- lists:seq(1, 10)],
+    {ok, R} = ?C:recv_response(Sock, #{timeout => 3000}),
+    ?assert(now_ms() - T0 >= 900),
+    #{status := 200} = R,
+    ?assertEqual(250000, byte_size(maps:get(body, R))),
+    ?C:close(Sock).
+
+%% send_timeout: a client that stops reading cannot pin a connection: the
+%% blocked send fails after send_timeout and the connection goes away.
+send_timeout_stalled_client(Config) ->
+    Rec = ?config(recorder, Config),
+    Chunk = binary:copy(<<"z">>, 65536),
+    Flood = fun Loop(Send, N) ->
+                    case Send(Chunk) of
+                        ok -> Loop(Send, N + 1);
+                        {error, Why} -> ?C:record(Rec, {send_failed, Why, N}), ok
+                    end
+            end,
+    Handler = fun(_Req) -> {stream, 200, [], fun(Send) -> Flood(Send, 0) end} end,
+    Port = start(send_timeout_stalled_client, Config, #{send_timeout => 200, handler => Handler}),
+    Sock = ?C:connect(Port, [{recbuf, 4096}]),
+    ?C:send(Sock, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    ok = ?C:wait_until(fun() -> calls(Config) =/= [] end, 10000),
+    [{send_failed, _, N}] = calls(Config),
+    ?assert(N > 0),
+    ok = ?C:wait_until(fun() -> connections(send_timeout_stalled_client) =:= 0 end, 5000),
+    ?C:close(Sock).
+
+%% max_keep_alive_requests (RFC 9112 §9.6): the last allowed response says
+%% "connection: close" and the server closes after it.
+max_keep_alive_requests(Config) ->
+    Port = start(max_keep_alive_requests, Config, #{max_keep_alive_requests => 3}),
+    Sock = ?C:connect(Port),
+    Rs = [begin
+              ?C:send(Sock, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+              {ok, R} = ?C:recv_response(Sock),
+              ?C:has_token(<<"connection">>, <<"close">>, R)
+          end || _ <- lists:seq(1, 3)],
+    ?assertEqual([false, false, true], Rs),
+    ok = ?C:expect_closed(Sock, 2000),
+    ?C:close(Sock).
+
+%% -- limits --------------------------------------------------------------------------
+
+%% max_request_line (RFC 9112 §3, RFC 9110 §15.5.15): 414 over the limit,
+%% served under it.
+limit_request_line_414(Config) ->
+    Port = start(limit_request_line_414, Config, #{max_request_line => 64}),
+    Fits = binary:copy(<<"a">>, 40),
+    TooLong = binary:copy(<<"a">>, 100),
+    #{status := 200} = served(Port, <<"GET /", Fits/binary, " HTTP/1.1\r\n" ?HOST "\r\n">>),
+    rejected(Config, Port, <<"GET /", TooLong/binary, " HTTP/1.1\r\n" ?HOST "\r\n">>, 414),
+    %% a long line without its end yet is refused as soon as it is too long
+    Sock = ?C:connect(Port),
+    ?C:send(Sock, <<"GET /", TooLong/binary>>),
+    {ok, #{status := 414}} = ?C:recv_response(Sock, #{timeout => 2000}),
+    ?C:close(Sock).
+
+%% max_header_line (RFC 6585 §5, RFC 9110 §15.5): 431 for a field line
+%% over the limit.
+limit_header_line_431(Config) ->
+    Port = start(limit_header_line_431, Config, #{max_header_line => 64}),
+    Fits = binary:copy(<<"v">>, 50),
+    TooLong = binary:copy(<<"v">>, 100),
+    #{status := 200} = served(Port, <<"GET / HTTP/1.1\r\n" ?HOST "X-A: ", Fits/binary, "\r\n"
+                                                                                       "\r\n">>),
+    rejected(Config, Port, <<"GET / HTTP/1.1\r\n" ?HOST "X-A: ", TooLong/binary, "\r\n\r\n">>, 431).
+
+%% max_header_block (RFC 6585 §5): 431 when the fields together are too
+%% large although each line is short.
+limit_header_block_431(Config) ->
+    Port = start(limit_header_block_431, Config, #{max_header_block => 256}),
+    Fields = fun(N) -> [[<<"X-F">>, integer_to_binary(I), <<": ">>, binary:copy(<<"v">>, 30),
+                         <<"\r\n">>] || I <- lists:seq(1, N)] end,
+    #{status := 200} = served(Port, [<<"GET / HTTP/1.1\r\n" ?HOST>>, Fields(4), <<"\r\n">>]),
+    rejected(Config, Port, [<<"GET / HTTP/1.1\r\n" ?HOST>>, Fields(10), <<"\r\n">>], 431).
+
+%% max_header_count (RFC 6585 §5): 431 for too many fields.
+limit_header_count_431(Config) ->
+    Port = start(limit_header_count_431, Config, #{max_header_count => 5}),
+    Fields = fun(N) -> [[<<"X-F">>, integer_to_binary(I), <<": v\r\n">>]
+                        || I <- lists:seq(1, N)] end,
+    #{status := 200} = served(Port, [<<"GET / HTTP/1.1\r\n" ?HOST>>, Fields(4), <<"\r\n">>]),
+    rejected(Config, Port, [<<"GET / HTTP/1.1\r\n" ?HOST>>, Fields(5), <<"\r\n">>], 431).
+
+%% max_body (RFC 9110 §15.5.14): a Content-Length over the limit is 413
+%% before the handler runs; at the limit the body is served.
+limit_body_413(Config) ->
+    Port = start(limit_body_413, Config, #{max_body => 100}),
+    Body = binary:copy(<<"b">>, 100),
+    #{status := 200, body := Body} =
+        served(Port, [<<"POST / HTTP/1.1\r\n" ?HOST "Content-Length: 100\r\n\r\n">>, Body]),
+    rejected(Config, Port, [<<"POST / HTTP/1.1\r\n" ?HOST "Content-Length: 101\r\n\r\n">>,
+                            Body, <<"b">>], 413).
+
+%% max_body (RFC 9110 §15.5.14, RFC 9112 §9.6): a client still uploading a
+%% body far over the limit, and reading as it goes, receives the 413 before
+%% the connection closes (falco half-closes and lingers instead of resetting
+%% the connection under the response).
+limit_body_413_while_uploading(Config) ->
+    Port = start(limit_body_413_while_uploading, Config, #{max_body => 1000}),
+    Sock = ?C:connect(Port),
+    Size = 8000000,
+    Head = [<<"POST / HTTP/1.1\r\n" ?HOST "Content-Length: ">>, integer_to_binary(Size),
+            <<"\r\n\r\n">>],
+    Uploader = spawn(fun() -> _ = gen_tcp:send(Sock, [Head, binary:copy(<<"u">>, Size)]) end),
+    try
+        {ok, R} = ?C:recv_response(Sock, #{timeout => 3000}),
+        #{status := 413} = R,
+        ?assert(?C:has_token(<<"connection">>, <<"close">>, R)),
+        ?assertEqual([], calls(Config))
+    after
+        exit(Uploader, kill),
+        ?C:close(Sock)
+    end.
+
+%% max_body (RFC 9110 §15.5.14): a chunked body that grows past the limit
+%% is 413 when the handler reads it.
+limit_body_chunked_413(Config) ->
+    Port = start(limit_body_chunked_413, Config, #{max_body => 100}),
+    Chunk = [<<"32\r\n">>, binary:copy(<<"c">>, 50), <<"\r\n">>],
+    #{status := 200} = served(Port, [?CHUNKED_HEAD, Chunk, Chunk, <<"0\r\n\r\n">>]),
+    rejected(Config, Port, [?CHUNKED_HEAD, Chunk, Chunk, Chunk, <<"0\r\n\r\n">>], 413).
+
+%% RFC 9112 §7.1.2: the trailer section has the header section's limits:
+%% max_header_count ...
+limit_trailers_431(Config) ->
+    Port = start(limit_trailers_431, Config, #{max_header_count => 5}),
+    Trailers = [[<<"X-T">>, integer_to_binary(I), <<": v\r\n">>] || I <- lists:seq(1, 6)],
+    rejected(Config, Port, [?CHUNKED_ABC, Trailers, <<"\r\n">>], 431).
+
+%% ... max_header_line (also when the long line has not ended yet) ...
+limit_trailer_line_431(Config) ->
+    Port = start(limit_trailer_line_431, Config, #{max_header_line => 64}),
+    #{status := 200} = served(Port, [?CHUNKED_ABC, <<"X-T: short\r\n\r\n">>]),
+    rejected(Config, Port, [?CHUNKED_ABC, <<"X-T: ">>, binary:copy(<<"t">>, 100), <<"\r\n\r\n">>],
+             431),
+    Sock = ?C:connect(Port),
+    ?C:send(Sock, [?CHUNKED_ABC, <<"X-T: ">>, binary:copy(<<"t">>, 100)]),
+    {ok, #{status := 431}} = ?C:recv_response(Sock, #{timeout => 2000}),
+    ?C:close(Sock).
+
+%% ... and max_header_block.
+limit_trailer_block_431(Config) ->
+    Port = start(limit_trailer_block_431, Config, #{max_header_block => 200}),
+    Trailers = [[<<"X-T">>, integer_to_binary(I), <<": ">>, binary:copy(<<"t">>, 30), <<"\r\n">>]
+                || I <- lists:seq(1, 8)],
+    rejected(Config, Port, [?CHUNKED_ABC, Trailers, <<"\r\n">>], 431).
