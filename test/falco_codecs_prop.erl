@@ -1,0 +1,213 @@
+%% PropEr properties for the request/response helper codecs: falco_qs,
+%% falco_uri, falco_cookie and falco_json. Round trips (what we encode we
+%% parse back to the same thing) and robustness (arbitrary bytes never make
+%% a parser raise, and never yield what its contract excludes). Run from
+%% EUnit, 500 cases each.
+-module(falco_codecs_prop).
+-include_lib("proper/include/proper.hrl").
+-include_lib("eunit/include/eunit.hrl").
+
+-define(NUMTESTS, 500).
+
+properties_test_() ->
+    [{atom_to_list(P),
+      {timeout, 120,
+       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, ?NUMTESTS}, {to_file, user}]))}}
+     || P <- [prop_qs_round_trip, prop_qs_total, prop_qs_replace_is_utf8,
+              prop_uri_round_trip, prop_uri_query_through_qs, prop_split_path_round_trip,
+              prop_split_path_safe, prop_remove_dot_segments,
+              prop_cookie_round_trip, prop_cookie_encoded_value, prop_cookie_parse_total,
+              prop_json_round_trip, prop_json_decode_total, prop_json_mutated]].
+
+%% -- generators --------------------------------------------------------------
+
+bytes() ->
+    binary().
+
+%% Binaries biased towards the bytes the codecs treat specially.
+tricky() ->
+    ?LET(Parts, list(oneof([binary(), utf8(),
+                            elements([<<"%">>, <<"%2">>, <<"%zz">>, <<"%41">>, <<"+">>,
+                                      <<"&">>, <<"=">>, <<";">>, <<"/">>, <<"\\">>,
+                                      <<".">>, <<"..">>, <<"%2e">>, <<"%2F">>, <<"%5c">>,
+                                      <<"%00">>, <<0>>, <<"\"">>, <<" ">>, <<"\t">>,
+                                      <<"%C2">>, <<16#C2>>, <<16#ED, 16#A0, 16#80>>])])),
+         iolist_to_binary(Parts)).
+
+token() ->
+    ?LET(Cs, non_empty(list(elements(
+                "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"))),
+         list_to_binary(Cs)).
+
+cookie_octets() ->
+    ?LET(Cs, list(oneof([range(16#23, 16#2B), range(16#2D, 16#3A), range(16#3C, 16#5B),
+                         range(16#5D, 16#7E), exactly(16#21)])),
+         list_to_binary(Cs)).
+
+%% A path segment that split_path must return unchanged.
+safe_segment() ->
+    ?SUCHTHAT(S, non_empty(bytes()),
+              S =/= <<".">> andalso S =/= <<"..">>
+                  andalso binary:match(S, [<<"/">>, <<"\\">>, <<0>>]) =:= nomatch).
+
+%% Depth and width are bounded so a case stays small (at most 4^4 nodes).
+json() ->
+    json(4).
+
+json(0) ->
+    json_scalar();
+json(Depth) ->
+    frequency([{4, json_scalar()},
+               {1, ?LAZY(?LET(N, range(0, 4), vector(N, json(Depth - 1))))},
+               {1, ?LAZY(?LET(N, range(0, 4),
+                              ?LET(Pairs, vector(N, {json_string(), json(Depth - 1)}),
+                                   maps:from_list(Pairs))))}]).
+
+json_scalar() ->
+    oneof([null, true, false, int(), integer(), float(), json_string(),
+           ?LET(I, integer(), I * 1000000000000000000000000),
+           elements([0.0, -0.0, 0.1, 5.0e-324, 1.7976931348623157e308, -1.0e-300])]).
+
+%% UTF-8 text with the characters JSON must escape mixed in.
+json_string() ->
+    ?LET(Parts, list(oneof([utf8(), elements([<<"\"">>, <<"\\">>, <<0>>, <<"\n">>, <<31>>,
+                                              <<"/">>, <<127>>, <<"\\u0041">>])])),
+         iolist_to_binary(Parts)).
+
+%% -- falco_qs ----------------------------------------------------------------
+
+prop_qs_round_trip() ->
+    ?FORALL(Pairs, list({bytes(), bytes()}),
+            falco_qs:parse(falco_qs:encode(Pairs)) =:= {ok, Pairs}).
+
+%% Any input: a result within the bound, or one of the documented errors.
+prop_qs_total() ->
+    ?FORALL({In, Max, Strict}, {tricky(), range(0, 20), boolean()},
+            begin
+                Opts = #{max_pairs => Max, percent => if Strict -> strict; true -> lenient end},
+                case falco_qs:parse(In, Opts) of
+                    {ok, Pairs} -> length(Pairs) =< Max;
+                    {error, too_many_pairs} -> true;
+                    {error, bad_percent} -> Strict
+                end
+            end).
+
+prop_qs_replace_is_utf8() ->
+    ?FORALL(In, tricky(),
+            begin
+                {ok, Pairs} = falco_qs:parse(In, #{utf8 => replace}),
+                {ok, Kept} = falco_qs:parse(In),
+                lists:all(fun({K, V}) -> is_utf8(K) andalso is_utf8(V) end, Pairs)
+                    andalso length(Pairs) =:= length(Kept)
+                    andalso (falco_qs:parse(In, #{utf8 => reject}) =:= {error, bad_utf8}
+                             orelse Pairs =:= Kept)
+            end).
+
+is_utf8(B) ->
+    unicode:characters_to_binary(B) =:= B.
+
+%% -- falco_uri ---------------------------------------------------------------
+
+prop_uri_round_trip() ->
+    ?FORALL(B, bytes(),
+            falco_uri:decode(falco_uri:encode_path_segment(B)) =:= {ok, B}
+                andalso falco_uri:decode(falco_uri:encode_query(B)) =:= {ok, B}).
+
+prop_uri_query_through_qs() ->
+    ?FORALL({K, V}, {bytes(), bytes()},
+            begin
+                Q = <<(falco_uri:encode_query(K))/binary, $=, (falco_uri:encode_query(V))/binary>>,
+                falco_qs:parse(Q) =:= {ok, [{K, V}]}
+            end).
+
+prop_split_path_round_trip() ->
+    ?FORALL(Segs, list(safe_segment()),
+            falco_uri:split_path(falco_uri:encode_path(Segs)) =:= {ok, Segs}).
+
+%% Whatever comes in, no returned segment can climb or carry a separator.
+prop_split_path_safe() ->
+    ?FORALL(Path, ?LET(T, tricky(), <<$/, T/binary>>),
+            case falco_uri:split_path(Path) of
+                {ok, Segs} ->
+                    lists:all(fun(S) ->
+                                      S =/= <<>> andalso S =/= <<".">> andalso S =/= <<"..">>
+                                          andalso binary:match(S, [<<"/">>, <<"\\">>, <<0>>])
+                                                  =:= nomatch
+                              end, Segs);
+                {error, Why} ->
+                    lists:member(Why, [bad_percent, dot_dot, encoded_slash, backslash, nul])
+            end).
+
+%% §5.2.4 on an absolute path: no dot segment survives, the path stays
+%% absolute, and a second pass changes nothing.
+prop_remove_dot_segments() ->
+    ?FORALL(Path, ?LET(T, tricky(), <<$/, T/binary>>),
+            begin
+                Out = falco_uri:remove_dot_segments(Path),
+                Segs = binary:split(Out, <<"/">>, [global]),
+                binary:first(Out) =:= $/
+                    andalso not lists:member(<<".">>, Segs)
+                    andalso not lists:member(<<"..">>, Segs)
+                    andalso falco_uri:remove_dot_segments(Out) =:= Out
+            end).
+
+%% -- falco_cookie ------------------------------------------------------------
+
+%% Cookies we build read back as set, several at once, quotes removed.
+prop_cookie_round_trip() ->
+    ?FORALL(Cookies, list({token(), cookie_octets(), boolean()}),
+            begin
+                Built = [begin
+                             Wire = if Quote -> <<$", V/binary, $">>; true -> V end,
+                             {ok, SetCookie} = falco_cookie:set_cookie(N, Wire, #{path => <<"/">>}),
+                             [Pair | _] = binary:split(SetCookie, <<";">>),
+                             Pair
+                         end || {N, V, Quote} <- Cookies],
+                Header = iolist_to_binary(lists:join(<<"; ">>, Built)),
+                falco_cookie:parse(Header) =:= [{N, V} || {N, V, _} <- Cookies]
+            end).
+
+%% Any bytes, percent-encoded, make a valid cookie value.
+prop_cookie_encoded_value() ->
+    ?FORALL({N, V}, {token(), bytes()},
+            begin
+                {ok, SetCookie} = falco_cookie:set_cookie(N, falco_uri:encode_query(V), #{}),
+                [{N, Enc}] = falco_cookie:parse(SetCookie),
+                falco_uri:decode(Enc) =:= {ok, V}
+            end).
+
+prop_cookie_parse_total() ->
+    ?FORALL(In, tricky(),
+            lists:all(fun({N, V}) ->
+                              is_binary(N) andalso is_binary(V)
+                                  andalso binary:match(<<N/binary, V/binary>>, <<";">>) =:= nomatch
+                      end, falco_cookie:parse(In))).
+
+%% -- falco_json --------------------------------------------------------------
+
+prop_json_round_trip() ->
+    ?FORALL(T, json(),
+            begin
+                {ok, Json} = falco_json:encode(T),
+                falco_json:decode(iolist_to_binary(Json)) =:= {ok, T}
+            end).
+
+prop_json_decode_total() ->
+    ?FORALL(In, oneof([bytes(), tricky()]), json_result(falco_json:decode(In))).
+
+%% Valid JSON with one byte changed: still never raises.
+prop_json_mutated() ->
+    ?FORALL({T, Pos, Byte}, {json(), nat(), range(0, 255)},
+            begin
+                Bin = falco_json:encode_to_binary(T),
+                P = Pos rem byte_size(Bin),
+                <<H:P/binary, _, R/binary>> = Bin,
+                json_result(falco_json:decode(<<H/binary, Byte, R/binary>>))
+            end).
+
+json_result({ok, _}) -> true;
+json_result({error, {syntax, N}}) -> is_integer(N);
+json_result({error, {duplicate_key, K}}) -> is_binary(K);
+json_result({error, {number_out_of_range, N}}) -> is_integer(N);
+json_result({error, {too_deep, N}}) -> is_integer(N);
+json_result(_) -> false.
