@@ -46,7 +46,7 @@ bench:
 	@bench/run $(BENCH_ARGS)
 
 bench-smoke:
-	@if [ -x bench/run ]; then bench/run --smoke; else echo "bench-smoke: bench/run not present yet"; fi
+	@bench/run --smoke
 
 clean:
 	@$(REBAR) clean

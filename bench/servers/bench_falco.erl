@@ -1,0 +1,92 @@
+%% bench_falco: the falco fixture of the benchmark. Starts one falco
+%% listener on 127.0.0.1:Port answering the paths of bench_fx with the
+%% same bytes as every other fixture. Keep-alive is unlimited and the body
+%% limit raised so no run is cut short by a default.
+-module(bench_falco).
+
+-export([start/2, version/0, handle/2]).
+
+-define(MAX_BODY, 64 * 1024 * 1024).
+-define(PIECE, 65536).
+
+-spec start(inet:port_number(), atom()) -> ok | {error, term()}.
+start(Port, Scenario) ->
+    Opts = #{port => Port, ip => {127, 0, 0, 1},
+             handler => {?MODULE, Scenario},
+             max_keep_alive_requests => infinity,
+             max_connections => 100000,
+             max_body => ?MAX_BODY},
+    case falco:start_listener(bench, Opts) of
+        {ok, _} -> ok;
+        Error -> Error
+    end.
+
+-spec version() -> string().
+version() ->
+    _ = application:load(falco),
+    case application:get_key(falco, vsn) of
+        {ok, V} -> V;
+        undefined -> "?"
+    end.
+
+-spec handle(map(), atom()) -> tuple().
+handle(Req, _Scenario) ->
+    route(falco_req:method(Req), falco_req:path(Req), Req).
+
+route(M, <<"/hello">>, _) when M =:= <<"GET">>; M =:= <<"HEAD">> ->
+    text(bench_fx:hello());
+route(<<"GET">>, <<"/json">>, _) ->
+    {200, [{<<"content-type">>, <<"application/json">>}], bench_fx:json_body()};
+route(<<"POST">>, <<"/echo">>, Req) ->
+    {ok, Body, _} = falco_req:read_body(Req),
+    {200, [{<<"content-type">>, <<"application/octet-stream">>}], Body};
+route(<<"GET">>, <<"/headers">>, Req) ->
+    text(falco_req:header(<<"x-bench-20">>, Req, <<>>));
+route(<<"GET">>, <<"/cookies">>, Req) ->
+    text(value(bench_fx:cookie(<<"c20">>, falco_req:header(<<"cookie">>, Req))));
+route(<<"GET">>, <<"/qs">>, Req) ->
+    {200, [{<<"content-type">>, <<"text/xml">>}], bench_fx:qs_xml(falco_req:qs(Req))};
+route(<<"GET">>, <<"/large">>, _) ->
+    {200, [{<<"content-type">>, <<"application/octet-stream">>}], bench_fx:large()};
+route(<<"POST">>, <<"/upload">>, Req) ->
+    {ok, Body, _} = falco_req:read_body(Req),
+    text(bench_fx:upload_reply(byte_size(Body)));
+route(<<"POST">>, <<"/upload_stream">>, Req) ->
+    text(bench_fx:upload_reply(count_body(Req, 0)));
+route(<<"GET">>, <<"/gzip">>, _) ->
+    {200, [{<<"content-type">>, <<"text/plain">>}, {<<"content-encoding">>, <<"gzip">>}],
+     bench_fx:gzip_body()};
+route(<<"GET">>, <<"/stream">>, _) ->
+    {stream, 200, [{<<"content-type">>, <<"application/octet-stream">>}],
+     fun(Send) -> lists:foreach(Send, bench_fx:stream_chunks()) end};
+route(<<"GET">>, <<"/etag">>, Req) ->
+    case bench_fx:etag_matches(falco_req:header(<<"if-none-match">>, Req)) of
+        true -> {304, [{<<"etag">>, bench_fx:etag()}], <<>>};
+        false -> {200, [{<<"content-type">>, <<"text/plain">>}, {<<"etag">>, bench_fx:etag()}],
+                  bench_fx:hello()}
+    end;
+route(<<"GET">>, <<"/slow">>, _) ->
+    timer:sleep(bench_fx:slow_ms()),
+    text(bench_fx:hello());
+route(<<"GET">>, Path, _) ->
+    case bench_fx:route_body(Path) of
+        undefined -> not_found();
+        Body -> text(Body)
+    end;
+route(_, _, _) ->
+    not_found().
+
+count_body(Req, N) ->
+    case falco_req:read_body(Req, #{length => ?PIECE}) of
+        {more, Data, Req1} -> count_body(Req1, N + byte_size(Data));
+        {ok, Data, _} -> N + byte_size(Data)
+    end.
+
+text(Body) ->
+    {200, [{<<"content-type">>, <<"text/plain">>}], Body}.
+
+value(undefined) -> <<>>;
+value(V) -> V.
+
+not_found() ->
+    {404, [{<<"content-type">>, <<"text/plain">>}], <<"Not Found">>}.

@@ -1,0 +1,145 @@
+%% bench_openloop: `bench/run --open-loop'. After the closed-loop matrix,
+%% drives each server at fixed request rates (50/75/90/95 % of its own
+%% closed-loop peak) with oha, whose --latency-correction counts the time a
+%% request should have been sent rather than when it could be
+%% (coordinated omission), and records the corrected p50/p99/p99.9 and the
+%% rate achieved. oha comes from the PATH or is built once with cargo into
+%% _build/bench/tools (minutes, the first time only).
+-module(bench_openloop).
+
+-export([run/2, scenarios/0]).
+
+-define(FRACTIONS, [0.5, 0.75, 0.9, 0.95]).
+-define(LOAD_CORE, 0).
+
+%% @doc The scenarios the open loop covers (single static requests).
+-spec scenarios() -> [atom()].
+scenarios() -> [hello, json, echo, headers_heavy, qs_xml, large_response].
+
+%% @doc Returns `{ok, Rows}' or `{skipped, Why}'.
+-spec run(map(), map()) -> {ok, [map()]} | {skipped, string()}.
+run(#{results := Results, servers := Servers, scenarios := Scs}, Ctx) ->
+    case oha(Ctx) of
+        {skip, Why} ->
+            io:format("bench: open loop skipped: ~s~n", [Why]),
+            {skipped, Why};
+        {ok, Oha} ->
+            Chosen = [Sc || Sc = #{name := N} <- Scs, lists:member(N, scenarios())],
+            Rows = lists:append(
+                     [rates(Sc, Sv, Peak, Oha, Ctx)
+                      || Sc = #{name := N} <- Chosen, Sv <- Servers,
+                         #{rps := #{median := Peak}} <- [bench_report:cells(Results, Sv, N)]]),
+            {ok, Rows}
+    end.
+
+rates(Sc = #{name := Name, path := Path}, Sv, Peak, Oha, Ctx) ->
+    Port = 20000 + erlang:unique_integer([positive]) rem 30000,
+    case bench_servers:start(Sv, Name, Port, Ctx) of
+        {error, Why} ->
+            [#{scenario => Name, server => Sv, status => {error, io_lib:format("~0p", [Why])}}];
+        {ok, H} ->
+            try
+                ok = bench_check:check(Sc, Port),
+                Url = "http://127.0.0.1:" ++ integer_to_list(Port) ++ Path,
+                [rate(Sc, Sv, F, Peak, Oha, Url, Ctx) || F <- ?FRACTIONS]
+            after
+                bench_servers:stop(H)
+            end
+    end.
+
+rate(Sc = #{name := Name}, Sv, F, Peak, Oha, Url, Ctx) ->
+    Target = max(1, round(F * Peak)),
+    Secs = maps:get(duration, Ctx),
+    Clients = case maps:get(clients, Sc) of
+                  undefined -> maps:get(clients, Ctx);
+                  C -> C
+              end,
+    Args = maps:get(load_pin, Ctx) ++
+        [Oha, "-z", integer_to_list(Secs) ++ "s", "-q", integer_to_list(Target),
+         "-c", integer_to_list(Clients), "--latency-correction", "--no-tui",
+         "--output-format", "json" | request_args(Sc)] ++ [Url],
+    Row = #{scenario => Name, server => Sv, fraction => F, target => Target},
+    Core0 = bench_proc:core_ticks(?LOAD_CORE),
+    Exec = bench_proc:exec(Args, (Secs + 60) * 1000),
+    LoadBusy = busy(Core0, bench_proc:core_ticks(?LOAD_CORE)),
+    R = case Exec of
+            {0, Out} ->
+                try parse(Out) of
+                    M -> maps:merge(Row#{status => ok, load_busy => LoadBusy}, M)
+                catch _:_ -> Row#{status => {error, "unreadable oha output"}}
+                end;
+            {S, Out} ->
+                Row#{status => {error, io_lib:format("oha exit ~p: ~s", [S, lists:sublist(Out, 300)])}}
+        end,
+    case R of
+        #{status := ok, achieved := A, p99 := P99} ->
+            io:format("[open loop] ~-14s ~-8s ~3b % of peak = ~s req/s: achieved ~s, "
+                      "corrected p99 ~ts, load core ~s busy~n",
+                      [Name, Sv, round(F * 100), bench_report:fmt_rps(Target),
+                       bench_report:fmt_rps(A), bench_report:fmt_us(P99),
+                       case maps:get(load_busy, R) of
+                           undefined -> "?";
+                           LB -> integer_to_list(round(LB)) ++ " %"
+                       end]);
+        #{status := {error, Why}} ->
+            io:format("[open loop] ~-14s ~-8s ~3b %: FAILED ~s~n", [Name, Sv, round(F * 100), Why])
+    end,
+    R.
+
+busy({B0, T0}, {B1, T1}) when T1 > T0 -> (B1 - B0) / (T1 - T0) * 100;
+busy(_, _) -> undefined.
+
+request_args(#{method := M, headers := Hs, body := Body}) ->
+    ["-m", string:uppercase(atom_to_list(M))] ++
+        lists:append([["-H", binary_to_list(<<K/binary, ": ", V/binary>>)] || {K, V} <- Hs]) ++
+        case Body of
+            <<>> -> [];
+            B when is_binary(B) -> ["-d", binary_to_list(B)];
+            _ -> []
+        end.
+
+%% oha's JSON summary: seconds -> microseconds.
+parse(Out) ->
+    Start = string:find(Out, "{"),
+    J = bench_json:decode(unicode:characters_to_binary(string:trim(Start))),
+    Summary = maps:get(<<"summary">>, J),
+    Pct = maps:get(<<"latencyPercentiles">>, J),
+    Us = fun(K) -> case maps:get(K, Pct, null) of
+                       null -> undefined;
+                       V -> V * 1.0e6
+                   end
+         end,
+    Codes = maps:get(<<"statusCodeDistribution">>, J, #{}),
+    %% Requests still in flight when -z runs out are "aborted due to
+    %% deadline": an artefact of stopping, not an error of the server.
+    Errors = lists:sum([N || {K, N} <- maps:to_list(maps:get(<<"errorDistribution">>, J, #{})),
+                             is_integer(N), K =/= <<"aborted due to deadline">>]),
+    Non2xx = lists:sum([N || {C, N} <- maps:to_list(Codes), binary:first(C) =/= $2]),
+    #{achieved => maps:get(<<"requestsPerSec">>, Summary),
+      p50 => Us(<<"p50">>), p99 => Us(<<"p99">>), p999 => Us(<<"p99.9">>),
+      errors => Errors, non2xx => Non2xx}.
+
+%% oha on the PATH, in _build/bench/tools, or built there with cargo.
+oha(Ctx) ->
+    Tools = filename:join(maps:get(work, Ctx), "tools"),
+    Local = filename:join([Tools, "bin", "oha"]),
+    case {os:find_executable("oha"), filelib:is_regular(Local)} of
+        {Exe, _} when Exe =/= false -> {ok, Exe};
+        {false, true} -> {ok, Local};
+        {false, false} ->
+            Cargo = os:find_executable("cargo", os:getenv("PATH", "") ++ ":" ++
+                                           filename:join(os:getenv("HOME", "/"), ".cargo/bin")),
+            case Cargo of
+                false ->
+                    {skip, "oha is not installed and there is no cargo to build it"};
+                _ ->
+                    io:format("bench: building oha with cargo into ~s (several minutes, once)~n",
+                              [Tools]),
+                    case bench_proc:exec([Cargo, "install", "oha", "--locked", "--root", Tools],
+                                         3600 * 1000) of
+                        {0, _} -> {ok, Local};
+                        {_, Out} -> {skip, "cargo install oha failed: " ++
+                                           string:slice(Out, max(0, string:length(Out) - 300))}
+                    end
+            end
+    end.

@@ -1,0 +1,323 @@
+%% bench_report: writes results.md (header with machine, versions, commit
+%% and method; tables of req/s, latency, CPU per request, memory, errors
+%% and connections; where falco does not lead) plus results.csv with every
+%% run, and asks bench_svg for the charts.
+-module(bench_report).
+
+-export([write/1, fmt_rps/1, fmt_us/1, commit/1, cells/3]).
+
+-spec write(map()) -> [file:filename()].
+write(Report = #{ctx := Ctx}) ->
+    Out = maps:get(out, Ctx),
+    ok = filelib:ensure_dir(filename:join(Out, "x")),
+    Sfx = suffix(Report),
+    Md = filename:join(Out, "results" ++ Sfx ++ ".md"),
+    Csv = filename:join(Out, "results" ++ Sfx ++ ".csv"),
+    Clean = redactor(Ctx),
+    ok = file:write_file(Md, Clean(unicode:characters_to_binary(markdown(Report)))),
+    ok = file:write_file(Csv, Clean(iolist_to_binary(csv(Report)))),
+    [Md, Csv | bench_svg:write(Report, Out, Sfx, Clean)].
+
+%% Results get committed: no path of this machine goes into them. The
+%% repository becomes ".", the --peer-libs directory "PEER_LIBS", the home
+%% directory "~".
+redactor(Ctx) ->
+    Pairs = [{P, R} || {P, R} <- [{maps:get(peer_libs, Ctx), "PEER_LIBS"},
+                                  {maps:get(root, Ctx), "."},
+                                  {os:getenv("HOME"), "~"}],
+                       is_list(P), length(P) > 1],
+    fun(Bin) ->
+            lists:foldl(fun({P, R}, B) -> binary:replace(B, list_to_binary(P), list_to_binary(R),
+                                                          [global])
+                        end, Bin, Pairs)
+    end.
+
+%% Output names: results.md etc. for HTTP/1.1, results-h2.md etc. for HTTP/2.
+suffix(#{ctx := #{protocol := h1}}) -> "";
+suffix(#{ctx := #{protocol := P}}) -> "-" ++ atom_to_list(P).
+
+%% ---------------------------------------------------------------- markdown
+
+markdown(R = #{servers := Servers, scenarios := Scs}) ->
+    [header(R),
+     "\n![req/s per scenario and server](throughput", suffix(R), ".svg)\n\n",
+     "![latency p50 and p99 per scenario and server](latency", suffix(R), ".svg)\n\n",
+     "## Throughput, req/s (higher is better)\n\n",
+     "Median of the runs, min–max in brackets. **Bold**: the row's winner, named only when "
+     "its margin over the runner-up exceeds the larger run-to-run spread ((max − min) / "
+     "median) of the two, and 3 %.\n\n",
+     table(R, Servers, Scs, rps, high, fun rps_cell/1),
+     "\n## Latency p50 / p99 / max (lower is better)\n\n",
+     "From wrk's latency histogram, medians over the runs (closed loop: coordinated "
+     "omission hides part of the tail, see bench/README.md). Bold on p99 by the same rule.\n\n",
+     table(R, Servers, Scs, p99, low, fun lat_cell/1),
+     "\n## Server CPU time per request (lower is better)\n\n",
+     "utime + stime of the server process (/proc/PID/stat) over the measured window, "
+     "divided by the requests completed.\n\n",
+     table(R, Servers, Scs, cpu_us, low, fun cpu_cell/1),
+     "\n## Memory: peak RSS / peak BEAM memory (MB)\n\n",
+     "Peak RSS is VmHWM, reset after the warm-up; BEAM memory is erlang:memory(total) "
+     "sampled every 100 ms (nginx has none).\n\n",
+     table(R, Servers, Scs, none, none, fun mem_cell/1),
+     "\n## Errors, connections, disturbance: socket errors / status ≥ 400 / connections accepted / other load on the server core / on the load core\n\n",
+     "Connections accepted by the kernel (Tcp PassiveOpens) during the measured window; "
+     "keep-alive scenarios open about as many as there are clients (the counter is "
+     "system-wide: other programs' connections count too). Other load: the share "
+     "of the server core's time not charged to the server process, and of the load "
+     "core's time not charged to the load generator (other programs, and kernel network "
+     "work); a high value means the run was disturbed.\n\n",
+     table(R, Servers, Scs, none, none, fun err_cell/1),
+     open_loop(R),
+     not_leading(R),
+     scenario_table(R),
+     failures(R)].
+
+header(#{ctx := Ctx, machine := M, loadgen := Wrk, skipped := Skipped, servers := Servers}) ->
+    Date = calendar:system_time_to_rfc3339(erlang:system_time(second), [{offset, "Z"}]),
+    Rows = [{"date", Date},
+            {"command", ["`bench/run ", lists:join(" ", maps:get(argv, Ctx, [])), "`"]},
+            {"machine", io_lib:format("~s, ~b cores, ~s", [maps:get(cpu, M), maps:get(cores, M),
+                                                         maps:get(memory, M)])},
+            {"kernel", maps:get(kernel, M)},
+            {"OTP", io_lib:format("~s (erts ~s)", [maps:get(otp, M), maps:get(erts, M)])},
+            {"commit", commit(maps:get(root, Ctx))},
+            {"servers", [lists:join(", ", [[atom_to_list(S), " ", versions(S, Ctx)] || S <- Servers])]},
+            {"server process", ["one per server and run, ", pin_text(maps:get(pin, Ctx)),
+                                "; BEAM flags `", maps:get(erl_flags, Ctx), "`"]},
+            {"load generator", [Wrk, ", 1 thread, ", pin_text(maps:get(load_pin, Ctx))]},
+            {"method", io_lib:format("closed loop; ~b run(s) per cell, servers interleaved; "
+                                     "~bs warm-up + ~bs measured; ~b connections unless "
+                                     "the scenario sets its own",
+                                     [maps:get(runs, Ctx), maps:get(warmup, Ctx),
+                                      maps:get(duration, Ctx), maps:get(clients, Ctx)])}]
+           ++ [{"skipped", [lists:join("; ", [[atom_to_list(S), ": ", W] || {S, W} <- Skipped])]}
+               || Skipped =/= []],
+    ["# falco benchmark results, ", case maps:get(protocol, Ctx) of
+                                         h1 -> "HTTP/1.1";
+                                         h2 -> "HTTP/2 (cleartext, prior knowledge)"
+                                     end, "\n\n",
+     "Written by bench/run; every number below was measured in the run described here.\n\n",
+     "| | |\n|---|---|\n",
+     [["| ", K, " | ", V, " |\n"] || {K, V} <- Rows]].
+
+pin_text([]) -> "not pinned (fewer than 2 cores or no taskset)";
+pin_text([_, "-c", Core]) -> ["pinned to core ", Core, " (taskset)"].
+
+versions(S, Ctx) ->
+    Dirs = maps:get(S, maps:get(paths, Ctx), []),
+    Main = maps:get(S, maps:get(versions, Ctx), "?"),
+    Deps = [io_lib:format("~s ~s", [A, V]) || D <- Dirs, {A, V} <- apps_in(D), A =/= S],
+    case Deps of
+        [] -> Main;
+        _ -> [Main, " (", lists:join(", ", Deps), ")"]
+    end.
+
+apps_in(Dir) ->
+    [{App, proplists:get_value(vsn, Props, "?")}
+     || F <- filelib:wildcard(filename:join(Dir, "*.app")),
+        {ok, [{application, App, Props}]} <- [file:consult(F)]].
+
+%% @doc The commit of the repository at Root, with "(modified)" when the
+%% work tree has changes.
+-spec commit(file:filename()) -> iolist().
+commit(Root) ->
+    Git = fun(Args) -> string:trim(os:cmd("git -C '" ++ Root ++ "' " ++ Args ++ " 2>/dev/null")) end,
+    case Git("rev-parse --short HEAD") of
+        "" -> "unknown";
+        C -> [C, case Git("status --porcelain --untracked-files=no") of
+                     "" -> "";
+                     _ -> " (modified work tree)"
+                 end]
+    end.
+
+%% @doc The ok runs of one server and scenario, as a summary per metric.
+-spec cells([map()], atom(), atom()) -> map() | {unsupported, string()} | none.
+cells(Results, Server, Scenario) ->
+    Runs = [R || R = #{server := S, scenario := Sc} <- Results, S =:= Server, Sc =:= Scenario],
+    case [R || R = #{status := ok} <- Runs] of
+        [] ->
+            case [W || #{status := {unsupported, W}} <- Runs] of
+                [W | _] -> {unsupported, W};
+                [] -> none
+            end;
+        Ok ->
+            Keys = [rps, p50, p90, p99, p999, max, cpu_us, peak_rss_kb, beam_peak,
+                    errors, bad_status, conns, noise, load_noise],
+            M = maps:from_list([{K, bench_stats:summary([V || #{K := V} <- Ok, is_number(V)])}
+                                || K <- Keys]),
+            M#{ok_runs => length(Ok), runs => length(Runs),
+               repeats => lists:sum([maps:get(repeats, R, 0) || R <- Runs])}
+    end.
+
+table(#{results := Results}, Servers, Scs, Metric, Dir, CellFun) ->
+    Head = ["| scenario | ", lists:join(" | ", [atom_to_list(S) || S <- Servers]), " |\n",
+            "|---|", [["---|"] || _ <- Servers], "\n"],
+    Rows = [begin
+                Cells = [{S, cells(Results, S, Name)} || S <- Servers],
+                Win = case Metric of
+                          none -> none;
+                          _ -> bench_stats:winner([{S, maps:get(Metric, C)} || {S, C} <- Cells,
+                                                                            is_map(C),
+                                                                            is_map(maps:get(Metric, C))],
+                                                  Dir)
+                      end,
+                ["| ", atom_to_list(Name), " | ",
+                 lists:join(" | ", [cell_text(S, C, Win, CellFun) || {S, C} <- Cells]), " |\n"]
+            end || #{name := Name} <- Scs],
+    [Head, Rows].
+
+cell_text(_, {unsupported, Why}, _, _) -> ["— (", Why, ")"];
+cell_text(_, none, _, _) -> "failed";
+cell_text(S, C, Win, Fun) ->
+    Text = Fun(C),
+    Partial = case C of
+                  #{ok_runs := N, runs := N} -> "";
+                  #{ok_runs := K, runs := N} -> io_lib:format(" [~b/~b runs ok]", [K, N])
+              end,
+    case Win of
+        {S, _} -> ["**", Text, "**", Partial];
+        _ -> [Text, Partial]
+    end.
+
+rps_cell(#{rps := #{median := M, min := Lo, max := Hi}}) ->
+    [fmt_rps(M), " (", fmt_rps(Lo), "–", fmt_rps(Hi), ")"].
+
+lat_cell(#{p50 := P50, p99 := P99, max := Max}) ->
+    [fmt_us(med(P50)), " / ", fmt_us(med(P99)), " / ", fmt_us(med(Max))].
+
+cpu_cell(#{cpu_us := undefined}) -> "?";
+cpu_cell(#{cpu_us := #{median := M, min := Lo, max := Hi}}) ->
+    [fmt_us(M), " (", fmt_us(Lo), "–", fmt_us(Hi), ")"].
+
+mem_cell(#{peak_rss_kb := Rss, beam_peak := Beam}) ->
+    [mb(Rss, 1024), " / ", mb(Beam, 1048576)].
+
+mb(undefined, _) -> "—";
+mb(#{median := M}, Div) -> io_lib:format("~.1f", [M / Div]).
+
+err_cell(#{errors := E, bad_status := B, conns := C, noise := N, load_noise := L} = Cell) ->
+    [int(E), " / ", int(B), " / ", int(C), " / ", pct(N), " / ", pct(L),
+     case maps:get(repeats, Cell, 0) of
+         0 -> "";
+         K -> io_lib:format(" (~b disturbed run(s) repeated)", [K])
+     end].
+
+pct(#{median := M}) when is_number(M) -> [integer_to_list(round(M)), " %"];
+pct(_) -> "?".
+
+int(undefined) -> "?";
+int(#{median := M}) -> integer_to_list(round(M)).
+
+med(#{median := M}) -> M;
+med(_) -> undefined.
+
+not_leading(#{results := Results, servers := Servers, scenarios := Scs}) ->
+    Erlang = Servers -- [nginx],
+    case lists:member(falco, Erlang) andalso length(Erlang) > 1 of
+        false -> [];
+        true ->
+            Lines = lists:append(
+                      [begin
+                           Meds = [{S, med(maps:get(rps, C))} || S <- Erlang,
+                                                                 C <- [cells(Results, S, Name)],
+                                                                 is_map(C)],
+                           case {lists:keyfind(falco, 1, Meds),
+                                 lists:reverse(lists:keysort(2, Meds))} of
+                               {{falco, F}, [{Best, B} | _]} when Best =/= falco, is_number(F) ->
+                                   [io_lib:format("- ~s: ~s leads with ~s req/s; falco has ~s (~b %)~n",
+                                                  [Name, Best, fmt_rps(B), fmt_rps(F),
+                                                   round(100 * F / B)])];
+                               _ -> []
+                           end
+                       end || #{name := Name} <- Scs]),
+            ["\n## Where falco does not lead on req/s (among the Erlang servers)\n\n",
+             case lists:member(nginx, Servers) of
+                 true -> "nginx, the native ceiling, is left out here; its numbers are in the tables.\n\n";
+                 false -> ""
+             end,
+             case Lines of
+                 [] -> "falco has the highest median in every scenario it ran (see the bold "
+                       "rule above for which leads are outside the noise).\n";
+                 _ -> Lines
+             end]
+    end.
+
+open_loop(#{open_loop := {skipped, Why}}) ->
+    ["\n## Open loop\n\nSkipped: ", Why, "\n"];
+open_loop(#{open_loop := {ok, Rows}}) ->
+    ["\n## Open loop: fixed rates, latency corrected for coordinated omission (oha)\n\n",
+     "Each server at 50/75/90/95 % of its own closed-loop peak (the median above), one run "
+     "per rate; latency percentiles as oha reports them with --latency-correction. "
+     "*Achieved* in italics: less than 99 % of the target was reached, so requests queued "
+     "and the corrected latencies grow with that backlog; when the load core was nearly "
+     "fully busy (last column) the limit may be oha's rather than the server's.\n\n",
+     "| scenario | server | % of peak | target req/s | achieved | p50 | p99 | p99.9 | errors / non-2xx | load core busy |\n",
+     "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+     [open_loop_row(Row) || Row <- Rows]];
+open_loop(_) ->
+    [].
+
+open_loop_row(Row = #{scenario := Sc, server := Sv, status := ok, fraction := F, target := T}) ->
+    A = maps:get(achieved, Row),
+    AText = case A < 0.99 * T of
+                true -> ["*", fmt_rps(A), "*"];
+                false -> fmt_rps(A)
+            end,
+    io_lib:format("| ~s | ~s | ~b | ~ts | ~ts | ~ts | ~ts | ~ts | ~b / ~b | ~ts |~n",
+                  [Sc, Sv, round(F * 100), fmt_rps(T), AText,
+                   fmt_us(maps:get(p50, Row)), fmt_us(maps:get(p99, Row)),
+                   fmt_us(maps:get(p999, Row)), maps:get(errors, Row),
+                   maps:get(non2xx, Row), pct(#{median => maps:get(load_busy, Row)})]);
+open_loop_row(Row = #{scenario := Sc, server := Sv, status := {error, Why}}) ->
+    F = case Row of
+            #{fraction := F0} -> integer_to_list(round(F0 * 100));
+            _ -> ""
+        end,
+    io_lib:format("| ~s | ~s | ~ts | failed: ~ts | | | | | | |~n", [Sc, Sv, F, Why]).
+
+scenario_table(#{scenarios := Scs}) ->
+    ["\n## Scenarios\n\n| scenario | what it does | note |\n|---|---|---|\n",
+     [["| ", atom_to_list(N), " | ", W, " | ", Note, " |\n"]
+      || #{name := N, what := W, note := Note} <- Scs]].
+
+failures(#{results := Results}) ->
+    case [R || R = #{status := {error, _}} <- Results] of
+        [] -> [];
+        F ->
+            ["\n## Failed runs\n\n",
+             [io_lib:format("- ~s / ~s / run ~b: ~s~n", [Sv, Sc, R, Why])
+              || #{server := Sv, scenario := Sc, run := R, status := {error, Why}} <- F]]
+    end.
+
+%% ---------------------------------------------------------------- csv
+
+csv(#{results := Results}) ->
+    Cols = [rps, p50, p90, p99, p999, max, cpu_us, peak_rss_kb, beam_peak, beam_total,
+            errors, bad_status, conns, noise, load_noise, requests, clients],
+    ["server,scenario,run,status,", lists:join(",", [atom_to_list(C) || C <- Cols]), "\n",
+     [[atom_to_list(Sv), ",", atom_to_list(Sc), ",", integer_to_list(R), ",", status(St), ",",
+       lists:join(",", [num(maps:get(C, Row, undefined)) || C <- Cols]), "\n"]
+      || Row = #{server := Sv, scenario := Sc, run := R, status := St} <- Results]].
+
+status(ok) -> "ok";
+status({unsupported, _}) -> "unsupported";
+status({error, _}) -> "error".
+
+num(undefined) -> "";
+num(I) when is_integer(I) -> integer_to_list(I);
+num(F) when is_float(F) -> float_to_list(F, [{decimals, 2}]).
+
+%% ---------------------------------------------------------------- formats
+
+%% @doc 123456.7 -> "123.5 k".
+-spec fmt_rps(number()) -> iolist().
+fmt_rps(R) when R >= 1000 -> io_lib:format("~.1f k", [R / 1000]);
+fmt_rps(R) -> integer_to_list(round(R)).
+
+%% @doc Microseconds in a readable unit.
+-spec fmt_us(number() | undefined) -> iolist().
+fmt_us(undefined) -> "?";
+fmt_us(U) when U < 10 -> io_lib:format("~.2f µs", [U * 1.0]);
+fmt_us(U) when U < 1000 -> [integer_to_list(round(U)), " µs"];
+fmt_us(U) when U < 1000000 -> io_lib:format("~.2f ms", [U / 1000]);
+fmt_us(U) -> io_lib:format("~.2f s", [U / 1000000]).

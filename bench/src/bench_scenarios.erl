@@ -1,0 +1,135 @@
+%% bench_scenarios: the catalogue of scenarios: what each one sends (the
+%% request wrk repeats, or a Lua script under bench/lua/ for shapes wrk
+%% cannot express statically), what every server must answer (checked
+%% before each measured run), and which servers cannot serve it and why.
+-module(bench_scenarios).
+
+-export([all/1, find/1, names/1, unsupported/2]).
+
+-define(MB, 1048576).
+
+%% @doc Every scenario of a protocol, in report order.
+-spec all(h1 | h2) -> [map()].
+all(h1) ->
+    [find(N) || N <- names(h1)];
+all(h2) ->
+    [find(N) || N <- names(h2)].
+
+-spec names(h1 | h2) -> [atom()].
+names(h1) ->
+    [hello, json, echo, headers_heavy, cookies_heavy, qs_xml, large_response,
+     upload_1mb, upload_20mb, pipelined, varied_paths_router, gzip_response,
+     streaming_response, head, etag_304, connection_storm, short_sessions, slow_handler];
+names(h2) ->
+    [hello, json, echo, headers_heavy, multi_stream, large_response].
+
+%% @doc One scenario. Keys: name, what, method, path, headers, body
+%% (binary or {rep, Line, Count}), lua (extra script or none), clients
+%% (undefined = the --clients value), expect (status, body, content-type
+%% prefix, content-encoding) and note.
+-spec find(atom()) -> map() | undefined.
+find(hello) ->
+    s(hello, "GET /hello, 13-byte text/plain body", get, "/hello", #{},
+      ok(<<"text/plain">>, bench_fx:hello()));
+find(json) ->
+    s(json, "GET /json, a small map encoded to JSON per request (tiny own encoder)",
+      get, "/json", #{}, ok(<<"application/json">>, bench_fx:json_body()));
+find(echo) ->
+    P = bench_fx:echo_payload(),
+    s(echo, "POST /echo with a 256-byte body, echoed", post, "/echo",
+      #{headers => [{<<"Content-Type">>, <<"application/octet-stream">>}], body => P},
+      ok(<<"application/octet-stream">>, P));
+find(headers_heavy) ->
+    s(headers_heavy, "GET /headers with 20 extra request headers; answers one of them",
+      get, "/headers", #{headers => [{cap(K), V} || {K, V} <- bench_fx:bench_headers()]},
+      ok(<<"text/plain">>, bench_fx:header_value()));
+find(cookies_heavy) ->
+    s(cookies_heavy, "GET /cookies with 20 cookies; the shared parser finds one",
+      get, "/cookies", #{headers => [{<<"Cookie">>, bench_fx:cookie_header()}]},
+      ok(<<"text/plain">>, bench_fx:cookie(<<"c20">>, bench_fx:cookie_header())));
+find(qs_xml) ->
+    s(qs_xml, "GET /qs?value=..., the value echoed inside XML (seed 003's workload)",
+      get, "/qs?value=falco-bench", #{},
+      ok(<<"text/xml">>, bench_fx:qs_xml(<<"value=falco-bench">>)));
+find(large_response) ->
+    s(large_response, "GET /large, a 64 KB body", get, "/large", #{},
+      ok(<<"application/octet-stream">>, bench_fx:large()));
+find(upload_1mb) ->
+    s(upload_1mb, "POST /upload with 1 MB, read whole (buffered); answers the byte count",
+      post, "/upload", #{body => {rep, line64(), ?MB div 64}, clients => 8},
+      ok(<<"text/plain">>, bench_fx:upload_reply(?MB)));
+find(upload_20mb) ->
+    s(upload_20mb, "POST /upload_stream with 20 MB, read in 64 KB pieces where the server can",
+      post, "/upload_stream", #{body => {rep, line64(), 20 * ?MB div 64}, clients => 8},
+      ok(<<"text/plain">>, bench_fx:upload_reply(20 * ?MB)));
+find(pipelined) ->
+    (s(pipelined, "GET /hello, 16 requests per write (pipelining)", get, "/hello",
+       #{lua => "pipelined.lua"}, ok(<<"text/plain">>, bench_fx:hello())))
+        #{note => "wrk times each batch of 16 from its write, and its high percentiles can "
+                  "come back empty for pipelined runs (shown as ?)"};
+find(varied_paths_router) ->
+    (s(varied_paths_router, "GET /route/1 .. /route/100 in turn (100 routes)", get, "/route/42",
+       #{lua => "routes.lua"}, ok(<<"text/plain">>, <<"route 42">>)))
+        #{note => "cowboy routes with cowboy_router (100 routes); servers without a router "
+                  "look the path up in a shared table"};
+find(gzip_response) ->
+    (s(gzip_response, "GET /gzip, 16 KB text gzip-compressed per request", get, "/gzip",
+       #{headers => [{<<"Accept-Encoding">>, <<"gzip">>}]},
+       (ok(<<"text/plain">>, bench_fx:gzip_plain()))#{encoding => gzip}))
+        #{note => "every handler compresses with zlib:gzip/1 itself (same work for all)"};
+find(streaming_response) ->
+    s(streaming_response, "GET /stream, a chunked reply of 8 x 1 KB", get, "/stream", #{},
+      ok(<<"application/octet-stream">>, iolist_to_binary(bench_fx:stream_chunks())));
+find(head) ->
+    (s(head, "HEAD /hello (headers of the hello reply, no body)", head, "/hello",
+       #{driver => erlang}, ok(<<"text/plain">>, <<>>)))
+        #{note => "driven by the in-tree generator (bench/src/bench_load.erl): wrk and h2load "
+                  "hang on HEAD replies; its numbers compare servers within this row only"};
+find(etag_304) ->
+    s(etag_304, "GET /etag with a matching If-None-Match: 304, no body", get, "/etag",
+      #{headers => [{<<"If-None-Match">>, bench_fx:etag()}]},
+      #{status => 304, body => <<>>, type => any});
+find(connection_storm) ->
+    s(connection_storm, "GET /hello with Connection: close (a new connection per request)",
+      get, "/hello", #{headers => [{<<"Connection">>, <<"close">>}]},
+      ok(<<"text/plain">>, bench_fx:hello()));
+find(short_sessions) ->
+    (s(short_sessions, "GET /hello, every 10th request says Connection: close (seed 003's num-calls)",
+       get, "/hello", #{lua => "short_sessions.lua"}, ok(<<"text/plain">>, bench_fx:hello())))
+        #{note => "wrk closes one of its connections on every 10th request, so a "
+                  "connection carries 10 requests on average"};
+find(slow_handler) ->
+    s(slow_handler, "GET /slow, the handler sleeps 100 ms; 1000 connections (seed 001's shape)",
+      get, "/slow", #{clients => 1000}, ok(<<"text/plain">>, bench_fx:hello()));
+find(multi_stream) ->
+    (s(multi_stream, "HTTP/2 only: GET /hello, 10 connections x 100 concurrent streams",
+       get, "/hello", #{streams => 100, clients => 10}, ok(<<"text/plain">>, bench_fx:hello())))
+        #{note => "h2load -c 10 -m 100"};
+find(_) ->
+    undefined.
+
+%% @doc `false' when the server can serve the scenario, else the reason.
+-spec unsupported(atom(), atom()) -> false | string().
+unsupported(nginx, S) ->
+    case lists:member(S, [hello, pipelined, head, large_response, connection_storm,
+                          short_sessions]) of
+        true -> false;
+        false -> "nginx serves static bytes only"
+    end;
+unsupported(inets, upload_20mb) ->
+    "httpd hands bodies over as strings; 20 MB requests time out";
+unsupported(_, _) ->
+    false.
+
+s(Name, What, Method, Path, Extra, Expect) ->
+    maps:merge(#{name => Name, what => What, method => Method, path => Path,
+                 headers => [], body => <<>>, lua => none, clients => undefined, driver => wrk,
+                 expect => Expect, note => ""}, Extra).
+
+ok(Type, Body) -> #{status => 200, type => Type, body => Body}.
+
+line64() -> <<"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-\n">>.
+
+%% X-Bench-01 style names, as a browser would send them.
+cap(Name) ->
+    iolist_to_binary(lists:join(<<"-">>, [string:titlecase(P) || P <- string:split(Name, "-", all)])).
