@@ -21,6 +21,7 @@ defaults() ->
       max_connections => 16384,
       backlog => 1024,
       nodelay => true,
+      inet_backend => socket,
       send_timeout => 30000,
       idle_timeout => 60000,
       request_timeout => 30000,
@@ -66,6 +67,7 @@ valid(port, P) -> is_integer(P) andalso P >= 0 andalso P =< 65535;
 valid(ip, Ip) -> is_tuple(Ip) andalso (tuple_size(Ip) =:= 4 orelse tuple_size(Ip) =:= 8)
                      andalso inet:ntoa(Ip) =/= {error, einval};
 valid(nodelay, B) -> is_boolean(B);
+valid(inet_backend, B) -> B =:= socket orelse B =:= inet;
 valid(K, V) when K =:= max_connections; K =:= max_keep_alive_requests ->
     V =:= infinity orelse (is_integer(V) andalso V > 0);
 valid(K, V) when K =:= send_timeout; K =:= idle_timeout; K =:= request_timeout;

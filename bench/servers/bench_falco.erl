@@ -4,14 +4,19 @@
 %% limit raised so no run is cut short by a default.
 -module(bench_falco).
 
--export([start/2, version/0, handle/2]).
+-export([start/2, start/3, version/0, handle/2]).
 
 -define(MAX_BODY, 64 * 1024 * 1024).
 -define(PIECE, 65536).
 
 -spec start(inet:port_number(), atom()) -> ok | {error, term()}.
 start(Port, Scenario) ->
-    Opts = #{port => Port, ip => {127, 0, 0, 1},
+    start(Port, Scenario, #{}).
+
+%% @doc Like start/2 with extra listener options (bench_falco_inet).
+-spec start(inet:port_number(), atom(), map()) -> ok | {error, term()}.
+start(Port, Scenario, Extra) ->
+    Opts = Extra#{port => Port, ip => {127, 0, 0, 1},
              handler => {?MODULE, Scenario},
              max_keep_alive_requests => infinity,
              max_connections => 100000,

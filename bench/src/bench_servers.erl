@@ -21,6 +21,7 @@ default_erl_flags() ->
 %% cowboy does; falco once its build has an HTTP/2 module.
 -spec h2_capable(atom(), map()) -> boolean().
 h2_capable(cowboy, _) -> true;
+h2_capable(falco_inet, Ctx) -> h2_capable(falco, Ctx);
 h2_capable(falco, Ctx) -> filelib:wildcard(filename:join(maps:get(falco_ebin, Ctx), "falco_http2*.beam")) =/= [];
 h2_capable(_, _) -> false.
 
@@ -32,6 +33,10 @@ available(falco, Ctx) ->
         undefined -> {skip, "falco is not compiled (rebar3 compile)"};
         V -> {ok, V, [Ebin]}
     end;
+available(falco_inet, Ctx) ->
+    %% falco on gen_tcp's classic inet driver: the comparison behind its
+    %% default inet_backend (socket).
+    available(falco, Ctx);
 available(inets, _) ->
     {ok, vsn_of(inets), []};
 available(cowboy, Ctx) ->
