@@ -42,7 +42,8 @@ init({Name, Conf}) ->
     %% core, 2026-11-22 (docs/internals/http1.md, "Socket backend").
     SockOpts = [{inet_backend, Backend}, binary, Family, {ip, Ip}, {active, false}, {packet, raw}, {reuseaddr, true},
                 {backlog, Backlog}, {nodelay, NoDelay}, {send_timeout, SendTimeout},
-                {send_timeout_close, true}, {keepalive, true}],
+                {send_timeout_close, true}, {keepalive, true},
+                {buffer, 65536}],
     case gen_tcp:listen(Port, SockOpts) of
         {ok, LSock} ->
             {ok, Actual} = inet:port(LSock),
