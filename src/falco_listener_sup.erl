@@ -53,7 +53,12 @@ init({Name, Conf}) ->
                            start => {falco_acceptor, start_link, [Name, LSock, Conf, Counter]},
                            shutdown => brutal_kill}
                          || I <- lists:seq(1, N)],
-            {ok, {#{strategy => one_for_all, intensity => 10, period => 10}, Acceptors}};
+            %% First child: on shutdown it goes last and closes the socket.
+            Holder = #{id => listen_socket,
+                       start => {falco_listen_socket, start_link, [LSock]},
+                       shutdown => 5000},
+            {ok, {#{strategy => one_for_all, intensity => 10, period => 10},
+                  [Holder | Acceptors]}};
         {error, Reason} ->
             %% Makes start_link return {error, {listen_failed, Port, Reason}}.
             exit({listen_failed, Port, Reason})
