@@ -21,7 +21,7 @@ compile: bootstrap-run
 ## make run: build and start the example server on http://127.0.0.1:8080
 run: compile
 	@mkdir -p _build/examples
-	@erlc -o _build/examples -pa $(EBIN) examples/falco_example.erl
+	@erlc -o _build/examples -pa $(EBIN) examples/falco_example.erl examples/falco_example_files.erl
 	@exec erl +Bd -noshell -pa $(EBIN) _build/examples -eval 'falco_example:main()'
 
 ## make test: lint (warnings as errors, xref, Dialyzer), then every test,

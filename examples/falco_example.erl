@@ -6,6 +6,9 @@
 %%   GET  /json    a small JSON document
 %%   GET  /stream  a chunked reply sent in pieces
 %%   GET  /file    examples/priv/hello.txt, sent with sendfile
+%%   GET  /static/ POST /upload  GET /events   see falco_example_files
+%%
+%% Responses are compressed (gzip/deflate) when the client accepts it.
 -module(falco_example).
 -behaviour(falco_handler).
 
@@ -44,7 +47,7 @@ handle(Req, File) ->
                  <<"HEAD">> -> <<"GET">>;
                  M -> M
              end,
-    route(Method, falco_req:path(Req), Req, File).
+    falco_compress:call(Req, fun(R) -> route(Method, falco_req:path(R), R, File) end, #{}).
 
 route(<<"GET">>, <<"/">>, _Req, _) ->
     {200, [{<<"content-type">>, <<"text/plain">>}], <<"Hello from falco!\n">>};
@@ -61,6 +64,12 @@ route(<<"GET">>, <<"/stream">>, _Req, _) ->
              lists:foreach(fun(I) -> Send([<<"chunk ">>, integer_to_binary(I), <<"\n">>]) end,
                            lists:seq(1, 5))
      end};
+route(_, <<"/static", _/binary>>, Req, _) ->
+    falco_example_files:static(Req);
+route(<<"POST">>, <<"/upload">>, Req, _) ->
+    falco_example_files:upload(Req);
+route(<<"GET">>, <<"/events">>, Req, _) ->
+    falco_example_files:events(Req);
 route(<<"GET">>, <<"/file">>, _Req, File) ->
     {200, [{<<"content-type">>, <<"text/plain">>}], {file, File}};
 route(Method, Path, _Req, _) when Path =:= <<"/">>; Path =:= <<"/echo">>; Path =:= <<"/json">>;
