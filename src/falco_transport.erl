@@ -35,10 +35,6 @@ handshake(Socket, TlsOpts, Timeout) ->
                 {ok, Proto} -> {ok, TlsSocket, Proto};
                 {error, _} -> {ok, TlsSocket, undefined}
             end;
-        {ok, TlsSocket, _Ext} ->
-            %% Only with handshake pausing, which falco never asks for.
-            _ = ssl:close(TlsSocket),
-            {error, unexpected_handshake_pause};
         {error, _} = Error ->
             Error
     end.

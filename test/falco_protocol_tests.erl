@@ -87,3 +87,13 @@ tls_options_test() ->
     ?assertMatch(#{key_exchange := any}, hd(Ciphers)),
     ?assertEqual({tcp, tcp_closed, tcp_error, tcp_passive}, falco_transport:messages(gen_tcp)),
     ?assertEqual({ssl, ssl_closed, ssl_error, ssl_passive}, falco_transport:messages(ssl)).
+
+peername_test() ->
+    {ok, L} = gen_tcp:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    {ok, Port} = inet:port(L),
+    {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+    ?assertEqual({{127, 0, 0, 1}, Port}, falco_transport:peername(gen_tcp, S)),
+    ok = falco_transport:setopts(gen_tcp, S, [{active, once}]),
+    ok = gen_tcp:close(S),
+    ?assertEqual(undefined, falco_transport:peername(gen_tcp, S)),
+    ok = gen_tcp:close(L).
