@@ -8,8 +8,8 @@
 %% entry: an entry's index is `61 + (Next - Seq)', so lookup, insertion and
 %% eviction of the oldest are each one map operation (O(log n), n being at
 %% most max size / 32). The static table (Appendix A) is a tuple literal. An
-%% encoder context also maps each `{Name, Value}' and each name to the
-%% sequence number of its newest entry, to find matches.
+%% encoder context also maps each name in the table to its entries' values
+%% and sequence numbers, to find matches.
 %%
 %% The decoder ({@link decode/3}) is strict and bounded: integers longer than
 %% four continuation octets are `integer_overflow' (§5.1 leaves the limit to
@@ -34,7 +34,8 @@
 %% "never indexed" (§6.2.3, §7.1.3): `authorization', `proxy-authorization',
 %% `set-cookie', `cookie' values shorter than 20 octets (low entropy, easy to
 %% guess), and any name in the `sensitive' option. Strings are Huffman-coded
-%% unless that is longer (equal lengths are coded, as in Appendix C.6). When the peer's SETTINGS_HEADER_TABLE_SIZE changes
+%% unless that is longer (equal lengths are coded, as in Appendix C.6). When
+%% the peer's SETTINGS_HEADER_TABLE_SIZE changes
 %% ({@link encoder_set_max_table_size/2}) the table is resized at once and the
 %% next block starts with the update(s) §4.2 asks for.
 -module(falco_hpack).
@@ -63,8 +64,7 @@
           limit :: non_neg_integer(),          % decoder: our setting; encoder: our cap
           update_required = false :: boolean(),            % decoder (§4.2)
           pending = none :: none | {non_neg_integer(), non_neg_integer()},  % encoder
-          fields = #{} :: #{header() => non_neg_integer()},  % encoder: newest seq
-          names = #{} :: #{binary() => non_neg_integer()}    % encoder: newest seq
+          names = #{} :: #{binary() => [{binary(), non_neg_integer()}]}  % encoder
          }).
 -opaque ctx() :: #hpack{}.
 
@@ -162,7 +162,7 @@ max_table_size(#hpack{max = Max}) ->
 %% (1..8), the bits above the prefix zero.
 -spec encode_integer(non_neg_integer(), 1..8) -> binary().
 encode_integer(Value, N) when is_integer(Value), Value >= 0 ->
-    enc_int(Value, N, 0).
+    iolist_to_binary([enc_int(Value, N, 0)]).
 
 %% @doc Reads an integer with an N-bit prefix (RFC 7541 §5.1) from the start
 %% of `Bin', ignoring the bits above the prefix, with the decoder's bounds.
@@ -209,20 +209,34 @@ size_updates(<<2#001:3, I:5, Rest0/binary>>, Ctx = #hpack{limit = Limit}, _) ->
         Error ->
             Error
     end;
+size_updates(Rest, Ctx = #hpack{update_required = false}, _) ->
+    {ok, Rest, Ctx};
 size_updates(_, #hpack{update_required = true}, false) ->
     {error, {compression_error, size_update_missing}};
-size_updates(Rest, Ctx, _) ->
+size_updates(Rest, Ctx, true) ->
     {ok, Rest, Ctx#hpack{update_required = false}}.
 
-%% Acc is the fields so far, newest first, or `discard' once the list went
-%% over MaxList (then MaxList becomes infinity so the count stops mattering).
+%% Acc is the fields so far, newest first, or `discard' once their size
+%% went over MaxList. Rest goes straight back into fields/5, so the match
+%% context is reused and no sub-binary is made per field.
+fields(<<1:1, I:7, Rest/binary>>, Ctx, MaxList, Total, Acc) when I < 2#1111111 ->
+    %% §6.1 indexed header field, index in one octet: the common case
+    case lookup(I, Ctx) of
+        {Name, Value} = Field ->
+            Total1 = Total + byte_size(Name) + byte_size(Value) + ?ENTRY_OVERHEAD,
+            fields(Rest, Ctx, MaxList, Total1, add(Field, Total1, MaxList, Acc));
+        error ->
+            {error, {compression_error, bad_index}}
+    end;
 fields(<<1:1, I:7, Rest0/binary>>, Ctx, MaxList, Total, Acc) ->
-    %% §6.1 indexed header field
     case prefix_int(I, 2#1111111, Rest0) of
         {Index, Rest} when is_integer(Index) ->
             case lookup(Index, Ctx) of
-                {Name, Value} -> field(Name, Value, Rest, Ctx, MaxList, Total, Acc);
-                error -> {error, {compression_error, bad_index}}
+                {Name, Value} = Field ->
+                    Total1 = Total + byte_size(Name) + byte_size(Value) + ?ENTRY_OVERHEAD,
+                    fields(Rest, Ctx, MaxList, Total1, add(Field, Total1, MaxList, Acc));
+                error ->
+                    {error, {compression_error, bad_index}}
             end;
         Error ->
             Error
@@ -231,7 +245,9 @@ fields(<<2#01:2, I:6, Rest0/binary>>, Ctx, MaxList, Total, Acc) ->
     %% §6.2.1 literal with incremental indexing
     case literal(I, 2#111111, Rest0, Ctx, copy) of
         {Name, Value, Rest} ->
-            field(Name, Value, Rest, dec_insert(Name, Value, Ctx), MaxList, Total, Acc);
+            Total1 = Total + byte_size(Name) + byte_size(Value) + ?ENTRY_OVERHEAD,
+            fields(Rest, dec_insert(Name, Value, Ctx), MaxList, Total1,
+                   add({Name, Value}, Total1, MaxList, Acc));
         Error ->
             Error
     end;
@@ -241,21 +257,20 @@ fields(<<2#000:3, _:1, I:4, Rest0/binary>>, Ctx, MaxList, Total, Acc) ->
     %% §6.2.2 without indexing, §6.2.3 never indexed: the same to a decoder
     %% (the h2 layer does not re-encode fields it forwards)
     case literal(I, 2#1111, Rest0, Ctx, share) of
-        {Name, Value, Rest} -> field(Name, Value, Rest, Ctx, MaxList, Total, Acc);
-        Error -> Error
+        {Name, Value, Rest} ->
+            Total1 = Total + byte_size(Name) + byte_size(Value) + ?ENTRY_OVERHEAD,
+            fields(Rest, Ctx, MaxList, Total1, add({Name, Value}, Total1, MaxList, Acc));
+        Error ->
+            Error
     end;
 fields(<<>>, Ctx, _, _, discard) ->
     {error, {header_list_too_large, Ctx}};
 fields(<<>>, Ctx, _, _, Acc) ->
     {ok, lists:reverse(Acc), Ctx}.
 
-field(Name, Value, Rest, Ctx, MaxList, Total0, Acc) ->
-    Total = Total0 + byte_size(Name) + byte_size(Value) + ?ENTRY_OVERHEAD,
-    if
-        Total > MaxList -> fields(Rest, Ctx, infinity, Total, discard);
-        Acc =:= discard -> fields(Rest, Ctx, MaxList, Total, discard);
-        true -> fields(Rest, Ctx, MaxList, Total, [{Name, Value} | Acc])
-    end.
+%% The total only grows, so once over MaxList every later call discards.
+add(_, Total, MaxList, _) when Total > MaxList -> discard;
+add(Field, _, _, Acc) -> [Field | Acc].
 
 %% A literal's name (indexed, or a string when the index is 0) and value.
 literal(0, _, Rest0, _, Mode) ->
@@ -387,7 +402,7 @@ enc_fields([{Name, Value} | Headers], Ctx0, Huffman, Sensitive, Acc) ->
 enc_fields([], Ctx, _, _, Acc) ->
     {lists:reverse(Acc), Ctx}.
 
-enc_field(Name, Value, Ctx = #hpack{fields = Fields, next = Next}, Huffman, Sensitive) ->
+enc_field(Name, Value, Ctx = #hpack{names = Names, next = Next}, Huffman, Sensitive) ->
     case sensitive(Name, Value) orelse lists:member(Name, Sensitive) of
         true ->
             %% §6.2.3 never indexed
@@ -396,18 +411,27 @@ enc_field(Name, Value, Ctx = #hpack{fields = Fields, next = Next}, Huffman, Sens
             case static_index(Name, Value) of
                 {field, Index} ->
                     {enc_int(Index, 7, 2#10000000), Ctx};
-                NameMatch ->
-                    case Fields of
-                        #{{Name, Value} := Seq} ->
-                            {enc_int(?STATIC_COUNT + Next - Seq, 7, 2#10000000), Ctx};
+                {name, Index} ->
+                    case Names of
+                        #{Name := Entries} -> dynamic_field(Name, Value, Entries, Index, Ctx, Huffman);
+                        #{} -> enc_literal(Name, Value, Index, Ctx, Huffman)
+                    end;
+                none ->
+                    case Names of
+                        #{Name := [{_, Newest} | _] = Entries} ->
+                            dynamic_field(Name, Value, Entries, ?STATIC_COUNT + Next - Newest,
+                                          Ctx, Huffman);
                         #{} ->
-                            NameIndex = case NameMatch of
-                                            {name, I} -> I;
-                                            none -> dynamic_name_index(Name, Ctx)
-                                        end,
-                            enc_literal(Name, Value, NameIndex, Ctx, Huffman)
+                            enc_literal(Name, Value, 0, Ctx, Huffman)
                     end
             end
+    end.
+
+%% The name is in the dynamic table: the field may be too.
+dynamic_field(Name, Value, Entries, NameIndex, Ctx = #hpack{next = Next}, Huffman) ->
+    case lists:keyfind(Value, 1, Entries) of
+        {_, Seq} -> {enc_int(?STATIC_COUNT + Next - Seq, 7, 2#10000000), Ctx};
+        false -> enc_literal(Name, Value, NameIndex, Ctx, Huffman)
     end.
 
 enc_literal(Name, Value, NameIndex, Ctx = #hpack{max = Max}, Huffman) ->
@@ -427,22 +451,24 @@ literal(Flags, _, 0, Name, Value, Huffman) ->
 literal(Flags, N, NameIndex, _, Value, Huffman) ->
     [enc_int(NameIndex, N, Flags) | enc_string(Value, Huffman)].
 
+%% Coding first and comparing costs less than sizing first: the coded form
+%% is the shorter one for almost all header text.
 enc_string(Str, true) ->
-    Len = byte_size(Str),
-    case falco_hpack_huffman:encoded_size(Str) of
-        HLen when HLen =< Len ->
-            [enc_int(HLen, 7, 2#10000000), falco_hpack_huffman:encode(Str)];
-        _ ->
-            [enc_int(Len, 7, 0), Str]
+    Coded = falco_hpack_huffman:encode(Str),
+    case byte_size(Coded) of
+        HLen when HLen =< byte_size(Str) -> [enc_int(HLen, 7, 2#10000000), Coded];
+        _ -> [enc_int(byte_size(Str), 7, 0), Str]
     end;
 enc_string(Str, false) ->
     [enc_int(byte_size(Str), 7, 0), Str].
 
-%% §5.1: Value with an N-bit prefix, Flags holding the bits above it.
+%% §5.1: Value with an N-bit prefix, Flags holding the bits above it. One
+%% octet (the common case) is returned as an integer, an iolist element that
+%% costs no binary.
 enc_int(Value, N, Flags) ->
     Mask = (1 bsl N) - 1,
     case Value < Mask of
-        true -> <<(Flags bor Value)>>;
+        true -> Flags bor Value;
         false -> enc_cont(Value - Mask, <<(Flags bor Mask)>>)
     end.
 
@@ -459,34 +485,32 @@ name_index(Name, Ctx) ->
 
 dynamic_name_index(Name, #hpack{names = Names, next = Next}) ->
     case Names of
-        #{Name := Seq} -> ?STATIC_COUNT + Next - Seq;
+        #{Name := [{_, Seq} | _]} -> ?STATIC_COUNT + Next - Seq;
         #{} -> 0
     end.
 
+%% `names' maps each name in the table to its entries' values and sequence
+%% numbers, newest first: finding a field hashes only the (short) name, and a
+%% field is never in the table twice (it would have been indexed instead).
 enc_insert(Name, Value, ESize, Ctx = #hpack{tab = Tab, next = Next, size = Size,
-                                            fields = Fields, names = Names}) ->
+                                            names = Names}) ->
+    Entries = case Names of
+                  #{Name := L} -> [{Value, Next} | L];
+                  #{} -> [{Value, Next}]
+              end,
     enc_evict(Ctx#hpack{tab = Tab#{Next => {Name, Value}}, next = Next + 1,
-                        size = Size + ESize,
-                        fields = Fields#{{Name, Value} => Next},
-                        names = Names#{Name => Next}}).
+                        size = Size + ESize, names = Names#{Name => Entries}}).
 
-%% Evicts the oldest entries until the table fits; an entry is dropped from
-%% the lookup maps only if it is still the newest with its key there.
 enc_evict(Ctx = #hpack{size = Size, max = Max}) when Size =< Max ->
     Ctx;
-enc_evict(Ctx = #hpack{tab = Tab0, oldest = Oldest, size = Size, fields = Fields,
-                       names = Names}) ->
-    {{Name, Value} = Field, Tab} = maps:take(Oldest, Tab0),
-    enc_evict(Ctx#hpack{tab = Tab, oldest = Oldest + 1,
-                        size = Size - byte_size(Name) - byte_size(Value) - ?ENTRY_OVERHEAD,
-                        fields = drop_if(Field, Oldest, Fields),
-                        names = drop_if(Name, Oldest, Names)}).
-
-drop_if(Key, Seq, Map) ->
-    case Map of
-        #{Key := Seq} -> maps:remove(Key, Map);
-        #{} -> Map
-    end.
+enc_evict(Ctx = #hpack{tab = Tab0, oldest = Oldest, size = Size, names = Names}) ->
+    {{Name, Value}, Tab} = maps:take(Oldest, Tab0),
+    Names1 = case lists:keydelete(Oldest, 2, maps:get(Name, Names)) of
+                 [] -> maps:remove(Name, Names);
+                 Entries -> Names#{Name := Entries}
+             end,
+    enc_evict(Ctx#hpack{tab = Tab, oldest = Oldest + 1, names = Names1,
+                        size = Size - byte_size(Name) - byte_size(Value) - ?ENTRY_OVERHEAD}).
 
 %% §7.1.3: fields an attacker could learn by guessing (CRIME-style probing of
 %% the compressed size) must never enter a compression context.

@@ -392,6 +392,18 @@ hpack_bomb_test() ->
     {ok, L, _} = falco_hpack:decode(binary:copy(<<16#be>>, 16), C),
     ?assertEqual(16, length(L)).
 
+%% Indexes of 127 and up take a continuation octet, both ways.
+large_index_test() ->
+    Fields = [{<<"k", (integer_to_binary(I))/binary>>, <<"v">>} || I <- lists:seq(0, 69)],
+    {Block, E} = falco_hpack:encode(Fields, falco_hpack:new()),
+    {ok, Fields, D} = falco_hpack:decode(iolist_to_binary(Block), falco_hpack:new()),
+    %% index 127 = dynamic entry 66 = the 66th newest = k4
+    ?assertEqual({ok, [{<<"k4">>, <<"v">>}], D}, falco_hpack:decode(<<16#ff, 0>>, D)),
+    ?assertEqual({ok, [{<<"k0">>, <<"v">>}], D}, falco_hpack:decode(<<16#ff, 4>>, D)),
+    ?assertEqual(err(bad_index), falco_hpack:decode(<<16#ff, 5>>, D)),
+    {Again, E} = falco_hpack:encode([{<<"k4">>, <<"v">>}, {<<"k0">>, <<"v">>}], E),
+    ?assertEqual(<<16#ff, 0, 16#ff, 4>>, iolist_to_binary(Again)).
+
 %% Names come back as sent: the h2 layer rejects uppercase.
 uppercase_names_kept_test() ->
     ?assertMatch({ok, [{<<"Foo">>, <<"bar">>}], _},
