@@ -27,6 +27,7 @@
             transport :: falco_transport:transport(),
             tags :: {atom(), atom(), atom(), atom()},
             ctx :: map(),
+            stream_ctx :: map(),
             parent :: pid(),
             machine :: falco_http2_machine:state(),
             max_frame :: 16384..16777215,
@@ -39,8 +40,8 @@
             closing = false :: false | {true, term()}}).
 
 %% @doc Runs an HTTP/2 connection in the calling process until it ends.
-%% `Ctx' holds `listener', `handler', `conf', `peer', `scheme' and `parent'
-%% (the acceptor). `Start' is `{preface, Buf}' (the client preface is
+%% `Ctx' holds `listener', `handler', `conf', `peer' and `scheme'; `Parent'
+%% is the acceptor (its exit ends the connection). `Start' is `{preface, Buf}' (the client preface is
 %% expected at the start of `Buf' and the bytes that follow) or
 %% `{upgrade, Settings, Req, Buf}' after a 101 to an `Upgrade: h2c' request.
 -spec enter(falco_transport:socket(), falco_transport:transport(), map(),
@@ -50,8 +51,11 @@ enter(Socket, Transport, Ctx, Start, Parent) ->
     process_flag(trap_exit, true),
     Conf = maps:get(conf, Ctx),
     {M0, Acts0} = falco_http2_machine:new(machine_opts(Conf)),
+    %% What each stream process needs, and no more: it is copied at every spawn.
+    StreamCtx = (maps:with([listener, handler, peer, scheme], Ctx))#{
+                  max_body => maps:get(max_body, Conf), body_timeout => maps:get(body_timeout, Conf)},
     C0 = #c{socket = Socket, transport = Transport, tags = falco_transport:messages(Transport),
-            ctx = Ctx, parent = Parent, machine = M0,
+            ctx = Ctx, stream_ctx = StreamCtx, parent = Parent, machine = M0,
             max_frame = falco_http2_machine:max_frame_size(M0)},
     C1 = exec(Acts0, C0),
     {C2, Buf} = case Start of
@@ -261,7 +265,7 @@ cancel(Name, Timers) ->
         #{} -> ok
     end.
 
-spawn_stream(Id, Req, C = #c{ctx = Ctx, pids = Pids, ids = Ids}) ->
+spawn_stream(Id, Req, C = #c{stream_ctx = Ctx, pids = Pids, ids = Ids}) ->
     Pid = falco_http2_stream:start(self(), Id, Req, Ctx),
     C#c{pids = Pids#{Pid => Id}, ids = Ids#{Id => Pid}}.
 

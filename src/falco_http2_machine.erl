@@ -43,29 +43,18 @@
          send_headers/5, send_inform/3, send_data/5, send_trailers/4,
          consumed/3, stream_exited/2, reset_stream/3, timeout/2, goaway/1,
          max_frame_size/1, active_streams/1, default_opts/0]).
+%% for falco_http2_flow
+-export([maybe_close/2]).
 
 -export_type([state/0, action/0, opts/0]).
 
--define(MAX_WINDOW, 16#7fffffff).
--define(DEFAULT_WINDOW, 65535).
+-include("falco_http2_machine.hrl").
+
 -define(CLOSED_MEMORY, 256).
 %% How long a stream whose response is complete waits for the rest of a
 %% request body nobody will read before it is reset with NO_ERROR.
 -define(LINGER, 1000).
 
--type stream_id() :: pos_integer().
--type fin() :: fin | nofin.
--type headers() :: [{binary(), binary()}].
--type tag() :: term().
--type action() :: {send, iodata()}
-                | {request, stream_id(), map() | {error, falco_errors:reason()}}
-                | {data, stream_id(), binary(), fin()}
-                | {trailers, stream_id(), headers()}
-                | {reset, stream_id(), term()}
-                | {reply, tag(), ok | {error, term()}}
-                | {timer, term(), timeout()}
-                | {cancel_timer, term()}
-                | {close, term()}.
 -type opts() :: #{max_concurrent_streams => non_neg_integer(),
                   initial_window_size => 0..16#7fffffff,
                   connection_window_size => 65535..16#7fffffff,
@@ -80,48 +69,6 @@
                   flood_window => pos_integer(),
                   flood_limits => #{atom() => non_neg_integer()}}.
 
--record(stream, {id :: stream_id(),
-                 remote = open :: open | fin,
-                 local = idle :: idle | open | fin,
-                 send_window :: integer(),
-                 recv_window :: integer(),
-                 unacked = 0 :: non_neg_integer(),
-                 expected :: undefined | non_neg_integer(),
-                 received = 0 :: non_neg_integer(),
-                 lingering = false :: boolean(),
-                 queue = [] :: [out()]}).
-
--type out() :: {data, iodata(), non_neg_integer(), fin(), tag()}
-             | {trailers, headers(), tag()}.
-
--record(m, {opts :: map(),
-            preface = false :: boolean(),
-            closing = false :: boolean(),
-            peer_goaway = false :: boolean(),
-            goaway_sent = false :: boolean(),
-            %% settings
-            pending_local = [] :: [map()],
-            local_window = ?DEFAULT_WINDOW :: non_neg_integer(),
-            remote_window = ?DEFAULT_WINDOW :: non_neg_integer(),
-            remote_max_frame = 16384 :: 16384..16777215,
-            %% connection flow control
-            conn_send = ?DEFAULT_WINDOW :: integer(),
-            conn_recv :: integer(),
-            %% streams
-            streams = #{} :: #{stream_id() => #stream{}},
-            last_id = 0 :: non_neg_integer(),
-            closed = #{} :: #{stream_id() => reset_sent | reset_received | closed},
-            closed_order = queue:new() :: queue:queue(stream_id()),
-            blocked = [] :: [stream_id()],
-            block :: undefined | {stream_id(), fin(), term(), [binary()], non_neg_integer(),
-                                  non_neg_integer()},
-            %% HPACK
-            decoder :: falco_hpack:ctx(),
-            encoder :: falco_hpack:ctx(),
-            %% flood counters for the current window
-            counts = #{} :: #{atom() => non_neg_integer()},
-            idle = false :: boolean(),
-            out = [] :: [action()]}).
 -opaque state() :: #m{}.
 
 %% @doc The machine's options and their defaults.
@@ -486,7 +433,7 @@ rst_stream(Id, Code, M0) ->
 window_update(0, Inc, M = #m{conn_send = Window}) ->
     case Window + Inc of
         W when W > ?MAX_WINDOW -> conn_error(flow_control_error, window_overflow, M);
-        W -> flush_blocked(M#m{conn_send = W})
+        W -> falco_http2_flow:flush_blocked(M#m{conn_send = W})
     end;
 window_update(Id, _, M = #m{last_id = Last}) when Id > Last ->
     conn_error(protocol_error, window_update_on_idle_stream, M);
@@ -495,7 +442,7 @@ window_update(Id, Inc, M = #m{streams = Streams}) ->
         #{Id := S = #stream{send_window = Window}} ->
             case Window + Inc of
                 W when W > ?MAX_WINDOW -> stream_error(Id, flow_control_error, M);
-                W -> flush_stream(S#stream{send_window = W}, M)
+                W -> falco_http2_flow:flush_stream(S#stream{send_window = W}, M)
             end;
         #{} ->
             M
@@ -522,7 +469,7 @@ apply_remote_settings(Settings, M0) ->
                                end, M2#m.streams),
             Over = [Id || {Id, #stream{send_window = W}} <- maps:to_list(Streams), W > ?MAX_WINDOW],
             case Over of
-                [] -> flush_blocked(M2#m{remote_window = New, streams = Streams});
+                [] -> falco_http2_flow:flush_blocked(M2#m{remote_window = New, streams = Streams});
                 _ -> conn_error(flow_control_error, window_overflow, M2)
             end;
         #{} ->
@@ -544,142 +491,36 @@ settings_ack(M = #m{pending_local = [Settings | Rest], local_window = Old}) ->
             M1
     end.
 
-%% -- sending (§6.1, §6.2, §6.9) -------------------------------------------------------
+%% -- sending (falco_http2_flow) ---------------------------------------------------------
 
 %% @doc Sends the response head of stream `Id' (`fin': no body follows).
 -spec send_headers(stream_id(), 100..999, headers(), fin(), state()) -> {state(), [action()]}.
-send_headers(Id, Status, Headers, Fin, M = #m{streams = Streams, closing = false}) ->
-    case Streams of
-        #{Id := S = #stream{local = idle}} ->
-            M1 = encode_headers(Id, [{<<":status">>, status(Status)} | Headers], Fin, M),
-            done(idle_check(after_send(S#stream{local = local_state(Fin)}, M1)));
-        #{} ->
-            {M, []}
-    end;
-send_headers(_, _, _, _, M) ->
-    {M, []}.
+send_headers(Id, Status, Headers, Fin, M) ->
+    done(idle_check(falco_http2_flow:headers(Id, Status, Headers, Fin, M))).
 
 %% @doc Sends an interim (1xx) response on stream `Id'.
 -spec send_inform(stream_id(), 100..199, state()) -> {state(), [action()]}.
-send_inform(Id, Status, M = #m{streams = Streams, closing = false}) ->
-    case Streams of
-        #{Id := #stream{local = idle}} ->
-            done(encode_headers(Id, [{<<":status">>, status(Status)}], nofin, M));
-        #{} ->
-            {M, []}
-    end;
-send_inform(_, _, M) ->
-    {M, []}.
-
-status(200) -> <<"200">>;
-status(Status) -> integer_to_binary(Status).
-
-local_state(fin) -> fin;
-local_state(nofin) -> open.
-
-encode_headers(Id, Fields, Fin, M = #m{encoder = Enc0, remote_max_frame = Max}) ->
-    {Block, Enc} = falco_hpack:encode(Fields, Enc0),
-    send(falco_http2_frame:header_block(Id, Fin, Block, Max), M#m{encoder = Enc}).
+send_inform(Id, Status, M) ->
+    done(falco_http2_flow:inform(Id, Status, M)).
 
 %% @doc Sends body data on stream `Id'. `{reply, Tag, ok}' comes back once
 %% all of it is written (at once if the windows allow); with `Tag' =
 %% `none' nothing comes back.
 -spec send_data(stream_id(), iodata(), fin(), tag(), state()) -> {state(), [action()]}.
-send_data(Id, Data, Fin, Tag, M = #m{streams = Streams, closing = false}) ->
-    case Streams of
-        #{Id := S = #stream{local = open, queue = Q}} ->
-            Item = {data, Data, iolist_size(Data), Fin, Tag},
-            done(idle_check(flush_stream(S#stream{queue = Q ++ [Item], local = local_state(Fin)},
-                                         M)));
-        #{} ->
-            done(reply(Tag, {error, closed}, M))
-    end;
-send_data(_, _, _, Tag, M) ->
-    done(reply(Tag, {error, closed}, M)).
+send_data(Id, Data, Fin, Tag, M) ->
+    done(idle_check(falco_http2_flow:data(Id, Data, Fin, Tag, M))).
 
 %% @doc Ends stream `Id' with trailer fields (after any queued data).
 -spec send_trailers(stream_id(), headers(), tag(), state()) -> {state(), [action()]}.
-send_trailers(Id, Fields, Tag, M = #m{streams = Streams, closing = false}) ->
-    case Streams of
-        #{Id := S = #stream{local = open, queue = Q}} ->
-            done(idle_check(flush_stream(S#stream{queue = Q ++ [{trailers, Fields, Tag}],
-                                                  local = fin}, M)));
-        #{} ->
-            done(reply(Tag, {error, closed}, M))
-    end;
-send_trailers(_, _, Tag, M) ->
-    done(reply(Tag, {error, closed}, M)).
+send_trailers(Id, Fields, Tag, M) ->
+    done(idle_check(falco_http2_flow:trailers(Id, Fields, Tag, M))).
 
-%% Writes what the windows allow from the stream's queue.
-flush_stream(S = #stream{queue = []}, M) ->
-    after_send(S, M);
-flush_stream(S = #stream{id = Id, queue = [{trailers, Fields, Tag} | Q]}, M0) ->
-    M = reply(Tag, ok, encode_headers(Id, Fields, fin, M0)),
-    flush_stream(S#stream{queue = Q}, M);
-flush_stream(S = #stream{id = Id, queue = [{data, _, 0, Fin, Tag} | Q]}, M0) ->
-    M1 = case Fin of
-             fin -> send(falco_http2_frame:data(Id, fin, <<>>), M0);
-             nofin -> M0
-         end,
-    flush_stream(S#stream{queue = Q}, reply(Tag, ok, M1));
-flush_stream(S = #stream{id = Id, send_window = SW, queue = [{data, Data, Size, Fin, Tag} | Q]},
-             M0 = #m{conn_send = CW, remote_max_frame = MaxFrame}) ->
-    Window = min(SW, CW),
-    if
-        Size =< Window, Size =< MaxFrame ->
-            M1 = send(falco_http2_frame:data(Id, Fin, Data), M0#m{conn_send = CW - Size}),
-            flush_stream(S#stream{send_window = SW - Size, queue = Q}, reply(Tag, ok, M1));
-        Window > 0 ->
-            N = min(Window, MaxFrame),
-            <<Part:N/binary, Rest/binary>> = iolist_to_binary(Data),
-            M1 = send(falco_http2_frame:data(Id, nofin, Part), M0#m{conn_send = CW - N}),
-            %% Progress restarts the stall timer of a blocked stream.
-            M2 = case lists:member(Id, M1#m.blocked) of
-                     true -> act({timer, {stall, Id}, send_timeout(M1)}, M1);
-                     false -> M1
-                 end,
-            flush_stream(S#stream{send_window = SW - N,
-                                  queue = [{data, Rest, Size - N, Fin, Tag} | Q]}, M2);
-        true ->
-            block(S, M0)
-    end.
-
-send_timeout(#m{opts = #{send_timeout := T}}) -> T.
-
-%% A stream waiting for window: remembered in order, with a stall timer.
-block(S = #stream{id = Id}, M = #m{blocked = Blocked}) ->
-    case lists:member(Id, Blocked) of
-        true -> put_stream(S, M);
-        false -> put_stream(S, act({timer, {stall, Id}, send_timeout(M)},
-                                   M#m{blocked = Blocked ++ [Id]}))
-    end.
-
-after_send(S = #stream{id = Id, queue = []}, M = #m{blocked = Blocked}) ->
-    case lists:member(Id, Blocked) of
-        true -> maybe_close(S, act({cancel_timer, {stall, Id}},
-                                   M#m{blocked = lists:delete(Id, Blocked)}));
-        false -> maybe_close(S, M)
-    end;
-after_send(S, M) ->
-    put_stream(S, M).
-
-flush_blocked(M = #m{blocked = []}) ->
-    M;
-flush_blocked(M = #m{blocked = Blocked}) ->
-    lists:foldl(fun(Id, Acc = #m{streams = Streams, conn_send = CW}) when CW > 0 ->
-                        case Streams of
-                            #{Id := S} -> flush_stream(S, Acc);
-                            #{} -> Acc
-                        end;
-                   (_, Acc) ->
-                        Acc
-                end, M, Blocked).
-
-%% Both sides done: the stream leaves. Our side done while the client
+%% @private Both sides done: the stream leaves. Our side done while the client
 %% still sends: §8.1 lets us stop it with RST_STREAM NO_ERROR, which we do
 %% after a short linger. Meanwhile the stream's frames are still checked
 %% (a client that ends it in time closes it normally) and its DATA counts
 %% against a window that is no longer given back.
+-spec maybe_close(#stream{}, #m{}) -> #m{}.
 maybe_close(S = #stream{local = fin, queue = [], remote = fin}, M) ->
     forget(S, closed, M);
 maybe_close(S = #stream{id = Id, local = fin, queue = [], remote = open, lingering = false}, M) ->

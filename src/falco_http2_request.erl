@@ -319,8 +319,14 @@ trailers([]) ->
 %% pipeline did it); connection-specific fields are dropped (§8.2.2: never
 %% sent on HTTP/2) and values flattened to binaries for HPACK.
 -spec response_fields([{binary(), iodata()}]) -> headers().
-response_fields(Fields) ->
-    [{N, iolist_to_binary(V)} || {N, V} <- Fields, not hop_by_hop(N)].
+response_fields([{N, V} | Rest]) ->
+    case hop_by_hop(N) of
+        true -> response_fields(Rest);
+        false when is_binary(V) -> [{N, V} | response_fields(Rest)];
+        false -> [{N, iolist_to_binary(V)} | response_fields(Rest)]
+    end;
+response_fields([]) ->
+    [].
 
 hop_by_hop(<<"connection">>) -> true;
 hop_by_hop(<<"keep-alive">>) -> true;
@@ -371,5 +377,13 @@ digits(<<C, R/binary>>) when ?IS_DIGIT(C) -> digits(R);
 digits(<<>>) -> true;
 digits(_) -> false.
 
+%% Most input is already lowercase: only build a new binary when needed.
 lower(Bin) ->
-    << <<(case C >= $A andalso C =< $Z of true -> C + 32; false -> C end)>> || <<C>> <= Bin >>.
+    case has_upper(Bin) of
+        true -> << <<(case C >= $A andalso C =< $Z of true -> C + 32; false -> C end)>> || <<C>> <= Bin >>;
+        false -> Bin
+    end.
+
+has_upper(<<C, _/binary>>) when C >= $A, C =< $Z -> true;
+has_upper(<<_, R/binary>>) -> has_upper(R);
+has_upper(<<>>) -> false.

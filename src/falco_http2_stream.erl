@@ -49,6 +49,8 @@
 -define(FILE_CHUNK, 65536).
 
 %% @doc Starts the process for stream `Id', linked to the connection.
+%% `Ctx' has `handler', `listener', `peer', `scheme', `max_body' and
+%% `body_timeout'.
 -spec start(pid(), pos_integer(), map() | {error, falco_errors:reason()}, map()) -> pid().
 start(Conn, Id, Req, Ctx) ->
     spawn_link(?MODULE, init, [Conn, Id, Req, Ctx]).
@@ -56,9 +58,8 @@ start(Conn, Id, Req, Ctx) ->
 %% @private
 -spec init(pid(), pos_integer(), map() | {error, falco_errors:reason()}, map()) ->
           ok | {error, term()}.
-init(Conn, Id, Req0, Ctx = #{conf := Conf}) ->
-    S = #h2s{conn = Conn, id = Id, max_body = maps:get(max_body, Conf),
-             body_timeout = maps:get(body_timeout, Conf)},
+init(Conn, Id, Req0, Ctx = #{max_body := MaxBody, body_timeout := BodyTimeout}) ->
+    S = #h2s{conn = Conn, id = Id, max_body = MaxBody, body_timeout = BodyTimeout},
     case Req0 of
         {error, Reason} ->
             _ = put(?BODY, #body{fin = true}),
