@@ -19,6 +19,7 @@ compile: bootstrap-run
 	@$(REBAR) compile
 
 ## make run: build and start the example server on http://127.0.0.1:8080
+## (HTTP/1.1 and h2c) and https://127.0.0.1:8443 (TLS, ALPN h2 and http/1.1)
 run: compile
 	@mkdir -p _build/examples
 	@erlc -o _build/examples -pa $(EBIN) examples/falco_example.erl examples/falco_example_files.erl
@@ -36,8 +37,10 @@ xref:
 dialyzer:
 	@$(REBAR) dialyzer
 
+## FALCO_REQUIRE_TOOLS=1: a missing h2spec, curl, nghttp... fails the run
+## (bootstrap installed them) instead of skipping those cases.
 tests:
-	@$(REBAR) do eunit --cover, ct --cover
+	@FALCO_REQUIRE_TOOLS=1 $(REBAR) do eunit --cover, ct --cover
 
 cover:
 	@$(REBAR) cover --verbose --min_coverage 90

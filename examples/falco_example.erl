@@ -9,10 +9,14 @@
 %%   GET  /static/ POST /upload  GET /events   see falco_example_files
 %%
 %% Responses are compressed (gzip/deflate) when the client accepts it.
+%%
+%% `make run' serves it over HTTP/1.1 and h2c on 8080, and over TLS on 8443
+%% (ALPN h2 and http/1.1) with a self-signed certificate made on first run
+%% in _build/examples.
 -module(falco_example).
 -behaviour(falco_handler).
 
--export([start/0, start/1, main/0, handle/2]).
+-export([start/0, start/1, start_tls/1, main/0, handle/2]).
 
 %% @doc Starts the example on 127.0.0.1:8080.
 -spec start() -> {ok, pid()} | {error, term()}.
@@ -26,16 +30,49 @@ start(Opts) ->
                          maps:merge(#{ip => {127, 0, 0, 1}, port => 8080,
                                       handler => {?MODULE, file_path()}}, Opts)).
 
-%% @doc Entry point of `make run': start, print the URL, run until Ctrl-C.
+%% @doc The example over TLS (HTTP/2 and HTTP/1.1 by ALPN), with a
+%% self-signed certificate kept in `Dir' (made there if missing).
+-spec start_tls(file:filename()) -> {ok, pid()} | {error, term()}.
+start_tls(Dir) ->
+    {Cert, Key} = self_signed(Dir),
+    falco:start_listener(falco_example_tls,
+                         #{ip => {127, 0, 0, 1}, port => 8443, handler => {?MODULE, file_path()},
+                           transport => tls, tls_opts => [{certfile, Cert}, {keyfile, Key}]}).
+
+self_signed(Dir) ->
+    Cert = filename:join(Dir, "example-cert.pem"),
+    Key = filename:join(Dir, "example-key.pem"),
+    case filelib:is_regular(Cert) andalso filelib:is_regular(Key) of
+        true ->
+            ok;
+        false ->
+            {ok, _} = application:ensure_all_started(ssl),
+            Opts = [{key, {namedCurve, secp256r1}}, {digest, sha256}],
+            #{server_config := Conf} = public_key:pkix_test_data(
+                                         #{server_chain => #{root => Opts, intermediates => [],
+                                                             peer => Opts},
+                                           client_chain => #{root => Opts, intermediates => [],
+                                                             peer => Opts}}),
+            {_, {Type, KeyDer}} = lists:keyfind(key, 1, Conf),
+            {_, CertDer} = lists:keyfind(cert, 1, Conf),
+            ok = file:write_file(Cert, public_key:pem_encode([{'Certificate', CertDer, not_encrypted}])),
+            ok = file:write_file(Key, public_key:pem_encode([{Type, KeyDer, not_encrypted}]))
+    end,
+    {Cert, Key}.
+
+%% @doc Entry point of `make run': start, print the URLs, run until Ctrl-C.
 -spec main() -> no_return().
 main() ->
-    case start() of
-        {ok, _} ->
+    case {start(), start_tls(filename:dirname(code:which(?MODULE)))} of
+        {{ok, _}, {ok, _}} ->
             {ok, Port} = falco:port(falco_example),
-            io:format("falco example listening on http://127.0.0.1:~b/ (Ctrl-C to stop)~n", [Port]),
+            {ok, TlsPort} = falco:port(falco_example_tls),
+            io:format("falco example listening on http://127.0.0.1:~b/ (HTTP/1.1, h2c) and~n"
+                      "https://127.0.0.1:~b/ (HTTP/2 and HTTP/1.1, self-signed: curl -k)"
+                      " (Ctrl-C to stop)~n", [Port, TlsPort]),
             receive after infinity -> ok end;
-        {error, Reason} ->
-            io:format(standard_error, "falco example failed to start: ~p~n", [Reason]),
+        Failed ->
+            io:format(standard_error, "falco example failed to start: ~p~n", [Failed]),
             erlang:halt(1)
     end.
 

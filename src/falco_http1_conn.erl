@@ -17,6 +17,7 @@
 -record(conn, {socket :: inet:socket() | ssl:sslsocket(),
                transport :: gen_tcp | ssl,
                scheme :: http | https,
+               parent :: pid(),
                peer :: {inet:ip_address(), inet:port_number()} | undefined,
                listener :: atom(),
                handler :: falco_handler:handler(),
@@ -40,20 +41,56 @@ init(Acceptor, Name, Socket, Conf, Counter) ->
         {falco_socket, Acceptor} -> ok
     end,
     try
-        Peer = case inet:peername(Socket) of
-                   {ok, P} -> P;
-                   {error, _} -> undefined
-               end,
-        C = #conn{socket = Socket, transport = gen_tcp, scheme = http, peer = Peer,
+        C = #conn{socket = Socket, transport = gen_tcp, scheme = http, peer = undefined,
+                  parent = Acceptor,
                   listener = Name, handler = maps:get(handler, Conf), conf = Conf,
                   limits = maps:get(limits, Conf),
                   max_requests = maps:get(max_keep_alive_requests, Conf),
                   idle_timeout = maps:get(idle_timeout, Conf),
                   request_timeout = maps:get(request_timeout, Conf)},
-        wait(C, <<>>)
+        start(C)
     after
         counters:sub(Counter, 1, 1)
     end.
+
+%% TLS handshake (here, never in the acceptor), then the protocol from
+%% the one decision table, falco_protocol:select/3.
+start(C = #conn{socket = Socket, conf = #{transport := tcp, protocols := Protocols}}) ->
+    protocol(falco_protocol:select(tcp, connect, Protocols),
+             C#conn{peer = falco_transport:peername(gen_tcp, Socket)}, <<>>);
+start(C = #conn{socket = Socket, conf = Conf = #{transport := tls, protocols := Protocols}}) ->
+    case falco_transport:handshake(Socket, maps:get(tls_server_opts, Conf),
+                                   maps:get(handshake_timeout, Conf)) of
+        {ok, TlsSocket, Alpn} ->
+            protocol(falco_protocol:select(tls, {alpn, Alpn}, Protocols),
+                     C#conn{socket = TlsSocket, transport = ssl, scheme = https,
+                            peer = falco_transport:peername(ssl, TlsSocket)}, <<>>);
+        {error, _} ->
+            _ = gen_tcp:close(Socket),
+            ok
+    end.
+
+protocol(http1, C, Buf) -> wait(C, Buf);
+protocol(h2, C, Buf) -> http2(C, {preface, Buf});
+protocol(detect, C, Buf) -> detect(C, Buf);
+protocol(close, C, _) -> close(C).
+
+%% Cleartext with both protocols: the first bytes tell (RFC 9113 §3.3).
+detect(C = #conn{socket = Sock, transport = T, idle_timeout = Idle, conf = Conf}, Buf) ->
+    case falco_protocol:preface(Buf) of
+        more ->
+            case T:recv(Sock, 0, Idle) of
+                {ok, Data} -> detect(C, <<Buf/binary, Data/binary>>);
+                {error, _} -> close(C)
+            end;
+        Seen ->
+            protocol(falco_protocol:select(tcp, Seen, maps:get(protocols, Conf)), C, Buf)
+    end.
+
+http2(C = #conn{socket = Sock, transport = T, parent = Parent}, Start) ->
+    Ctx = #{listener => C#conn.listener, handler => C#conn.handler, conf => C#conn.conf,
+            peer => C#conn.peer, scheme => C#conn.scheme},
+    falco_http2_conn:enter(Sock, T, Ctx, Start, Parent).
 
 %% Between requests: the next head may already be buffered (pipelining).
 %% Bytes that are only empty lines (RFC 9112 §2.2: some clients send a CRLF
@@ -92,7 +129,32 @@ remaining(Deadline) -> max(0, Deadline - erlang:monotonic_time(millisecond)).
 
 request(C, #{body := {length, N}}, _Rest) when N > map_get(max_body, C#conn.conf) ->
     reject(C, content_too_large);
-request(C = #conn{socket = Sock, transport = T, conf = Conf, served = Served,
+request(C = #conn{transport = gen_tcp, conf = #{protocols := Protocols}}, Request, Rest) ->
+    %% RFC 7540 §3.2: HTTP/1.1 Upgrade to h2c, answered on stream 1.
+    case falco_protocol:h2c_settings(Request) of
+        {ok, Settings} ->
+            case falco_protocol:select(tcp, h2c_upgrade, Protocols) of
+                h2c_upgrade -> upgrade_h2c(C, Request, Settings, Rest);
+                _ -> serve(C, Request, Rest)
+            end;
+        no ->
+            serve(C, Request, Rest)
+    end;
+request(C, Request, Rest) ->
+    serve(C, Request, Rest).
+
+upgrade_h2c(C = #conn{socket = Sock, transport = T}, Request, Settings, Rest) ->
+    case T:send(Sock, <<"HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\n"
+                        "upgrade: h2c\r\n\r\n">>) of
+        ok ->
+            Req = Request#{peer => C#conn.peer, scheme => C#conn.scheme,
+                           listener => C#conn.listener},
+            http2(C, {upgrade, Settings, Req, Rest});
+        {error, _} ->
+            close(C)
+    end.
+
+serve(C = #conn{socket = Sock, transport = T, conf = Conf, served = Served,
                   max_requests = Max}, Request, Rest) ->
     #{version := Version, keep_alive := KeepAlive0, body := Framing,
       expect_continue := Continue} = Request,

@@ -30,7 +30,8 @@ info(Name) ->
 
 %% @private
 -spec init({atom(), map()}) -> {ok, {supervisor:sup_flags(), [supervisor:child_spec()]}}.
-init({Name, Conf}) ->
+init({Name, Conf0}) ->
+    Conf = tls_conf(Conf0),
     #{ip := Ip, port := Port, backlog := Backlog, nodelay := NoDelay,
       send_timeout := SendTimeout, num_acceptors := N, inet_backend := Backend} = Conf,
     Family = case tuple_size(Ip) of
@@ -63,3 +64,10 @@ init({Name, Conf}) ->
             %% Makes start_link return {error, {listen_failed, Port, Reason}}.
             exit({listen_failed, Port, Reason})
     end.
+
+%% TLS listeners: the ssl application, and the server options computed once.
+tls_conf(Conf = #{transport := tls, tls_opts := TlsOpts, protocols := Protocols}) ->
+    {ok, _} = application:ensure_all_started(ssl),
+    Conf#{tls_server_opts => falco_transport:tls_options(TlsOpts, Protocols)};
+tls_conf(Conf) ->
+    Conf.

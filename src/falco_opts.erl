@@ -5,6 +5,13 @@
 %% Defaults follow common practice for public-facing servers: 8 KB request
 %% and header lines, 100 fields, 16 KB header block, 10 MB bodies, 30 s to
 %% send a head, 60 s idle keep-alive, 1000 requests per connection.
+%%
+%% Transport and protocols: `transport => tcp | tls' (TLS needs `tls_opts'
+%% with a certificate and key, see {@link falco_transport}), `protocols'
+%% (a non-empty list of `http1' and `h2'; over TLS, ALPN prefers h2), the
+%% TLS `handshake_timeout', and the `h2_*' options of HTTP/2 (RFC 9113
+%% §6.5.2 settings we advertise, and the limits of
+%% {@link falco_http2_machine}).
 -module(falco_opts).
 
 -export([validate/1, defaults/0]).
@@ -31,7 +38,21 @@ defaults() ->
       max_header_line => 8192,
       max_header_block => 16384,
       max_header_count => 100,
-      max_body => 10485760}.
+      max_body => 10485760,
+      transport => tcp,
+      tls_opts => [],
+      handshake_timeout => 10000,
+      protocols => [http1, h2],
+      h2_max_concurrent_streams => 100,
+      h2_initial_window_size => 65535,
+      h2_connection_window_size => 1048576,
+      h2_max_frame_size => 16384,
+      h2_max_header_list_size => 32768,
+      h2_max_header_block => 65536,
+      h2_max_continuations => 32,
+      h2_settings_timeout => 10000,
+      h2_preface_timeout => 10000,
+      h2_flood_limits => #{}}.
 
 %% @doc Validates `Opts' and returns the full configuration.
 -spec validate(term()) -> {ok, map()} | {error, term()}.
@@ -47,13 +68,28 @@ validate(Opts) when is_map(Opts) ->
                 {ok, _} ->
                     Conf = maps:merge(Defaults, Opts),
                     case [{K, V} || {K, V} <- lists:sort(maps:to_list(Conf)), not valid(K, V)] of
-                        [] -> {ok, finish(Conf)};
+                        [] -> check_tls(Conf);
                         [{K, V} | _] -> {error, {invalid_option, K, V}}
                     end
             end
     end;
 validate(Opts) ->
     {error, {invalid_options, Opts}}.
+
+%% A TLS listener needs a certificate and its key.
+check_tls(Conf = #{transport := tls, tls_opts := TlsOpts}) ->
+    HasCert = lists:any(fun({K, _}) -> lists:member(K, [certfile, cert, certs_keys]) end, TlsOpts),
+    HasKey = lists:any(fun({K, _}) -> lists:member(K, [keyfile, key, certs_keys]) end, TlsOpts),
+    Missing = [{K, F} || {K, F} <- TlsOpts, K =:= certfile orelse K =:= keyfile
+                                                orelse K =:= cacertfile,
+                         not filelib:is_regular(F)],
+    case HasCert andalso HasKey of
+        true when Missing =:= [] -> {ok, finish(Conf)};
+        true -> {error, {invalid_option, tls_opts, {file_not_found, hd(Missing)}}};
+        false -> {error, {invalid_option, tls_opts, missing_certificate_or_key}}
+    end;
+check_tls(Conf) ->
+    {ok, finish(Conf)}.
 
 finish(Conf) ->
     Limits = maps:with([max_request_line, max_header_line, max_header_block, max_header_count],
@@ -74,5 +110,26 @@ valid(K, V) when K =:= send_timeout; K =:= idle_timeout; K =:= request_timeout;
                  K =:= body_timeout ->
     V =:= infinity orelse (is_integer(V) andalso V >= 0);
 valid(max_header_count, V) -> is_integer(V) andalso V >= 0;
+valid(transport, V) -> V =:= tcp orelse V =:= tls;
+valid(tls_opts, V) -> is_list(V) andalso lists:all(fun(O) -> is_tuple(O) andalso tuple_size(O) =:= 2
+                                                             andalso is_atom(element(1, O)) end, V);
+valid(handshake_timeout, V) -> V =:= infinity orelse (is_integer(V) andalso V >= 0);
+valid(protocols, V) -> valid_protocols(V);
+valid(h2_max_concurrent_streams, V) -> is_integer(V) andalso V >= 0 andalso V =< 16#7fffffff;
+valid(h2_initial_window_size, V) -> is_integer(V) andalso V >= 1 andalso V =< 16#7fffffff;
+valid(h2_connection_window_size, V) -> is_integer(V) andalso V >= 65535 andalso V =< 16#7fffffff;
+valid(h2_max_frame_size, V) -> is_integer(V) andalso V >= 16384 andalso V =< 16777215;
+valid(h2_max_continuations, V) -> is_integer(V) andalso V >= 0;
+valid(K, V) when K =:= h2_settings_timeout; K =:= h2_preface_timeout ->
+    V =:= infinity orelse (is_integer(V) andalso V > 0);
+valid(h2_flood_limits, V) ->
+    Keys = [rst_stream, ping, settings, priority, window_update, empty_data, stream_errors],
+    is_map(V) andalso lists:all(fun({K, N}) -> lists:member(K, Keys) andalso is_integer(N)
+                                                   andalso N >= 0 end, maps:to_list(V));
 valid(max_body, V) -> is_integer(V) andalso V >= 0;
 valid(_, V) -> is_integer(V) andalso V > 0.
+
+%% A non-empty list of http1 and h2, each at most once.
+valid_protocols(V) ->
+    is_list(V) andalso V =/= [] andalso length(lists:usort(V)) =:= length(V)
+        andalso lists:all(fun(P) -> P =:= http1 orelse P =:= h2 end, V).

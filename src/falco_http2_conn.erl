@@ -1,0 +1,307 @@
+%% @doc One HTTP/2 connection (RFC 9113): a thin process around the pure
+%% {@link falco_http2_machine}.
+%%
+%% It reads the socket in `{active, N}' mode, because it must also receive
+%% messages from its stream processes, cuts the bytes into frames with
+%% {@link falco_http2_frame}, feeds them to the machine and carries out the
+%% actions the machine returns: writing bytes, starting a stream process
+%% ({@link falco_http2_stream}, one per request, running the shared
+%% pipeline), passing request body data to it, killing it when its stream
+%% is reset, answering its sends, arming timers. Writes are gathered: the
+%% bytes of every action are sent in one call once the mailbox is empty (or
+%% after 64 actions), so a burst of requests gets a burst of frames in few
+%% writes.
+%%
+%% The process traps exits: a stream process that ends tells the machine
+%% (an unfinished response is reset with INTERNAL_ERROR), and the exit of
+%% the acceptor that owns this connection (the listener stopping) ends it.
+%% Streams are killed when the connection ends.
+-module(falco_http2_conn).
+
+-export([enter/5]).
+
+-define(ACTIVE_N, 100).
+-define(FLUSH_AFTER, 64).
+
+-record(c, {socket :: falco_transport:socket(),
+            transport :: falco_transport:transport(),
+            tags :: {atom(), atom(), atom(), atom()},
+            ctx :: map(),
+            stream_ctx :: map(),
+            parent :: pid(),
+            machine :: falco_http2_machine:state(),
+            max_frame :: 16384..16777215,
+            buf = <<>> :: binary(),
+            pids = #{} :: #{pid() => pos_integer()},
+            ids = #{} :: #{pos_integer() => pid()},
+            timers = #{} :: #{term() => reference()},
+            out = [] :: [iodata()],
+            out_n = 0 :: non_neg_integer(),
+            closing = false :: false | {true, term()}}).
+
+%% @doc Runs an HTTP/2 connection in the calling process until it ends.
+%% `Ctx' holds `listener', `handler', `conf', `peer' and `scheme'; `Parent'
+%% is the acceptor (its exit ends the connection). `Start' is `{preface, Buf}' (the client preface is
+%% expected at the start of `Buf' and the bytes that follow) or
+%% `{upgrade, Settings, Req, Buf}' after a 101 to an `Upgrade: h2c' request.
+-spec enter(falco_transport:socket(), falco_transport:transport(), map(),
+            {preface, binary()} | {upgrade, falco_http2_frame:settings(), map(), binary()},
+            pid()) -> ok.
+enter(Socket, Transport, Ctx, Start, Parent) ->
+    process_flag(trap_exit, true),
+    Conf = maps:get(conf, Ctx),
+    {M0, Acts0} = falco_http2_machine:new(machine_opts(Conf)),
+    %% What each stream process needs, and no more: it is copied at every spawn.
+    StreamCtx = (maps:with([listener, handler, peer, scheme], Ctx))#{
+                  max_body => maps:get(max_body, Conf), body_timeout => maps:get(body_timeout, Conf)},
+    C0 = #c{socket = Socket, transport = Transport, tags = falco_transport:messages(Transport),
+            ctx = Ctx, stream_ctx = StreamCtx, parent = Parent, machine = M0,
+            max_frame = falco_http2_machine:max_frame_size(M0)},
+    C1 = exec(Acts0, C0),
+    {C2, Buf} = case Start of
+                    {preface, B} ->
+                        {C1, B};
+                    {upgrade, Settings, Req, B} ->
+                        {M1, Acts1} = falco_http2_machine:upgrade(Settings, C1#c.machine),
+                        C3 = exec(Acts1, C1#c{machine = M1}),
+                        {spawn_stream(1, Req, C3), B}
+                end,
+    case flush(C2) of
+        {ok, C} ->
+            Deadline = erlang:monotonic_time(millisecond) + maps:get(h2_preface_timeout, Conf),
+            preface(C, Buf, Deadline);
+        {error, C} ->
+            terminate(C)
+    end.
+
+machine_opts(Conf) ->
+    #{max_concurrent_streams => maps:get(h2_max_concurrent_streams, Conf),
+      initial_window_size => maps:get(h2_initial_window_size, Conf),
+      connection_window_size => maps:get(h2_connection_window_size, Conf),
+      max_frame_size => maps:get(h2_max_frame_size, Conf),
+      max_header_list_size => maps:get(h2_max_header_list_size, Conf),
+      max_header_block => maps:get(h2_max_header_block, Conf),
+      max_continuations => maps:get(h2_max_continuations, Conf),
+      max_header_count => maps:get(max_header_count, Conf),
+      settings_timeout => maps:get(h2_settings_timeout, Conf),
+      send_timeout => maps:get(send_timeout, Conf),
+      idle_timeout => maps:get(idle_timeout, Conf),
+      flood_limits => maps:get(h2_flood_limits, Conf)}.
+
+%% §3.4: the client preface, read passively within h2_preface_timeout.
+preface(C = #c{socket = Sock, transport = T}, Buf, Deadline) ->
+    Preface = falco_http2_frame:preface(),
+    case Buf of
+        <<Preface:24/binary, Rest/binary>> ->
+            ok = falco_transport:setopts(T, Sock, [{active, ?ACTIVE_N}]),
+            next(frames(C#c{buf = Rest}));
+        _ when byte_size(Buf) < 24 ->
+            case binary:longest_common_prefix([Buf, Preface]) =:= byte_size(Buf) of
+                true ->
+                    Wait = max(0, Deadline - erlang:monotonic_time(millisecond)),
+                    case T:recv(Sock, 0, Wait) of
+                        {ok, Data} -> preface(C, <<Buf/binary, Data/binary>>, Deadline);
+                        {error, _} -> terminate(C)
+                    end;
+                false ->
+                    bad_preface(C)
+            end;
+        _ ->
+            bad_preface(C)
+    end.
+
+bad_preface(C = #c{machine = M0}) ->
+    {M, Acts} = falco_http2_machine:frame_error({connection_error, protocol_error, bad_preface},
+                                                M0),
+    finish(exec(Acts, C#c{machine = M})).
+
+%% -- the loop --------------------------------------------------------------------
+
+loop(C = #c{out = []}) ->
+    receive Msg -> next(handle(Msg, C)) end;
+loop(C) ->
+    receive
+        Msg -> next(handle(Msg, C))
+    after 0 ->
+        case flush(C) of
+            {ok, C1} -> loop(C1);
+            {error, C1} -> terminate(C1)
+        end
+    end.
+
+next(C = #c{closing = {true, _}}) ->
+    finish(C);
+next(C = #c{out_n = N}) when N >= ?FLUSH_AFTER ->
+    case flush(C) of
+        {ok, C1} -> loop(C1);
+        {error, C1} -> terminate(C1)
+    end;
+next(C) ->
+    loop(C).
+
+handle({DataTag, Sock, Data}, C = #c{socket = Sock, tags = {DataTag, _, _, _}, buf = Buf}) ->
+    frames(C#c{buf = <<Buf/binary, Data/binary>>});
+handle({PassiveTag, Sock}, C = #c{socket = Sock, tags = {_, _, _, PassiveTag}, transport = T}) ->
+    _ = falco_transport:setopts(T, Sock, [{active, ?ACTIVE_N}]),
+    C;
+handle({ClosedTag, Sock}, C = #c{socket = Sock, tags = {_, ClosedTag, _, _}}) ->
+    C#c{closing = {true, closed}};
+handle({ErrorTag, Sock, Why}, C = #c{socket = Sock, tags = {_, _, ErrorTag, _}}) ->
+    C#c{closing = {true, Why}};
+handle({h2_stream, Id, Cmd}, C) ->
+    stream_command(Id, Cmd, C);
+handle({timeout, TRef, Name}, C = #c{timers = Timers, machine = M0}) ->
+    case Timers of
+        #{Name := TRef} ->
+            {M, Acts} = falco_http2_machine:timeout(Name, M0),
+            exec(Acts, C#c{machine = M, timers = maps:remove(Name, Timers)});
+        #{} ->
+            C
+    end;
+handle({'EXIT', Pid, _}, C = #c{pids = Pids, ids = Ids, machine = M0}) when is_map_key(Pid, Pids) ->
+    Id = maps:get(Pid, Pids),
+    {M, Acts} = falco_http2_machine:stream_exited(Id, M0),
+    exec(Acts, C#c{machine = M, pids = maps:remove(Pid, Pids), ids = maps:remove(Id, Ids)});
+handle({'EXIT', Parent, Reason}, C = #c{parent = Parent}) ->
+    kill_streams(C),
+    exit(Reason);
+handle(_, C) ->
+    C.
+
+frames(C = #c{buf = Buf, max_frame = Max, machine = M0}) ->
+    case falco_http2_frame:parse(Buf, Max) of
+        {ok, Frame, Rest} ->
+            {M, Acts} = falco_http2_machine:frame(Frame, M0),
+            continue_frames(exec(Acts, C#c{buf = Rest, machine = M}));
+        {more, _} ->
+            C;
+        {error, {connection_error, _, _} = Error} ->
+            {M, Acts} = falco_http2_machine:frame_error(Error, M0),
+            exec(Acts, C#c{buf = <<>>, machine = M});
+        {error, Error, Rest} ->
+            {M, Acts} = falco_http2_machine:frame_error(Error, M0),
+            continue_frames(exec(Acts, C#c{buf = Rest, machine = M}))
+    end.
+
+continue_frames(C = #c{closing = false}) -> frames(C);
+continue_frames(C) -> C.
+
+%% Commands from stream processes (falco_http2_stream).
+stream_command(Id, Cmd, C = #c{machine = M0}) ->
+    {M, Acts} = case Cmd of
+                    {response, Status, Headers, Body} ->
+                        response(Id, Status, Headers, Body, M0);
+                    {headers, Status, Headers} ->
+                        falco_http2_machine:send_headers(Id, Status, Headers, nofin, M0);
+                    {data, Data, Fin, Tag} ->
+                        falco_http2_machine:send_data(Id, Data, Fin, Tag, M0);
+                    {trailers, Fields, Tag} ->
+                        falco_http2_machine:send_trailers(Id, Fields, Tag, M0);
+                    {consumed, N} ->
+                        falco_http2_machine:consumed(Id, N, M0);
+                    {inform, Status} ->
+                        falco_http2_machine:send_inform(Id, Status, M0)
+                end,
+    exec(Acts, C#c{machine = M}).
+
+response(Id, Status, Headers, Body, M0) ->
+    case iolist_size(Body) of
+        0 ->
+            falco_http2_machine:send_headers(Id, Status, Headers, fin, M0);
+        _ ->
+            {M1, A1} = falco_http2_machine:send_headers(Id, Status, Headers, nofin, M0),
+            {M2, A2} = falco_http2_machine:send_data(Id, Body, fin, none, M1),
+            {M2, A1 ++ A2}
+    end.
+
+%% -- actions ------------------------------------------------------------------------
+
+exec([], C) ->
+    C;
+exec([{send, Data} | Rest], C = #c{out = Out, out_n = N}) ->
+    exec(Rest, C#c{out = [Data | Out], out_n = N + 1});
+exec([{request, Id, Req} | Rest], C) ->
+    exec(Rest, spawn_stream(Id, Req, C));
+exec([{data, Id, Data, Fin} | Rest], C = #c{ids = Ids}) ->
+    _ = case Ids of
+            #{Id := Pid} -> Pid ! {h2_data, Data, Fin};
+            #{} -> ok
+        end,
+    exec(Rest, C);
+exec([{trailers, Id, Fields} | Rest], C = #c{ids = Ids}) ->
+    _ = case Ids of
+            #{Id := Pid} -> Pid ! {h2_trailers, Fields};
+            #{} -> ok
+        end,
+    exec(Rest, C);
+exec([{reset, Id, _Reason} | Rest], C = #c{ids = Ids, pids = Pids}) ->
+    case Ids of
+        #{Id := Pid} ->
+            %% The stream is gone: so is the work done for it (this is what
+            %% makes a rapid reset cost the client as much as it costs us).
+            exit(Pid, kill),
+            exec(Rest, C#c{ids = maps:remove(Id, Ids), pids = maps:remove(Pid, Pids)});
+        #{} ->
+            exec(Rest, C)
+    end;
+exec([{reply, {Pid, Ref}, Result} | Rest], C) ->
+    Pid ! {h2_reply, Ref, Result},
+    exec(Rest, C);
+exec([{timer, Name, Ms} | Rest], C = #c{timers = Timers}) ->
+    cancel(Name, Timers),
+    case Ms of
+        infinity -> exec(Rest, C#c{timers = maps:remove(Name, Timers)});
+        _ -> exec(Rest, C#c{timers = Timers#{Name => erlang:start_timer(Ms, self(), Name)}})
+    end;
+exec([{cancel_timer, Name} | Rest], C = #c{timers = Timers}) ->
+    cancel(Name, Timers),
+    exec(Rest, C#c{timers = maps:remove(Name, Timers)});
+exec([{close, Reason} | _], C) ->
+    C#c{closing = {true, Reason}}.
+
+cancel(Name, Timers) ->
+    case Timers of
+        #{Name := TRef} -> _ = erlang:cancel_timer(TRef, [{async, true}, {info, false}]), ok;
+        #{} -> ok
+    end.
+
+spawn_stream(Id, Req, C = #c{stream_ctx = Ctx, pids = Pids, ids = Ids}) ->
+    Pid = falco_http2_stream:start(self(), Id, Req, Ctx),
+    C#c{pids = Pids#{Pid => Id}, ids = Ids#{Id => Pid}}.
+
+flush(C = #c{out = []}) ->
+    {ok, C};
+flush(C = #c{out = Out, socket = Sock, transport = T}) ->
+    case T:send(Sock, lists:reverse(Out)) of
+        ok -> {ok, C#c{out = [], out_n = 0}};
+        {error, _} -> {error, C#c{out = [], out_n = 0}}
+    end.
+
+%% The machine asked to close (a GOAWAY is in the output) or the socket
+%% is gone: write what is left, stop the streams, close. A short lingering
+%% read keeps a reset from destroying the GOAWAY before the client reads it.
+finish(C = #c{socket = Sock, transport = T}) ->
+    _ = flush(C),
+    kill_streams(C),
+    _ = falco_transport:setopts(T, Sock, [{active, false}]),
+    _ = T:shutdown(Sock, write),
+    linger(T, Sock, erlang:monotonic_time(millisecond) + 1000, 1024 * 1024),
+    _ = T:close(Sock),
+    ok.
+
+linger(T, Sock, Deadline, Budget) when Budget > 0 ->
+    case T:recv(Sock, 0, max(0, Deadline - erlang:monotonic_time(millisecond))) of
+        {ok, Data} -> linger(T, Sock, Deadline, Budget - byte_size(Data));
+        {error, _} -> ok
+    end;
+linger(_, _, _, _) ->
+    ok.
+
+terminate(C = #c{socket = Sock, transport = T}) ->
+    kill_streams(C),
+    _ = T:close(Sock),
+    ok.
+
+kill_streams(#c{pids = Pids}) ->
+    _ = [exit(Pid, kill) || Pid <- maps:keys(Pids)],
+    ok.

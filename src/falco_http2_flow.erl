@@ -1,0 +1,158 @@
+%% @doc The sending half of {@link falco_http2_machine}: response heads,
+%% DATA and trailers on their way out, within the client's flow-control
+%% windows (RFC 9113 §5.2, §6.9) and frame size (§4.2).
+%%
+%% Pure, and private to the machine: it works on the machine's state (the
+%% records in falco_http2_machine.hrl) and adds actions to it. DATA waits
+%% for both the stream's and the connection's send window and is cut to the
+%% client's SETTINGS_MAX_FRAME_SIZE; what does not fit stays in the stream's
+%% queue, the stream joins the blocked list (in order) with a stall timer,
+%% and a window update flushes the blocked streams. Field blocks are HPACK
+%% encoded when their frame is queued, never earlier, so trailers waiting
+%% behind data keep the encoder in the order the client decodes.
+-module(falco_http2_flow).
+
+-export([headers/5, inform/3, data/5, trailers/4, flush_stream/2, flush_blocked/1]).
+
+-include("falco_http2_machine.hrl").
+
+%% @doc Queues the response head of stream `Id' (`fin': no body follows).
+-spec headers(stream_id(), 100..999, headers(), fin(), #m{}) -> #m{}.
+headers(Id, Status, Headers, Fin, M = #m{streams = Streams, closing = false}) ->
+    case Streams of
+        #{Id := S = #stream{local = idle}} ->
+            M1 = encode(Id, [{<<":status">>, status(Status)} | Headers], Fin, M),
+            after_send(S#stream{local = local_state(Fin)}, M1);
+        #{} ->
+            M
+    end;
+headers(_, _, _, _, M) ->
+    M.
+
+%% @doc Queues an interim (1xx) response head.
+-spec inform(stream_id(), 100..199, #m{}) -> #m{}.
+inform(Id, Status, M = #m{streams = Streams, closing = false}) ->
+    case Streams of
+        #{Id := #stream{local = idle}} -> encode(Id, [{<<":status">>, status(Status)}], nofin, M);
+        #{} -> M
+    end;
+inform(_, _, M) ->
+    M.
+
+status(200) -> <<"200">>;
+status(Status) -> integer_to_binary(Status).
+
+local_state(fin) -> fin;
+local_state(nofin) -> open.
+
+encode(Id, Fields, Fin, M = #m{encoder = Enc0, remote_max_frame = Max}) ->
+    {Block, Enc} = falco_hpack:encode(Fields, Enc0),
+    send(falco_http2_frame:header_block(Id, Fin, Block, Max), M#m{encoder = Enc}).
+
+%% @doc Queues body data; `{reply, Tag, ok}' once all of it is out.
+-spec data(stream_id(), iodata(), fin(), tag(), #m{}) -> #m{}.
+data(Id, Data, Fin, Tag, M = #m{streams = Streams, closing = false}) ->
+    case Streams of
+        #{Id := S = #stream{local = open, queue = Q}} ->
+            Item = {data, Data, iolist_size(Data), Fin, Tag},
+            flush_stream(S#stream{queue = Q ++ [Item], local = local_state(Fin)}, M);
+        #{} ->
+            reply(Tag, {error, closed}, M)
+    end;
+data(_, _, _, Tag, M) ->
+    reply(Tag, {error, closed}, M).
+
+%% @doc Queues trailer fields, ending the stream after any queued data.
+-spec trailers(stream_id(), headers(), tag(), #m{}) -> #m{}.
+trailers(Id, Fields, Tag, M = #m{streams = Streams, closing = false}) ->
+    case Streams of
+        #{Id := S = #stream{local = open, queue = Q}} ->
+            flush_stream(S#stream{queue = Q ++ [{trailers, Fields, Tag}], local = fin}, M);
+        #{} ->
+            reply(Tag, {error, closed}, M)
+    end;
+trailers(_, _, Tag, M) ->
+    reply(Tag, {error, closed}, M).
+
+%% @doc Writes what the windows allow from the stream's queue.
+-spec flush_stream(#stream{}, #m{}) -> #m{}.
+flush_stream(S = #stream{queue = []}, M) ->
+    after_send(S, M);
+flush_stream(S = #stream{id = Id, queue = [{trailers, Fields, Tag} | Q]}, M0) ->
+    M = reply(Tag, ok, encode(Id, Fields, fin, M0)),
+    flush_stream(S#stream{queue = Q}, M);
+flush_stream(S = #stream{id = Id, queue = [{data, _, 0, Fin, Tag} | Q]}, M0) ->
+    M1 = case Fin of
+             fin -> send(falco_http2_frame:data(Id, fin, <<>>), M0);
+             nofin -> M0
+         end,
+    flush_stream(S#stream{queue = Q}, reply(Tag, ok, M1));
+flush_stream(S = #stream{id = Id, send_window = SW, queue = [{data, Data, Size, Fin, Tag} | Q]},
+             M0 = #m{conn_send = CW, remote_max_frame = MaxFrame}) ->
+    Window = min(SW, CW),
+    if
+        Size =< Window, Size =< MaxFrame ->
+            M1 = send(falco_http2_frame:data(Id, Fin, Data), M0#m{conn_send = CW - Size}),
+            flush_stream(S#stream{send_window = SW - Size, queue = Q}, reply(Tag, ok, M1));
+        Window > 0 ->
+            N = min(Window, MaxFrame),
+            <<Part:N/binary, Rest/binary>> = iolist_to_binary(Data),
+            M1 = send(falco_http2_frame:data(Id, nofin, Part), M0#m{conn_send = CW - N}),
+            %% Progress restarts the stall timer of a blocked stream.
+            M2 = case lists:member(Id, M1#m.blocked) of
+                     true -> act({timer, {stall, Id}, send_timeout(M1)}, M1);
+                     false -> M1
+                 end,
+            flush_stream(S#stream{send_window = SW - N,
+                                  queue = [{data, Rest, Size - N, Fin, Tag} | Q]}, M2);
+        true ->
+            block(S, M0)
+    end.
+
+send_timeout(#m{opts = #{send_timeout := T}}) -> T.
+
+%% A stream waiting for window: remembered in order, with a stall timer.
+block(S = #stream{id = Id}, M = #m{blocked = Blocked}) ->
+    case lists:member(Id, Blocked) of
+        true -> put_stream(S, M);
+        false -> put_stream(S, act({timer, {stall, Id}, send_timeout(M)},
+                                   M#m{blocked = Blocked ++ [Id]}))
+    end.
+
+after_send(S = #stream{id = Id, queue = []}, M = #m{blocked = Blocked}) ->
+    case lists:member(Id, Blocked) of
+        true ->
+            falco_http2_machine:maybe_close(S, act({cancel_timer, {stall, Id}},
+                                                   M#m{blocked = lists:delete(Id, Blocked)}));
+        false ->
+            falco_http2_machine:maybe_close(S, M)
+    end;
+after_send(S, M) ->
+    put_stream(S, M).
+
+%% @doc After a window grew: flushes the blocked streams, oldest first,
+%% while the connection window lasts.
+-spec flush_blocked(#m{}) -> #m{}.
+flush_blocked(M = #m{blocked = []}) ->
+    M;
+flush_blocked(M = #m{blocked = Blocked}) ->
+    lists:foldl(fun(Id, Acc = #m{streams = Streams, conn_send = CW}) when CW > 0 ->
+                        case Streams of
+                            #{Id := S} -> flush_stream(S, Acc);
+                            #{} -> Acc
+                        end;
+                   (_, Acc) ->
+                        Acc
+                end, M, Blocked).
+
+put_stream(S = #stream{id = Id}, M = #m{streams = Streams}) ->
+    M#m{streams = Streams#{Id => S}}.
+
+send(Data, M = #m{out = Out}) ->
+    M#m{out = [{send, Data} | Out]}.
+
+act(Action, M = #m{out = Out}) ->
+    M#m{out = [Action | Out]}.
+
+reply(none, _, M) -> M;
+reply(Tag, Result, M) -> act({reply, Tag, Result}, M).

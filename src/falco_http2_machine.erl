@@ -1,0 +1,689 @@
+%% @doc Pure HTTP/2 connection state machine, server side (RFC 9113 §5
+%% streams, §6.5 SETTINGS, §6.7 PING, §6.8 GOAWAY, §6.9 flow control,
+%% §6.10 CONTINUATION, §8 request checks; RFC 7541 through falco_hpack).
+%%
+%% It owns everything that must be serialised on one connection: stream
+%% states, both HPACK contexts, both directions of flow control and the
+%% settings. It never touches a socket or a process: each event (a parsed
+%% frame, a codec error, a local send request, a stream's body consumption,
+%% a timer) returns `{NewState, [Action]}' and the connection process
+%% ({@link falco_http2_conn}) carries the actions out, in order:
+%% <ul>
+%% <li>`{send, iodata()}': bytes for the socket;</li>
+%% <li>`{request, StreamId, Req | {error, Reason}}': a new request (the map
+%%     from {@link falco_http2_request:request/2}), or one falco answers with
+%%     an error status;</li>
+%% <li>`{data, StreamId, binary(), fin | nofin}', `{trailers, StreamId, Fields}':
+%%     request body and trailers, for the stream's process;</li>
+%% <li>`{reset, StreamId, Reason}': the stream is gone (reset by either side);</li>
+%% <li>`{reply, Tag, ok | {error, Reason}}': a queued send finished or failed;</li>
+%% <li>`{timer, Name, Ms}', `{cancel_timer, Name}': (re)arm or stop a timer
+%%     whose expiry comes back as {@link timeout/2};</li>
+%% <li>`{close, Reason}': close the connection once the sends are written.</li>
+%% </ul>
+%%
+%% Stream states (§5.1): a stream is in the map while it is open or
+%% half-closed; `remote' is the client's side, `local' ours (`idle' until
+%% the response head is sent). It leaves the map when both sides are done
+%% (if the client is still sending when our response is complete, it is
+%% reset with NO_ERROR, §8.1). The last closed streams are remembered so
+%% late frames get the answer §5.1 asks for (ignored after our RST_STREAM,
+%% STREAM_CLOSED otherwise).
+%%
+%% Flood defences, each a counter per `flood_window' (10 s) with a limit;
+%% going over it is a GOAWAY ENHANCE_YOUR_CALM: client RST_STREAMs (rapid
+%% reset, CVE-2023-44487), PING, SETTINGS, PRIORITY, WINDOW_UPDATE, empty
+%% DATA frames, and the RST_STREAMs we are made to send. A field block is
+%% bounded in bytes and in CONTINUATION frames (CVE-2024-27316), and its
+%% decoded size by SETTINGS_MAX_HEADER_LIST_SIZE (HPACK bombs: 431).
+%% Data blocked by a zero window for `send_timeout' resets the stream.
+-module(falco_http2_machine).
+
+-export([new/1, frame/2, frame_error/2, upgrade/2,
+         send_headers/5, send_inform/3, send_data/5, send_trailers/4,
+         consumed/3, stream_exited/2, reset_stream/3, timeout/2, goaway/1,
+         max_frame_size/1, active_streams/1, default_opts/0]).
+%% for falco_http2_flow
+-export([maybe_close/2]).
+
+-export_type([state/0, action/0, opts/0]).
+
+-include("falco_http2_machine.hrl").
+
+-define(CLOSED_MEMORY, 256).
+%% How long a stream whose response is complete waits for the rest of a
+%% request body nobody will read before it is reset with NO_ERROR.
+-define(LINGER, 1000).
+
+-type opts() :: #{max_concurrent_streams => non_neg_integer(),
+                  initial_window_size => 0..16#7fffffff,
+                  connection_window_size => 65535..16#7fffffff,
+                  max_frame_size => 16384..16777215,
+                  max_header_list_size => pos_integer(),
+                  max_header_block => pos_integer(),
+                  max_continuations => non_neg_integer(),
+                  max_header_count => non_neg_integer(),
+                  settings_timeout => timeout(),
+                  send_timeout => timeout(),
+                  idle_timeout => timeout(),
+                  flood_window => pos_integer(),
+                  flood_limits => #{atom() => non_neg_integer()}}.
+
+-opaque state() :: #m{}.
+
+%% @doc The machine's options and their defaults.
+-spec default_opts() -> opts().
+default_opts() ->
+    #{max_concurrent_streams => 100,
+      initial_window_size => 65535,
+      connection_window_size => 1048576,
+      max_frame_size => 16384,
+      max_header_list_size => 32768,
+      max_header_block => 65536,
+      max_continuations => 32,
+      max_header_count => 100,
+      settings_timeout => 10000,
+      send_timeout => 30000,
+      idle_timeout => 60000,
+      flood_window => 10000,
+      flood_limits => default_flood_limits()}.
+
+default_flood_limits() ->
+    #{rst_stream => 500, ping => 1000, settings => 100, priority => 10000,
+      window_update => 10000, empty_data => 1000, stream_errors => 1000}.
+
+%% @doc A new server connection: our SETTINGS (and a connection window
+%% larger than the default, if configured) go out at once (§3.4).
+-spec new(opts()) -> {state(), [action()]}.
+new(Opts0) ->
+    Defaults = default_opts(),
+    Opts1 = maps:merge(Defaults, Opts0),
+    Opts = Opts1#{flood_limits => maps:merge(default_flood_limits(),
+                                             maps:get(flood_limits, Opts1))},
+    #{max_concurrent_streams := MaxStreams, initial_window_size := Window,
+      max_frame_size := MaxFrame, max_header_list_size := MaxList,
+      connection_window_size := ConnWindow} = Opts,
+    Settings = maps:filter(fun(K, V) -> V =/= maps:get(K, falco_http2_frame:default_settings()) end,
+                           #{max_concurrent_streams => MaxStreams, initial_window_size => Window,
+                             max_frame_size => MaxFrame, max_header_list_size => MaxList}),
+    M0 = #m{opts = Opts, conn_recv = ConnWindow, pending_local = [Settings],
+            decoder = falco_hpack:new(), encoder = falco_hpack:new()},
+    M1 = send(falco_http2_frame:settings(Settings), M0),
+    M2 = case ConnWindow > ?DEFAULT_WINDOW of
+             true -> send(falco_http2_frame:window_update(0, ConnWindow - ?DEFAULT_WINDOW), M1);
+             false -> M1
+         end,
+    M3 = act({timer, settings, maps:get(settings_timeout, Opts)}, M2),
+    M4 = act({timer, flood, maps:get(flood_window, Opts)}, M3),
+    done(idle_check(M4)).
+
+%% @doc The largest frame we accept (for {@link falco_http2_frame:parse/2}).
+-spec max_frame_size(state()) -> 16384..16777215.
+max_frame_size(#m{opts = #{max_frame_size := Max}}) -> Max.
+
+%% @doc The number of streams open or half-closed.
+-spec active_streams(state()) -> non_neg_integer().
+active_streams(#m{streams = S}) -> map_size(S).
+
+%% @doc The HTTP/1.1 `Upgrade: h2c' path (RFC 7540 §3.2): the client's
+%% HTTP2-Settings are applied as its first SETTINGS (the 101 acknowledges
+%% them) and stream 1, the upgrade request, starts half-closed (remote).
+-spec upgrade(falco_http2_frame:settings(), state()) -> {state(), [action()]}.
+upgrade(Settings, M0) ->
+    M1 = apply_remote_settings(Settings, M0),
+    S = new_stream(1, fin, undefined, M1),
+    done(idle_check(M1#m{last_id = 1, streams = #{1 => S}})).
+
+%% -- incoming frames ----------------------------------------------------------
+
+%% @doc Handles one frame from the client.
+-spec frame(falco_http2_frame:frame(), state()) -> {state(), [action()]}.
+frame(_, M = #m{closing = true}) ->
+    {M, []};
+frame(Frame, M) ->
+    done(idle_check(in(Frame, M))).
+
+%% @doc Handles an error the frame codec reported.
+-spec frame_error({connection_error, falco_http2_frame:error_code(), atom()}
+                  | {stream_error, stream_id(), falco_http2_frame:error_code(), atom()},
+                  state()) -> {state(), [action()]}.
+frame_error(_, M = #m{closing = true}) ->
+    {M, []};
+frame_error({connection_error, Code, Why}, M) ->
+    done(conn_error(Code, Why, M));
+frame_error({stream_error, _, Code, Why}, M = #m{preface = false}) ->
+    done(conn_error(Code, Why, M));
+frame_error({stream_error, _, Code, Why}, M = #m{block = B}) when B =/= undefined ->
+    _ = Code,
+    done(conn_error(protocol_error, {frame_inside_field_block, Why}, M));
+frame_error({stream_error, Id, Code, Why}, M = #m{last_id = Last}) when Id > Last ->
+    %% Resetting an idle stream is not allowed (§5.1): end the connection.
+    done(conn_error(Code, Why, M));
+frame_error({stream_error, Id, Code, _}, M) ->
+    done(idle_check(stream_error(Id, Code, M))).
+
+%% §3.4: the preface is followed by a SETTINGS frame.
+in({settings, Settings}, M = #m{preface = false}) ->
+    in({settings, Settings}, M#m{preface = true});
+in(_, M = #m{preface = false}) ->
+    conn_error(protocol_error, settings_expected, M);
+%% §6.10: nothing may come between HEADERS and its last CONTINUATION.
+in({continuation, Id, EndHeaders, Frag}, M = #m{block = {Id, _, _, _, _, _}}) ->
+    continuation(EndHeaders, Frag, M);
+in(_, M = #m{block = {_, _, _, _, _, _}}) ->
+    conn_error(protocol_error, field_block_interrupted, M);
+in({continuation, _, _, _}, M) ->
+    conn_error(protocol_error, unexpected_continuation, M);
+in({headers, Id, Fin, EndHeaders, Prio, Frag}, M) ->
+    headers(Id, Fin, EndHeaders, Prio, Frag, M);
+in({data, Id, Fin, Data, FlowSize}, M) ->
+    data(Id, Fin, Data, FlowSize, M);
+in({settings, Settings}, M) ->
+    case count(settings, M) of
+        %% The ACK goes before any frame the new values let out (§6.5.3).
+        {ok, M1} -> apply_remote_settings(Settings, send(falco_http2_frame:settings_ack(), M1));
+        Calm -> Calm
+    end;
+in(settings_ack, M) ->
+    settings_ack(M);
+in({ping, Opaque}, M) ->
+    case count(ping, M) of
+        {ok, M1} -> send(falco_http2_frame:ping_ack(Opaque), M1);
+        Calm -> Calm
+    end;
+in({ping_ack, _}, M) ->
+    M;
+in({window_update, Id, Inc}, M) ->
+    case count(window_update, M) of
+        {ok, M1} -> window_update(Id, Inc, M1);
+        Calm -> Calm
+    end;
+in({rst_stream, Id, Code}, M) ->
+    rst_stream(Id, Code, M);
+in({priority, Id, _, Dep, _}, M) ->
+    case count(priority, M) of
+        {ok, M1} when Dep =:= Id ->
+            %% §5.3.1: a stream cannot depend on itself.
+            case Id > M1#m.last_id of
+                true -> conn_error(protocol_error, self_dependency, M1);
+                false -> stream_error(Id, protocol_error, M1)
+            end;
+        {ok, M1} ->
+            M1;
+        Calm ->
+            Calm
+    end;
+in({goaway, _, _, _}, M) ->
+    M#m{peer_goaway = true};
+in({push_promise, _, _, _, _}, M) ->
+    %% §8.4: clients cannot push.
+    conn_error(protocol_error, push_promise_from_client, M);
+in({unknown, _, _}, M) ->
+    %% §5.5: unknown frame types are ignored.
+    M.
+
+%% -- field blocks (§4.3, §6.2, §6.10) ------------------------------------------
+
+headers(Id, _, _, _, _, M) when Id rem 2 =:= 0 ->
+    conn_error(protocol_error, even_stream_id, M);
+headers(Id, Fin, fin, Prio, Frag, M) ->
+    field_block(Id, Fin, Prio, Frag, M);
+headers(Id, Fin, nofin, Prio, Frag, M = #m{opts = #{max_header_block := Max}}) ->
+    case byte_size(Frag) > Max of
+        true -> conn_error(enhance_your_calm, field_block_too_large, M);
+        false -> M#m{block = {Id, Fin, Prio, [Frag], byte_size(Frag), 0}}
+    end.
+
+continuation(EndHeaders, Frag, M = #m{block = {Id, Fin, Prio, Acc, Size0, Count0},
+                                       opts = #{max_header_block := Max,
+                                                max_continuations := MaxCount}}) ->
+    Size = Size0 + byte_size(Frag),
+    Count = Count0 + 1,
+    if
+        Size > Max ->
+            conn_error(enhance_your_calm, field_block_too_large, M);
+        Count > MaxCount ->
+            conn_error(enhance_your_calm, too_many_continuations, M);
+        EndHeaders =:= fin ->
+            field_block(Id, Fin, Prio, iolist_to_binary(lists:reverse(Acc, [Frag])),
+                        M#m{block = undefined});
+        true ->
+            M#m{block = {Id, Fin, Prio, [Frag | Acc], Size, Count}}
+    end.
+
+%% The block is decoded first, whatever happens to the stream: the HPACK
+%% context must stay in step with the client's (§4.3).
+field_block(Id, Fin, Prio, Block, M = #m{decoder = Dec0, opts = #{max_header_list_size := Max}}) ->
+    case falco_hpack:decode(Block, Dec0, #{max_header_list_size => Max}) of
+        {ok, Fields, Dec} ->
+            stream_headers(Id, Fin, Prio, Fields, M#m{decoder = Dec});
+        {error, {header_list_too_large, Dec}} ->
+            stream_headers(Id, Fin, Prio, too_large, M#m{decoder = Dec});
+        {error, {compression_error, Why}} ->
+            conn_error(compression_error, Why, M)
+    end.
+
+stream_headers(Id, Fin, Prio, Fields, M = #m{last_id = Last}) when Id > Last ->
+    open_stream(Id, Fin, Prio, Fields, M#m{last_id = Id});
+stream_headers(Id, Fin, Prio, Fields, M = #m{streams = Streams}) ->
+    case Streams of
+        #{Id := S} -> request_trailers(S, Fin, Prio, Fields, M);
+        #{} ->
+            case M#m.closed of
+                #{Id := reset_sent} -> M;
+                #{Id := _} -> conn_error(stream_closed, headers_on_closed_stream, M);
+                %% §5.1.1: a stream number lower than one already used.
+                #{} -> conn_error(protocol_error, stream_id_not_increasing, M)
+            end
+    end.
+
+open_stream(Id, _, _, _, M = #m{goaway_sent = true}) ->
+    %% §6.8: streams after our GOAWAY are ignored.
+    _ = Id,
+    M;
+open_stream(Id, _, {_, Id, _}, _, M) ->
+    stream_error(Id, protocol_error, M);
+open_stream(Id, _, _, _, M = #m{streams = Streams, opts = #{max_concurrent_streams := Max}})
+  when map_size(Streams) >= Max ->
+    %% §5.1.2: over the limit we advertised.
+    stream_error(Id, refused_stream, M);
+open_stream(Id, Fin, _, too_large, M) ->
+    start_stream(Id, Fin, undefined, {error, {header_too_large, block}}, M);
+open_stream(Id, Fin, _, Fields, M = #m{opts = #{max_header_count := MaxCount}}) ->
+    case falco_http2_request:request(Fields, #{max_header_count => MaxCount,
+                                               end_stream => Fin =:= fin}) of
+        {ok, Req = #{body := {length, N}}} -> start_stream(Id, Fin, N, Req, M);
+        {ok, Req} -> start_stream(Id, Fin, undefined, Req, M);
+        {error, {reply, Reason}} -> start_stream(Id, Fin, undefined, {error, Reason}, M);
+        {error, {malformed, _}} -> stream_error(Id, protocol_error, M)
+    end.
+
+start_stream(Id, Fin, Expected, Req, M = #m{streams = Streams}) ->
+    S = (new_stream(Id, Fin, Expected, M)),
+    act({request, Id, Req}, M#m{streams = Streams#{Id => S}}).
+
+new_stream(Id, Fin, Expected, #m{local_window = LW, remote_window = RW}) ->
+    Remote = case Fin of fin -> fin; nofin -> open end,
+    #stream{id = Id, remote = Remote, send_window = RW, recv_window = LW, expected = Expected}.
+
+%% §8.1: a second field block is trailers: it ends the stream and has no
+%% pseudo-fields; the body seen so far must match Content-Length.
+request_trailers(#stream{id = Id}, _, {_, Id, _}, _, M) ->
+    stream_error(Id, protocol_error, M);
+request_trailers(#stream{id = Id, remote = fin}, _, _, _, M) ->
+    stream_error(Id, stream_closed, M);
+request_trailers(#stream{id = Id}, nofin, _, _, M) ->
+    stream_error(Id, protocol_error, M);
+request_trailers(#stream{id = Id}, fin, _, too_large, M) ->
+    stream_error(Id, protocol_error, M);
+request_trailers(S = #stream{id = Id, expected = Expected, received = Received}, fin, _,
+                 Fields, M) ->
+    case falco_http2_request:trailers(Fields) of
+        ok when Expected =:= undefined; Expected =:= Received ->
+            maybe_close(S#stream{remote = fin}, act({trailers, Id, Fields}, M));
+        _ ->
+            stream_error(Id, protocol_error, M)
+    end.
+
+%% -- DATA and flow control, receiving (§6.1, §6.9) -------------------------------
+
+data(Id, _, _, _, M = #m{last_id = Last}) when Id > Last ->
+    conn_error(protocol_error, data_on_idle_stream, M);
+data(_, _, _, FlowSize, M = #m{conn_recv = Window}) when FlowSize > Window ->
+    conn_error(flow_control_error, connection_window_exceeded, M);
+data(Id, Fin, Data, FlowSize, M0) ->
+    M1 = conn_received(FlowSize, M0),
+    Counted = case Data =:= <<>> andalso Fin =:= nofin of
+                  true -> count(empty_data, M1);
+                  false -> {ok, M1}
+              end,
+    case Counted of
+        {ok, M} ->
+            case M#m.streams of
+                #{Id := S} -> stream_data(S, Fin, Data, FlowSize, M);
+                #{} ->
+                    case M#m.closed of
+                        #{Id := reset_sent} -> M;
+                        #{} -> stream_error(Id, stream_closed, M)
+                    end
+            end;
+        Calm ->
+            Calm
+    end.
+
+%% The connection window is given back as soon as data arrives: what a
+%% client can make us buffer is bounded by the stream windows, which are
+%% only given back as the handlers read.
+conn_received(Size, M = #m{conn_recv = Window, opts = #{connection_window_size := Target}}) ->
+    case Window - Size of
+        W when W < Target div 2 ->
+            send(falco_http2_frame:window_update(0, Target - W), M#m{conn_recv = Target});
+        W ->
+            M#m{conn_recv = W}
+    end.
+
+stream_data(#stream{id = Id, remote = fin}, _, _, _, M) ->
+    stream_error(Id, stream_closed, M);
+stream_data(#stream{id = Id, recv_window = Window}, _, _, FlowSize, M) when FlowSize > Window ->
+    stream_error(Id, flow_control_error, M);
+stream_data(S0 = #stream{id = Id, recv_window = Window, received = Received0, expected = Expected},
+            Fin, Data, FlowSize, M) ->
+    Received = Received0 + byte_size(Data),
+    if
+        Expected =/= undefined, Received > Expected ->
+            stream_error(Id, protocol_error, M);
+        Expected =/= undefined, Fin =:= fin, Received =/= Expected ->
+            stream_error(Id, protocol_error, M);
+        true ->
+            S1 = S0#stream{recv_window = Window - FlowSize, received = Received},
+            %% Padding is never read by the handler: give it back now.
+            {S2, M1} = give_back(S1, FlowSize - byte_size(Data), M),
+            M2 = case Data =:= <<>> andalso Fin =:= nofin of
+                     true -> M1;
+                     false -> act({data, Id, Data, Fin}, M1)
+                 end,
+            case Fin of
+                fin -> maybe_close(S2#stream{remote = fin}, M2);
+                nofin -> put_stream(S2, M2)
+            end
+    end.
+
+%% @doc The stream's handler has read `N' more body bytes: the stream's
+%% window is given back, in updates of at least half the window.
+-spec consumed(stream_id(), non_neg_integer(), state()) -> {state(), [action()]}.
+consumed(Id, N, M = #m{streams = Streams, closing = false}) ->
+    case Streams of
+        #{Id := S = #stream{remote = open}} ->
+            {S1, M1} = give_back(S, N, M),
+            done(put_stream(S1, M1));
+        #{} ->
+            {M, []}
+    end;
+consumed(_, _, M) ->
+    {M, []}.
+
+give_back(S = #stream{unacked = Unacked0, recv_window = Window, id = Id}, N,
+          M = #m{opts = #{initial_window_size := Target}}) ->
+    case Unacked0 + N of
+        Unacked when Unacked > 0, Unacked >= Target div 2; Unacked > 0, Window =< 0 ->
+            {S#stream{unacked = 0, recv_window = Window + Unacked},
+             send(falco_http2_frame:window_update(Id, Unacked), M)};
+        Unacked ->
+            {S#stream{unacked = Unacked}, M}
+    end.
+
+%% -- RST_STREAM, WINDOW_UPDATE ----------------------------------------------------
+
+rst_stream(Id, _, M = #m{last_id = Last}) when Id > Last ->
+    conn_error(protocol_error, rst_stream_on_idle_stream, M);
+rst_stream(Id, Code, M0) ->
+    case count(rst_stream, M0) of
+        {ok, M = #m{streams = #{Id := S}}} ->
+            forget(S, reset_received, act({reset, Id, {peer_reset, Code}}, M));
+        {ok, M = #m{closed = #{Id := _}}} ->
+            %% The client has seen the stream end: from now on its frames on
+            %% it are errors, not late arrivals (§5.1, "closed").
+            remember_closed(Id, reset_received, M);
+        {ok, M} ->
+            M;
+        Calm ->
+            Calm
+    end.
+
+window_update(0, Inc, M = #m{conn_send = Window}) ->
+    case Window + Inc of
+        W when W > ?MAX_WINDOW -> conn_error(flow_control_error, window_overflow, M);
+        W -> falco_http2_flow:flush_blocked(M#m{conn_send = W})
+    end;
+window_update(Id, _, M = #m{last_id = Last}) when Id > Last ->
+    conn_error(protocol_error, window_update_on_idle_stream, M);
+window_update(Id, Inc, M = #m{streams = Streams}) ->
+    case Streams of
+        #{Id := S = #stream{send_window = Window}} ->
+            case Window + Inc of
+                W when W > ?MAX_WINDOW -> stream_error(Id, flow_control_error, M);
+                W -> falco_http2_flow:flush_stream(S#stream{send_window = W}, M)
+            end;
+        #{} ->
+            M
+    end.
+
+%% -- SETTINGS (§6.5) --------------------------------------------------------------
+
+apply_remote_settings(Settings, M0) ->
+    M1 = case Settings of
+             #{header_table_size := Size} ->
+                 M0#m{encoder = falco_hpack:encoder_set_max_table_size(Size, M0#m.encoder)};
+             #{} -> M0
+         end,
+    M2 = case Settings of
+             #{max_frame_size := Max} -> M1#m{remote_max_frame = Max};
+             #{} -> M1
+         end,
+    case Settings of
+        #{initial_window_size := New} ->
+            %% §6.9.2: the change applies to every stream's send window.
+            Delta = New - M2#m.remote_window,
+            Streams = maps:map(fun(_, S = #stream{send_window = W}) ->
+                                       S#stream{send_window = W + Delta}
+                               end, M2#m.streams),
+            Over = [Id || {Id, #stream{send_window = W}} <- maps:to_list(Streams), W > ?MAX_WINDOW],
+            case Over of
+                [] -> falco_http2_flow:flush_blocked(M2#m{remote_window = New, streams = Streams});
+                _ -> conn_error(flow_control_error, window_overflow, M2)
+            end;
+        #{} ->
+            M2
+    end.
+
+settings_ack(M = #m{pending_local = []}) ->
+    M;
+settings_ack(M = #m{pending_local = [Settings | Rest], local_window = Old}) ->
+    M1 = act({cancel_timer, settings}, M#m{pending_local = Rest}),
+    case Settings of
+        #{initial_window_size := New} ->
+            Delta = New - Old,
+            Streams = maps:map(fun(_, S = #stream{recv_window = W}) ->
+                                       S#stream{recv_window = W + Delta}
+                               end, M1#m.streams),
+            M1#m{local_window = New, streams = Streams};
+        #{} ->
+            M1
+    end.
+
+%% -- sending (falco_http2_flow) ---------------------------------------------------------
+
+%% @doc Sends the response head of stream `Id' (`fin': no body follows).
+-spec send_headers(stream_id(), 100..999, headers(), fin(), state()) -> {state(), [action()]}.
+send_headers(Id, Status, Headers, Fin, M) ->
+    done(idle_check(falco_http2_flow:headers(Id, Status, Headers, Fin, M))).
+
+%% @doc Sends an interim (1xx) response on stream `Id'.
+-spec send_inform(stream_id(), 100..199, state()) -> {state(), [action()]}.
+send_inform(Id, Status, M) ->
+    done(falco_http2_flow:inform(Id, Status, M)).
+
+%% @doc Sends body data on stream `Id'. `{reply, Tag, ok}' comes back once
+%% all of it is written (at once if the windows allow); with `Tag' =
+%% `none' nothing comes back.
+-spec send_data(stream_id(), iodata(), fin(), tag(), state()) -> {state(), [action()]}.
+send_data(Id, Data, Fin, Tag, M) ->
+    done(idle_check(falco_http2_flow:data(Id, Data, Fin, Tag, M))).
+
+%% @doc Ends stream `Id' with trailer fields (after any queued data).
+-spec send_trailers(stream_id(), headers(), tag(), state()) -> {state(), [action()]}.
+send_trailers(Id, Fields, Tag, M) ->
+    done(idle_check(falco_http2_flow:trailers(Id, Fields, Tag, M))).
+
+%% @private Both sides done: the stream leaves. Our side done while the client
+%% still sends: §8.1 lets us stop it with RST_STREAM NO_ERROR, which we do
+%% after a short linger. Meanwhile the stream's frames are still checked
+%% (a client that ends it in time closes it normally) and its DATA counts
+%% against a window that is no longer given back.
+-spec maybe_close(#stream{}, #m{}) -> #m{}.
+maybe_close(S = #stream{local = fin, queue = [], remote = fin}, M) ->
+    forget(S, closed, M);
+maybe_close(S = #stream{id = Id, local = fin, queue = [], remote = open, lingering = false}, M) ->
+    put_stream(S#stream{lingering = true}, act({timer, {linger, Id}, ?LINGER}, M));
+maybe_close(S, M) ->
+    put_stream(S, M).
+
+stop_lingering(S = #stream{id = Id}, M) ->
+    forget(S, reset_sent, send(falco_http2_frame:rst_stream(Id, no_error), M)).
+
+put_stream(S = #stream{id = Id}, M = #m{streams = Streams}) ->
+    M#m{streams = Streams#{Id => S}}.
+
+%% Removes a stream, failing its queued sends, and remembers how it closed.
+forget(#stream{id = Id, queue = Q, lingering = Lingering}, How,
+       M0 = #m{streams = Streams, blocked = Blocked}) ->
+    M1 = lists:foldl(fun({data, _, _, _, Tag}, Acc) -> reply(Tag, {error, closed}, Acc);
+                        ({trailers, _, Tag}, Acc) -> reply(Tag, {error, closed}, Acc)
+                     end, M0, Q),
+    M2 = case lists:member(Id, Blocked) of
+             true -> act({cancel_timer, {stall, Id}}, M1#m{blocked = lists:delete(Id, Blocked)});
+             false -> M1
+         end,
+    M3 = case Lingering of
+             true -> act({cancel_timer, {linger, Id}}, M2);
+             false -> M2
+         end,
+    remember_closed(Id, How, M3#m{streams = maps:remove(Id, Streams)}).
+
+remember_closed(Id, How, M = #m{closed = Closed}) when is_map_key(Id, Closed) ->
+    M#m{closed = Closed#{Id => How}};
+remember_closed(Id, How, M = #m{closed = Closed, closed_order = Order}) ->
+    case map_size(Closed) >= ?CLOSED_MEMORY of
+        true ->
+            {{value, Old}, Order1} = queue:out(Order),
+            M#m{closed = (maps:remove(Old, Closed))#{Id => How}, closed_order = queue:in(Id, Order1)};
+        false ->
+            M#m{closed = Closed#{Id => How}, closed_order = queue:in(Id, Order)}
+    end.
+
+%% -- local events -------------------------------------------------------------------------
+
+%% @doc The process of stream `Id' ended. If its response was not complete
+%% the stream is reset with INTERNAL_ERROR (the client must not take a cut
+%% response for a whole one).
+-spec stream_exited(stream_id(), state()) -> {state(), [action()]}.
+stream_exited(Id, M = #m{streams = Streams, closing = false}) ->
+    case Streams of
+        #{Id := #stream{local = fin}} -> {M, []};
+        #{Id := _} -> reset_stream(Id, internal_error, M);
+        #{} -> {M, []}
+    end;
+stream_exited(_, M) ->
+    {M, []}.
+
+%% @doc Resets stream `Id' from our side.
+-spec reset_stream(stream_id(), falco_http2_frame:error_code(), state()) -> {state(), [action()]}.
+reset_stream(Id, Code, M = #m{streams = Streams, closing = false}) ->
+    case Streams of
+        #{Id := S} ->
+            done(idle_check(forget(S, reset_sent,
+                                   send(falco_http2_frame:rst_stream(Id, Code), M))));
+        #{} ->
+            {M, []}
+    end;
+reset_stream(_, _, M) ->
+    {M, []}.
+
+%% @doc A timer set by an earlier `{timer, Name, Ms}' action expired.
+-spec timeout(term(), state()) -> {state(), [action()]}.
+timeout(_, M = #m{closing = true}) ->
+    {M, []};
+timeout(settings, M) ->
+    %% §6.5.3: the client never acknowledged our SETTINGS.
+    done(conn_error(settings_timeout, settings_not_acknowledged, M));
+timeout(flood, M = #m{opts = #{flood_window := Window}}) ->
+    done(act({timer, flood, Window}, M#m{counts = #{}}));
+timeout(idle, M = #m{streams = Streams}) when map_size(Streams) =:= 0 ->
+    done(goaway(no_error, idle_timeout, M));
+timeout({stall, Id}, M = #m{streams = Streams}) ->
+    case Streams of
+        #{Id := S = #stream{queue = [_ | _]}} ->
+            %% Zero-window stall: the client stopped reading.
+            M1 = send(falco_http2_frame:rst_stream(Id, cancel), M),
+            done(idle_check(forget(S, reset_sent, act({reset, Id, send_timeout}, M1))));
+        #{} ->
+            {M, []}
+    end;
+timeout({linger, Id}, M = #m{streams = Streams}) ->
+    case Streams of
+        #{Id := S = #stream{lingering = true}} -> done(idle_check(stop_lingering(S, M)));
+        #{} -> {M, []}
+    end;
+timeout(_, M) ->
+    {M, []}.
+
+%% @doc Graceful shutdown: GOAWAY NO_ERROR, then close.
+-spec goaway(state()) -> {state(), [action()]}.
+goaway(M = #m{closing = true}) ->
+    {M, []};
+goaway(M) ->
+    done(goaway(no_error, shutdown, M)).
+
+goaway(Code, Why, M = #m{last_id = Last}) ->
+    act({close, Why}, send(falco_http2_frame:goaway(Last, Code, <<>>),
+                           M#m{closing = true, goaway_sent = true})).
+
+%% -- errors and floods ------------------------------------------------------------------
+
+%% §5.4.1: GOAWAY with the last stream we handled, then close.
+conn_error(_, _, M = #m{closing = true}) ->
+    M;
+conn_error(Code, Why, M = #m{last_id = Last}) ->
+    Debug = case Why of
+                W when is_atom(W) -> atom_to_binary(W);
+                _ -> <<>>
+            end,
+    act({close, {Code, Why}}, send(falco_http2_frame:goaway(Last, Code, Debug),
+                                   M#m{closing = true, goaway_sent = true})).
+
+%% §5.4.2: RST_STREAM; the stream is closed and its late frames ignored.
+stream_error(Id, Code, M0) ->
+    case count(stream_errors, M0) of
+        {ok, M1} ->
+            M2 = send(falco_http2_frame:rst_stream(Id, Code), M1),
+            case M2#m.streams of
+                #{Id := S} -> forget(S, reset_sent, act({reset, Id, Code}, M2));
+                #{} -> remember_closed(Id, reset_sent, M2)
+            end;
+        Calm ->
+            Calm
+    end.
+
+count(Key, M = #m{counts = Counts, opts = #{flood_limits := Limits}}) ->
+    N = maps:get(Key, Counts, 0) + 1,
+    case N > maps:get(Key, Limits) of
+        true -> conn_error(enhance_your_calm, {flood, Key}, M);
+        false -> {ok, M#m{counts = Counts#{Key => N}}}
+    end.
+
+%% An idle connection (no stream) is closed after idle_timeout.
+idle_check(M = #m{closing = true}) ->
+    M;
+idle_check(M = #m{streams = Streams, peer_goaway = true}) when map_size(Streams) =:= 0 ->
+    %% §6.8: the client is leaving and nothing is left to answer.
+    goaway(no_error, peer_goaway, M);
+idle_check(M = #m{streams = Streams, idle = false}) when map_size(Streams) =:= 0 ->
+    act({timer, idle, maps:get(idle_timeout, M#m.opts)}, M#m{idle = true});
+idle_check(M = #m{streams = Streams, idle = true}) when map_size(Streams) > 0 ->
+    act({cancel_timer, idle}, M#m{idle = false});
+idle_check(M) ->
+    M.
+
+%% -- action list ----------------------------------------------------------------------------
+
+send(Data, M = #m{out = Out}) ->
+    M#m{out = [{send, Data} | Out]}.
+
+act(Action, M = #m{out = Out}) ->
+    M#m{out = [Action | Out]}.
+
+reply(none, _, M) -> M;
+reply(Tag, Result, M) -> act({reply, Tag, Result}, M).
+
+done(M = #m{out = Out}) ->
+    {M#m{out = []}, lists:reverse(Out)}.

@@ -1,0 +1,64 @@
+%% Records shared by falco_http2_machine (frames in, connection state)
+%% and falco_http2_flow (frames out: send queues and windows). Private to
+%% those two modules.
+
+-define(MAX_WINDOW, 16#7fffffff).
+-define(DEFAULT_WINDOW, 65535).
+
+-type stream_id() :: pos_integer().
+-type fin() :: fin | nofin.
+-type headers() :: [{binary(), binary()}].
+-type tag() :: term().
+
+-type action() :: {send, iodata()}
+                | {request, stream_id(), map() | {error, falco_errors:reason()}}
+                | {data, stream_id(), binary(), fin()}
+                | {trailers, stream_id(), headers()}
+                | {reset, stream_id(), term()}
+                | {reply, tag(), ok | {error, term()}}
+                | {timer, term(), timeout()}
+                | {cancel_timer, term()}
+                | {close, term()}.
+
+-record(stream, {id :: stream_id(),
+                 remote = open :: open | fin,
+                 local = idle :: idle | open | fin,
+                 send_window :: integer(),
+                 recv_window :: integer(),
+                 unacked = 0 :: non_neg_integer(),
+                 expected :: undefined | non_neg_integer(),
+                 received = 0 :: non_neg_integer(),
+                 lingering = false :: boolean(),
+                 queue = [] :: [out()]}).
+
+-type out() :: {data, iodata(), non_neg_integer(), fin(), tag()}
+             | {trailers, headers(), tag()}.
+
+-record(m, {opts :: map(),
+            preface = false :: boolean(),
+            closing = false :: boolean(),
+            peer_goaway = false :: boolean(),
+            goaway_sent = false :: boolean(),
+            %% settings
+            pending_local = [] :: [map()],
+            local_window = ?DEFAULT_WINDOW :: non_neg_integer(),
+            remote_window = ?DEFAULT_WINDOW :: non_neg_integer(),
+            remote_max_frame = 16384 :: 16384..16777215,
+            %% connection flow control
+            conn_send = ?DEFAULT_WINDOW :: integer(),
+            conn_recv :: integer(),
+            %% streams
+            streams = #{} :: #{stream_id() => #stream{}},
+            last_id = 0 :: non_neg_integer(),
+            closed = #{} :: #{stream_id() => reset_sent | reset_received | closed},
+            closed_order = queue:new() :: queue:queue(stream_id()),
+            blocked = [] :: [stream_id()],
+            block :: undefined | {stream_id(), fin(), term(), [binary()], non_neg_integer(),
+                                  non_neg_integer()},
+            %% HPACK
+            decoder :: falco_hpack:ctx(),
+            encoder :: falco_hpack:ctx(),
+            %% flood counters for the current window
+            counts = #{} :: #{atom() => non_neg_integer()},
+            idle = false :: boolean(),
+            out = [] :: [action()]}).

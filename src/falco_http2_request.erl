@@ -1,0 +1,389 @@
+%% @doc Pure HTTP/2 message rules (RFC 9113 §8): turns a decoded request
+%% field list into falco's request map, checks trailers, and filters
+%% response fields.
+%%
+%% {@link request/2} returns `{ok, Req}' with the same shape HTTP/1.1 gives
+%% (see {@link falco_req}: version `{2, 0}', host and port from
+%% `:authority', the target split into path and query, a `host' field added
+%% when the client sent only `:authority', cookies split across fields
+%% joined with "; " as §8.2.3 says), `{error, {malformed, Why}}' for a
+%% malformed request (§8.1.1: the caller resets the stream with
+%% PROTOCOL_ERROR), or `{error, {reply, Reason}}' for a well-formed request
+%% falco answers with an error status (CONNECT: 501, bad host: 400, too many
+%% fields: 431), as HTTP/1.1 would.
+%%
+%% Malformed, after §8.2 and §8.3.1: uppercase or non-token field names,
+%% NUL/CR/LF or other controls in values, leading or trailing whitespace,
+%% connection-specific fields (connection, keep-alive, proxy-connection,
+%% transfer-encoding, upgrade), `te' other than "trailers", unknown,
+%% repeated, response or misplaced pseudo-fields, a missing `:method',
+%% `:scheme' or `:path', an empty or relative `:path', `:authority' with
+%% userinfo or differing from Host, and an invalid Content-Length.
+-module(falco_http2_request).
+
+-export([request/2, trailers/1, response_fields/1]).
+
+-export_type([malformed/0]).
+
+-type malformed() :: {malformed, atom()}.
+-type headers() :: [{binary(), binary()}].
+
+-define(IS_DIGIT(C), (C >= $0 andalso C =< $9)).
+-define(IS_ALPHA(C), ((C >= $a andalso C =< $z) orelse (C >= $A andalso C =< $Z))).
+-define(IS_HEX(C), (?IS_DIGIT(C) orelse (C >= $a andalso C =< $f) orelse (C >= $A andalso C =< $F))).
+%% tchar (RFC 9110 §5.6.2) without uppercase: §8.2.1 forbids it in h2.
+-define(IS_LTCHAR(C), ((C >= $a andalso C =< $z) orelse ?IS_DIGIT(C) orelse C =:= $!
+                       orelse C =:= $# orelse C =:= $$ orelse C =:= $% orelse C =:= $&
+                       orelse C =:= $' orelse C =:= $* orelse C =:= $+ orelse C =:= $-
+                       orelse C =:= $. orelse C =:= $^ orelse C =:= $_ orelse C =:= $`
+                       orelse C =:= $| orelse C =:= $~)).
+-define(IS_TCHAR(C), (?IS_LTCHAR(C) orelse (C >= $A andalso C =< $Z))).
+-define(IS_PCHAR(C), (?IS_ALPHA(C) orelse ?IS_DIGIT(C) orelse C =:= $- orelse C =:= $.
+                      orelse C =:= $_ orelse C =:= $~ orelse C =:= $! orelse C =:= $$
+                      orelse C =:= $& orelse C =:= $' orelse C =:= $( orelse C =:= $)
+                      orelse C =:= $* orelse C =:= $+ orelse C =:= $, orelse C =:= $;
+                      orelse C =:= $= orelse C =:= $: orelse C =:= $@)).
+
+-record(acc, {method :: undefined | binary(),
+              scheme :: undefined | binary(),
+              authority :: undefined | binary(),
+              path :: undefined | binary(),
+              protocol :: undefined | binary(),
+              headers = [] :: [{binary(), binary()} | cookie],
+              cookies = [] :: [binary()],
+              host :: undefined | binary(),
+              length :: undefined | binary(),
+              count = 0 :: non_neg_integer()}).
+
+%% @doc Builds the request map from a decoded field block. `Opts':
+%% `max_header_count' (fields, as for HTTP/1.1) and `end_stream' (the
+%% HEADERS frame ended the stream: no body).
+-spec request(headers(), #{max_header_count := non_neg_integer(), end_stream := boolean()}) ->
+          {ok, map()} | {error, malformed() | {reply, falco_errors:reason()}}.
+request(Fields, Opts) ->
+    case pseudo(Fields, #acc{}) of
+        {ok, Acc} -> finish(Acc, Opts);
+        {error, Why} -> {error, {malformed, Why}}
+    end.
+
+%% §8.3: pseudo-fields come first, each at most once.
+pseudo([{<<":", _/binary>> = Name, Value} | Rest], Acc) ->
+    case pseudo_field(Name, Value, Acc) of
+        {ok, Acc1} -> pseudo(Rest, Acc1);
+        Error -> Error
+    end;
+pseudo(Fields, Acc) ->
+    regular(Fields, Acc).
+
+pseudo_field(<<":method">>, V, Acc = #acc{method = undefined}) ->
+    case V =/= <<>> andalso token(V) of
+        true -> {ok, Acc#acc{method = V}};
+        false -> {error, bad_method}
+    end;
+pseudo_field(<<":scheme">>, V, Acc = #acc{scheme = undefined}) ->
+    case scheme(V) of
+        true -> {ok, Acc#acc{scheme = V}};
+        false -> {error, bad_scheme}
+    end;
+pseudo_field(<<":authority">>, V, Acc = #acc{authority = undefined}) ->
+    {ok, Acc#acc{authority = V}};
+pseudo_field(<<":path">>, V, Acc = #acc{path = undefined}) ->
+    {ok, Acc#acc{path = V}};
+pseudo_field(<<":protocol">>, V, Acc = #acc{protocol = undefined}) ->
+    {ok, Acc#acc{protocol = V}};
+pseudo_field(N, _, _) when N =:= <<":method">>; N =:= <<":scheme">>; N =:= <<":authority">>;
+                           N =:= <<":path">>; N =:= <<":protocol">> ->
+    {error, duplicate_pseudo_header};
+pseudo_field(<<":status">>, _, _) ->
+    {error, response_pseudo_header};
+pseudo_field(_, _, _) ->
+    {error, unknown_pseudo_header}.
+
+regular([{Name, Value} | Rest], Acc = #acc{count = Count}) ->
+    case field_name(Name) of
+        ok ->
+            case field_value(Value) of
+                ok -> regular_field(Name, Value, Rest, Acc#acc{count = Count + 1});
+                error -> {error, bad_header_value}
+            end;
+        pseudo -> {error, pseudo_header_after_regular};
+        error -> {error, bad_header_name}
+    end;
+regular([], Acc) ->
+    {ok, Acc}.
+
+%% §8.2.2: connection-specific fields make a request malformed.
+regular_field(N, _, _, _) when N =:= <<"connection">>; N =:= <<"keep-alive">>;
+                               N =:= <<"proxy-connection">>; N =:= <<"transfer-encoding">>;
+                               N =:= <<"upgrade">> ->
+    {error, connection_specific_header};
+regular_field(<<"te">>, V, Rest, Acc) ->
+    case lower(V) of
+        <<"trailers">> -> regular(Rest, Acc#acc{headers = [{<<"te">>, V} | Acc#acc.headers]});
+        _ -> {error, bad_te}
+    end;
+%% §8.2.3: cookie crumbs are joined into one field.
+regular_field(<<"cookie">>, V, Rest, Acc = #acc{cookies = []}) ->
+    regular(Rest, Acc#acc{cookies = [V], headers = [cookie | Acc#acc.headers]});
+regular_field(<<"cookie">>, V, Rest, Acc = #acc{cookies = C}) ->
+    regular(Rest, Acc#acc{cookies = [V | C]});
+regular_field(<<"host">>, V, Rest, Acc = #acc{host = undefined}) ->
+    regular(Rest, Acc#acc{host = V, headers = [{<<"host">>, V} | Acc#acc.headers]});
+regular_field(<<"host">>, _, _, _) ->
+    {error, duplicate_host};
+regular_field(<<"content-length">>, V, Rest, Acc = #acc{length = L}) when L =:= undefined; L =:= V ->
+    regular(Rest, Acc#acc{length = V, headers = [{<<"content-length">>, V} | Acc#acc.headers]});
+regular_field(<<"content-length">>, _, _, _) ->
+    {error, conflicting_content_length};
+regular_field(N, V, Rest, Acc) ->
+    regular(Rest, Acc#acc{headers = [{N, V} | Acc#acc.headers]}).
+
+finish(#acc{protocol = P}, _) when P =/= undefined ->
+    %% We never send SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441 §4).
+    {error, {malformed, unexpected_protocol}};
+finish(#acc{method = <<"CONNECT">>, scheme = undefined, path = undefined, authority = A}, _)
+  when A =/= undefined ->
+    {error, {reply, {not_implemented, connect}}};
+finish(#acc{method = <<"CONNECT">>}, _) ->
+    {error, {malformed, bad_connect}};
+finish(#acc{method = undefined}, _) -> {error, {malformed, missing_method}};
+finish(#acc{scheme = undefined}, _) -> {error, {malformed, missing_scheme}};
+finish(#acc{path = undefined}, _) -> {error, {malformed, missing_path}};
+finish(Acc = #acc{method = Method, path = Target}, Opts) ->
+    case target(Target, Method) of
+        {ok, Path, Qs} ->
+            case content_length(Acc#acc.length, Opts) of
+                {ok, Body} -> finish(Acc, Path, Qs, Body, Opts);
+                Error -> Error
+            end;
+        error ->
+            {error, {malformed, bad_path}}
+    end.
+
+finish(Acc = #acc{authority = Authority, host = Host, count = Count}, Path, Qs, Body,
+       #{max_header_count := MaxCount}) ->
+    Headers0 = headers(Acc),
+    case authority(Authority, Host) of
+        {error, _} = Error ->
+            Error;
+        _ when Count > MaxCount ->
+            {error, {reply, {header_too_large, count}}};
+        {ok, H, Port} ->
+            Headers = case Authority =/= undefined andalso Host =:= undefined of
+                          true -> [{<<"host">>, Authority} | Headers0];
+                          false -> Headers0
+                      end,
+            {ok, #{method => Acc#acc.method, target => Acc#acc.path, path => Path, qs => Qs,
+                   version => {2, 0}, headers => Headers, host => H, port => Port,
+                   body => Body, keep_alive => true, expect_continue => false}}
+    end.
+
+headers(#acc{headers = Hs, cookies = []}) ->
+    lists:reverse(Hs);
+headers(#acc{headers = Hs, cookies = Cookies}) ->
+    Cookie = iolist_to_binary(lists:join(<<"; ">>, lists:reverse(Cookies))),
+    lists:reverse([case H of cookie -> {<<"cookie">>, Cookie}; _ -> H end || H <- Hs]).
+
+%% §8.3.1: ":path" is not empty; origin-form for http(s), "*" for OPTIONS.
+target(<<"*">>, <<"OPTIONS">>) ->
+    {ok, <<"*">>, <<>>};
+target(<<"/", _/binary>> = T, _) ->
+    origin_form(T, 1, none);
+target(_, _) ->
+    error.
+
+origin_form(Bin, N, QPos) ->
+    case Bin of
+        <<_:N/binary, C, _/binary>> when ?IS_PCHAR(C); C =:= $/ ->
+            origin_form(Bin, N + 1, QPos);
+        <<_:N/binary, "?", _/binary>> when QPos =:= none ->
+            origin_form(Bin, N + 1, N);
+        <<_:N/binary, "?", _/binary>> ->
+            origin_form(Bin, N + 1, QPos);
+        <<_:N/binary, "%", A, B, _/binary>> when ?IS_HEX(A), ?IS_HEX(B) ->
+            origin_form(Bin, N + 3, QPos);
+        <<_:N/binary>> when QPos =:= none ->
+            {ok, Bin, <<>>};
+        <<P:QPos/binary, "?", Q/binary>> when byte_size(Bin) =:= N ->
+            {ok, P, Q};
+        _ ->
+            error
+    end.
+
+content_length(undefined, #{end_stream := true}) ->
+    {ok, none};
+content_length(undefined, _) ->
+    %% Length not known in advance: the body ends with END_STREAM.
+    {ok, chunked};
+content_length(V, Opts) ->
+    case V =/= <<>> andalso byte_size(V) =< 15 andalso digits(V) of
+        true ->
+            case {binary_to_integer(V), Opts} of
+                {0, _} -> {ok, {length, 0}};
+                %% §8.1.1: content would have to follow, and cannot.
+                {_, #{end_stream := true}} -> {error, {malformed, content_length_mismatch}};
+                {N, _} -> {ok, {length, N}}
+            end;
+        false when byte_size(V) > 15 ->
+            case digits(V) of
+                true -> {error, {reply, content_too_large}};
+                false -> {error, {malformed, bad_content_length}}
+            end;
+        false ->
+            {error, {malformed, bad_content_length}}
+    end.
+
+%% §8.3.1: ":authority" has no userinfo; Host, when both are present,
+%% names the same thing. Host and port as for HTTP/1.1 (RFC 9110 §7.2).
+authority(undefined, undefined) ->
+    {ok, <<>>, undefined};
+authority(undefined, Host) ->
+    parse_authority(Host);
+authority(A, Host) when Host =:= undefined; Host =:= A ->
+    case binary:match(A, <<"@">>) of
+        nomatch -> parse_authority(A);
+        _ -> {error, {malformed, authority_userinfo}}
+    end;
+authority(_, _) ->
+    {error, {malformed, authority_host_mismatch}}.
+
+parse_authority(<<"[", _/binary>> = A) ->
+    case binary:split(A, <<"]">>) of
+        [<<"[", Ip/binary>>, PortPart] when Ip =/= <<>> ->
+            case ip_literal(Ip) andalso port(PortPart) of
+                {ok, Port} -> {ok, lower(<<"[", Ip/binary, "]">>), Port};
+                _ -> bad_host()
+            end;
+        _ ->
+            bad_host()
+    end;
+parse_authority(A) ->
+    {Host, PortPart} = case binary:split(A, <<":">>) of
+                           [H] -> {H, <<>>};
+                           [H, P] -> {H, <<":", P/binary>>}
+                       end,
+    case Host =/= <<>> andalso reg_name(Host) andalso port(PortPart) of
+        {ok, Port} -> {ok, lower(Host), Port};
+        _ -> bad_host()
+    end.
+
+bad_host() ->
+    {error, {reply, {bad_request, invalid_host}}}.
+
+reg_name(<<C, R/binary>>) when ?IS_ALPHA(C); ?IS_DIGIT(C); C =:= $-; C =:= $.; C =:= $_;
+                               C =:= $~; C =:= $!; C =:= $$; C =:= $&; C =:= $';
+                               C =:= $(; C =:= $); C =:= $*; C =:= $+; C =:= $,;
+                               C =:= $;; C =:= $= ->
+    reg_name(R);
+reg_name(<<"%", A, B, R/binary>>) when ?IS_HEX(A), ?IS_HEX(B) -> reg_name(R);
+reg_name(<<>>) -> true;
+reg_name(_) -> false.
+
+ip_literal(<<C, R/binary>>) when ?IS_HEX(C); C =:= $:; C =:= $. -> ip_literal(R);
+ip_literal(<<>>) -> true;
+ip_literal(_) -> false.
+
+port(<<>>) -> {ok, undefined};
+port(<<":">>) -> {ok, undefined};
+port(<<":", P/binary>>) when byte_size(P) =< 5 ->
+    case digits(P) andalso binary_to_integer(P) of
+        N when is_integer(N), N =< 65535 -> {ok, N};
+        _ -> error
+    end;
+port(_) -> error.
+
+%% @doc Checks a trailer field block (§8.1: no pseudo-fields, §8.2 rules).
+-spec trailers(headers()) -> ok | {error, malformed()}.
+trailers([{Name, Value} | Rest]) ->
+    case field_name(Name) of
+        ok ->
+            case field_value(Value) of
+                ok ->
+                    case Name of
+                        N when N =:= <<"connection">>; N =:= <<"keep-alive">>;
+                               N =:= <<"proxy-connection">>; N =:= <<"transfer-encoding">>;
+                               N =:= <<"upgrade">> ->
+                            {error, {malformed, connection_specific_header}};
+                        _ ->
+                            trailers(Rest)
+                    end;
+                error -> {error, {malformed, bad_header_value}}
+            end;
+        pseudo -> {error, {malformed, pseudo_header_in_trailers}};
+        error -> {error, {malformed, bad_header_name}}
+    end;
+trailers([]) ->
+    ok.
+
+%% @doc Response fields fit for HTTP/2: names are already lowercase (the
+%% pipeline did it); connection-specific fields are dropped (§8.2.2: never
+%% sent on HTTP/2) and values flattened to binaries for HPACK.
+-spec response_fields([{binary(), iodata()}]) -> headers().
+response_fields([{N, V} | Rest]) ->
+    case hop_by_hop(N) of
+        true -> response_fields(Rest);
+        false when is_binary(V) -> [{N, V} | response_fields(Rest)];
+        false -> [{N, iolist_to_binary(V)} | response_fields(Rest)]
+    end;
+response_fields([]) ->
+    [].
+
+hop_by_hop(<<"connection">>) -> true;
+hop_by_hop(<<"keep-alive">>) -> true;
+hop_by_hop(<<"proxy-connection">>) -> true;
+hop_by_hop(<<"transfer-encoding">>) -> true;
+hop_by_hop(<<"upgrade">>) -> true;
+hop_by_hop(_) -> false.
+
+%% -- character classes ------------------------------------------------------
+
+%% §8.2.1: no uppercase; we also require a token (RFC 9110 §5.1).
+field_name(<<":", _/binary>>) -> pseudo;
+field_name(<<>>) -> error;
+field_name(Name) -> lower_token(Name).
+
+lower_token(<<C, R/binary>>) when ?IS_LTCHAR(C) -> lower_token(R);
+lower_token(<<>>) -> ok;
+lower_token(_) -> error.
+
+%% §8.2.1: no NUL, CR, LF, no leading or trailing SP/HTAB; like HTTP/1.1
+%% (RFC 9110 §5.5) no other controls nor DEL either.
+field_value(<<>>) -> ok;
+field_value(<<C, _/binary>>) when C =:= $\s; C =:= $\t -> error;
+field_value(V) ->
+    case binary:last(V) of
+        C when C =:= $\s; C =:= $\t -> error;
+        _ -> value_chars(V)
+    end.
+
+value_chars(<<C, R/binary>>) when C >= 16#20, C =/= 16#7f; C =:= $\t -> value_chars(R);
+value_chars(<<>>) -> ok;
+value_chars(_) -> error.
+
+token(<<C, R/binary>>) when ?IS_TCHAR(C) -> token(R);
+token(<<>>) -> true;
+token(_) -> false.
+
+%% scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) (RFC 3986 §3.1)
+scheme(<<C, R/binary>>) when ?IS_ALPHA(C) -> scheme_rest(R);
+scheme(_) -> false.
+
+scheme_rest(<<C, R/binary>>) when ?IS_ALPHA(C); ?IS_DIGIT(C); C =:= $+; C =:= $-; C =:= $. ->
+    scheme_rest(R);
+scheme_rest(<<>>) -> true;
+scheme_rest(_) -> false.
+
+digits(<<C, R/binary>>) when ?IS_DIGIT(C) -> digits(R);
+digits(<<>>) -> true;
+digits(_) -> false.
+
+%% Most input is already lowercase: only build a new binary when needed.
+lower(Bin) ->
+    case has_upper(Bin) of
+        true -> << <<(case C >= $A andalso C =< $Z of true -> C + 32; false -> C end)>> || <<C>> <= Bin >>;
+        false -> Bin
+    end.
+
+has_upper(<<C, _/binary>>) when C >= $A, C =< $Z -> true;
+has_upper(<<_, R/binary>>) -> has_upper(R);
+has_upper(<<>>) -> false.

@@ -1,0 +1,235 @@
+%% @doc One HTTP/2 stream: a process per request (streams are concurrent,
+%% DESIGN principle 3) running the shared pipeline ({@link falco_pipeline})
+%% through the {@link falco_stream} behaviour, so handlers see the same
+%% request map and give the same responses as over HTTP/1.1.
+%%
+%% The connection process ({@link falco_http2_conn}) owns the socket and the
+%% protocol state; this process talks to it with messages:
+%% <ul>
+%% <li>in: `{h2_data, Data, Fin}' and `{h2_trailers, Fields}' (the request
+%%     body as it arrives), `{h2_reply, Ref, Result}' (a send finished);</li>
+%% <li>out: `{h2_stream, Id, Command}' with `{response, ...}', `{headers, ...}',
+%%     `{data, Data, Fin, Tag}', `{trailers, Fields, Tag}', `{consumed, N}',
+%%     `{inform, 100}'.</li>
+%% </ul>
+%% Request body: data arrives as the client's flow-control window allows; the
+%% window is given back (`consumed') only as the handler reads, so a handler
+%% that does not read stops the client (RFC 9113 §5.2), and `read_body(all)'
+%% is bounded by the listener's `max_body' (413). `Expect: 100-continue' is
+%% honoured on the first read that has to wait (RFC 9110 §10.1.1).
+%%
+%% Responses: full replies are sent without waiting; streamed pieces
+%% (`Send(Data)') and file chunks wait until the connection has written them,
+%% which is the backpressure: a client that does not read stalls the handler,
+%% and the connection's stall timer (send_timeout) resets the stream. Files
+%% are read in 64 KB chunks into DATA frames (there is no sendfile through
+%% HTTP/2 framing). Connection-specific fields never leave (§8.2.2).
+-module(falco_http2_stream).
+-behaviour(falco_stream).
+
+-export([start/4, init/4]).
+-export([send_response/4, send_headers/3, send_data/2, send_end/2, send_file/6,
+         read_body/2, trailers/1]).
+
+-record(h2s, {conn :: pid(),
+              id :: pos_integer(),
+              max_body :: non_neg_integer(),
+              body_timeout :: timeout()}).
+-opaque state() :: #h2s{}.
+-export_type([state/0]).
+
+-record(body, {buf = [] :: [binary()],
+               buf_size = 0 :: non_neg_integer(),
+               fin = false :: boolean(),
+               read = 0 :: non_neg_integer(),
+               continue = false :: boolean(),
+               trailers = [] :: [{binary(), binary()}]}).
+
+-define(BODY, falco_h2_body).
+-define(FILE_CHUNK, 65536).
+
+%% @doc Starts the process for stream `Id', linked to the connection.
+%% `Ctx' has `handler', `listener', `peer', `scheme', `max_body' and
+%% `body_timeout'.
+-spec start(pid(), pos_integer(), map() | {error, falco_errors:reason()}, map()) -> pid().
+start(Conn, Id, Req, Ctx) ->
+    spawn_link(?MODULE, init, [Conn, Id, Req, Ctx]).
+
+%% @private
+-spec init(pid(), pos_integer(), map() | {error, falco_errors:reason()}, map()) ->
+          ok | {error, term()}.
+init(Conn, Id, Req0, Ctx = #{max_body := MaxBody, body_timeout := BodyTimeout}) ->
+    S = #h2s{conn = Conn, id = Id, max_body = MaxBody, body_timeout = BodyTimeout},
+    case Req0 of
+        {error, Reason} ->
+            _ = put(?BODY, #body{fin = true}),
+            result(falco_pipeline:error_reply(Reason, ?MODULE, S));
+        #{body := {length, N}} when N > S#h2s.max_body ->
+            %% As over HTTP/1.1: refused before the handler runs.
+            _ = put(?BODY, #body{fin = true}),
+            result(falco_pipeline:error_reply(content_too_large, ?MODULE, S));
+        _ ->
+            Body = maps:get(body, Req0),
+            #{headers := Headers} = Req0,
+            Continue = Body =/= none andalso Body =/= {length, 0}
+                andalso has_continue(Headers),
+            _ = put(?BODY, #body{fin = Body =:= none, continue = Continue}),
+            Req = Req0#{peer => maps:get(peer, Ctx), scheme => maps:get(scheme, Ctx),
+                        listener => maps:get(listener, Ctx), stream => {?MODULE, S}},
+            result(falco_pipeline:run(Req, maps:get(handler, Ctx), ?MODULE, S))
+    end.
+
+%% When the pipeline could not finish the response (a streamed reply
+%% crashed), the process ends and the connection resets the stream.
+result({ok, _}) -> ok;
+result(Error) -> Error.
+
+has_continue(Headers) ->
+    case lists:keyfind(<<"expect">>, 1, Headers) of
+        {_, V} -> string:lowercase(V) =:= <<"100-continue">>;
+        false -> false
+    end.
+
+%% -- responses -------------------------------------------------------------------
+
+%% @private
+-spec send_response(100..999, falco_stream:headers(), iodata(), state()) -> {ok, state()}.
+send_response(Status, Fields, Body, S = #h2s{conn = Conn, id = Id}) ->
+    Conn ! {h2_stream, Id, {response, Status, falco_http2_request:response_fields(Fields), Body}},
+    {ok, S}.
+
+%% @private
+-spec send_headers(100..999, falco_stream:headers(), state()) -> {ok, state()}.
+send_headers(Status, Fields, S = #h2s{conn = Conn, id = Id}) ->
+    Conn ! {h2_stream, Id, {headers, Status, falco_http2_request:response_fields(Fields)}},
+    {ok, S}.
+
+%% @private
+-spec send_data(iodata(), state()) -> ok | {error, term()}.
+send_data(Data, S) ->
+    case iolist_size(Data) of
+        0 -> ok;
+        _ -> call({data, Data, nofin}, S)
+    end.
+
+%% @private
+-spec send_end(falco_stream:headers(), state()) -> {ok, state()}.
+send_end([], S = #h2s{conn = Conn, id = Id}) ->
+    Conn ! {h2_stream, Id, {data, <<>>, fin, none}},
+    {ok, S};
+send_end(Trailers, S = #h2s{conn = Conn, id = Id}) ->
+    Conn ! {h2_stream, Id, {trailers, falco_http2_request:response_fields(Trailers), none}},
+    {ok, S}.
+
+%% @private
+-spec send_file(100..999, falco_stream:headers(), file:fd(), non_neg_integer(),
+                non_neg_integer(), state()) -> {ok, state()} | {error, term()}.
+send_file(Status, Fields, _Fd, _Offset, 0, S) ->
+    send_response(Status, Fields, <<>>, S);
+send_file(Status, Fields, Fd, Offset, Length, S) ->
+    {ok, S} = send_headers(Status, Fields, S),
+    file_body(Fd, Offset, Length, S).
+
+file_body(Fd, Offset, Length, S) ->
+    case file:pread(Fd, Offset, min(Length, ?FILE_CHUNK)) of
+        {ok, Data} when byte_size(Data) >= Length ->
+            case call({data, Data, fin}, S) of
+                ok -> {ok, S};
+                Error -> Error
+            end;
+        {ok, Data} ->
+            case call({data, Data, nofin}, S) of
+                ok -> file_body(Fd, Offset + byte_size(Data), Length - byte_size(Data), S);
+                Error -> Error
+            end;
+        eof ->
+            {error, file_truncated};
+        {error, _} = Error ->
+            Error
+    end.
+
+%% A send that waits until the connection wrote it (backpressure). If the
+%% stream is reset meanwhile this process is killed, so no timeout here.
+call({data, Data, Fin}, #h2s{conn = Conn, id = Id}) ->
+    Ref = make_ref(),
+    Conn ! {h2_stream, Id, {data, Data, Fin, {self(), Ref}}},
+    receive
+        {h2_reply, Ref, Result} -> Result
+    end.
+
+%% -- request body --------------------------------------------------------------------
+
+%% @private
+-spec read_body(all | pos_integer(), state()) -> falco_stream:body_result().
+read_body(all, S) ->
+    read_all(S, []);
+read_body(Want, S) ->
+    B = get(?BODY),
+    case B of
+        #body{buf_size = 0, fin = true} ->
+            {ok, <<>>};
+        #body{buf_size = 0} ->
+            _ = put(?BODY, wait(B, S)),
+            read_body(Want, S);
+        #body{buf = Buf, buf_size = Size, fin = Fin} ->
+            Data = iolist_to_binary(lists:reverse(Buf)),
+            {Give, Keep} = case Size > Want of
+                               true -> split_binary(Data, Want);
+                               false -> {Data, <<>>}
+                           end,
+            _ = put(?BODY, B#body{buf = [Keep || Keep =/= <<>>], buf_size = byte_size(Keep)}),
+            consumed(byte_size(Give), S),
+            case Keep =:= <<>> andalso Fin of
+                true -> {ok, Give};
+                false -> {more, Give}
+            end
+    end.
+
+read_all(S, Acc) ->
+    case get(?BODY) of
+        #body{buf = Buf, fin = true} = B ->
+            _ = put(?BODY, B#body{buf = [], buf_size = 0}),
+            consumed(B#body.buf_size, S),
+            {ok, iolist_to_binary(lists:reverse(Acc, lists:reverse(Buf)))};
+        B = #body{buf = Buf, buf_size = Size} ->
+            consumed(Size, S),
+            B1 = wait(B#body{buf = [], buf_size = 0}, S),
+            _ = put(?BODY, B1),
+            read_all(S, lists:reverse(Buf, Acc))
+    end.
+
+%% Waits for the next piece of body (or its end); enforces max_body on
+%% everything received.
+wait(B0, S = #h2s{conn = Conn, id = Id, body_timeout = Timeout, max_body = Max}) ->
+    B = case B0#body.continue of
+            true -> Conn ! {h2_stream, Id, {inform, 100}}, B0#body{continue = false};
+            false -> B0
+        end,
+    receive
+        {h2_data, Data, Fin} ->
+            Read = B#body.read + byte_size(Data),
+            case Read > Max of
+                true -> throw({falco_error, content_too_large});
+                false -> ok
+            end,
+            B#body{buf = [Data | B#body.buf], buf_size = B#body.buf_size + byte_size(Data),
+                   fin = Fin =:= fin, read = Read};
+        {h2_trailers, Fields} ->
+            B#body{fin = true, trailers = Fields}
+    after Timeout ->
+        _ = S,
+        throw({falco_error, body_timeout})
+    end.
+
+consumed(0, _) -> ok;
+consumed(N, #h2s{conn = Conn, id = Id}) ->
+    Conn ! {h2_stream, Id, {consumed, N}},
+    ok.
+
+%% @private
+-spec trailers(state()) -> [{binary(), binary()}].
+trailers(_S) ->
+    case get(?BODY) of
+        #body{trailers = T} -> T;
+        _ -> []
+    end.

@@ -1,0 +1,640 @@
+%% EUnit tests for falco_http2_machine: events in, actions out, no sockets.
+%% Frames the machine sends are parsed back with falco_http2_frame so each
+%% test asserts on what a client would see. Every flood defence has a test
+%% that goes one past its limit (and one that stays at it).
+-module(falco_http2_machine_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-define(M, falco_http2_machine).
+-define(F, falco_http2_frame).
+
+%% -- harness ------------------------------------------------------------------
+
+-record(t, {m :: term(), enc :: term(), dec :: term(), acts = [] :: list()}).
+
+start() -> start(#{}).
+
+start(Opts) ->
+    {M, Acts} = ?M:new(Opts),
+    T0 = #t{m = M, enc = falco_hpack:new(), dec = falco_hpack:new(), acts = Acts},
+    T1 = feed({settings, #{}}, T0),
+    feed(settings_ack, T1).
+
+feed(Frame, T = #t{m = M0}) ->
+    {M, Acts} = ?M:frame(Frame, M0),
+    T#t{m = M, acts = Acts}.
+
+call(Fun, T = #t{m = M0}) ->
+    {M, Acts} = Fun(M0),
+    T#t{m = M, acts = Acts}.
+
+frames(#t{acts = Acts}) -> frames_of(Acts).
+
+frames_of(Acts) ->
+    Bin = iolist_to_binary([D || {send, D} <- Acts]),
+    parse_all(Bin).
+
+parse_all(<<>>) -> [];
+parse_all(Bin) ->
+    {ok, F, Rest} = ?F:parse(Bin, 16777215),
+    [F | parse_all(Rest)].
+
+others(#t{acts = Acts}) -> [A || A <- Acts, element(1, A) =/= send].
+
+block(Fields, T = #t{enc = E0}) ->
+    {Block, E} = falco_hpack:encode(Fields, E0),
+    {iolist_to_binary(Block), T#t{enc = E}}.
+
+req_get(Id) -> req_get(Id, <<"/">>).
+
+req_get(_Id, Path) ->
+    [{<<":method">>, <<"GET">>}, {<<":scheme">>, <<"http">>}, {<<":path">>, Path},
+     {<<":authority">>, <<"example.com">>}].
+
+post(Len) ->
+    [{<<":method">>, <<"POST">>}, {<<":scheme">>, <<"http">>}, {<<":path">>, <<"/up">>},
+     {<<":authority">>, <<"example.com">>}, {<<"content-length">>, integer_to_binary(Len)}].
+
+headers(Id, Fields, Fin, T0) ->
+    {Block, T} = block(Fields, T0),
+    feed({headers, Id, Fin, fin, undefined, Block}, T).
+
+goaway_code(T) ->
+    [Code] = [C || {goaway, _, C, _} <- frames(T)],
+    Code.
+
+closed(T) -> [R || {close, R} <- others(T)].
+
+rst(T) -> [{Id, C} || {rst_stream, Id, C} <- frames(T)].
+
+%% -- connection start, SETTINGS -------------------------------------------------
+
+new_sends_settings_test() ->
+    {_, Acts} = ?M:new(#{max_concurrent_streams => 7, initial_window_size => 1000,
+                         connection_window_size => 165535, max_frame_size => 20000}),
+    [{settings, S}, {window_update, 0, 100000}] = frames_of(Acts),
+    ?assertEqual(#{max_concurrent_streams => 7, initial_window_size => 1000,
+                   max_frame_size => 20000, max_header_list_size => 32768}, S),
+    Timers = [N || {timer, N, _} <- Acts],
+    ?assertEqual([flood, idle, settings], lists:sort(Timers)).
+
+defaults_test() ->
+    ?assertMatch(#{max_concurrent_streams := 100, flood_limits := #{rst_stream := 500}},
+                 ?M:default_opts()),
+    {M, _} = ?M:new(#{max_frame_size => 32768}),
+    ?assertEqual(32768, ?M:max_frame_size(M)),
+    ?assertEqual(0, ?M:active_streams(M)).
+
+%% §3.4: the preface must be followed by SETTINGS.
+first_frame_not_settings_test() ->
+    {M0, _} = ?M:new(#{}),
+    {_, Acts} = ?M:frame({ping, <<0:64>>}, M0),
+    ?assertMatch([{goaway, 0, protocol_error, <<"settings_expected">>}], frames_of(Acts)),
+    ?assertMatch([{close, {protocol_error, settings_expected}}],
+                 [A || A = {close, _} <- Acts]),
+    {M1, _} = ?M:frame({ping, <<0:64>>}, M0),
+    ?assertEqual({M1, []}, ?M:frame({ping, <<0:64>>}, M1)).
+
+settings_ack_and_timeout_test() ->
+    {M0, _} = ?M:new(#{}),
+    {M1, A1} = ?M:frame({settings, #{}}, M0),
+    ?assertEqual([settings_ack], frames_of(A1)),
+    {M2, A2} = ?M:frame(settings_ack, M1),
+    ?assertEqual([{cancel_timer, settings}], A2),
+    %% A second ACK with nothing pending is ignored.
+    ?assertMatch({_, []}, ?M:frame(settings_ack, M2)),
+    %% §6.5.3: no ACK in time is SETTINGS_TIMEOUT.
+    {_, A3} = ?M:timeout(settings, M1),
+    ?assertMatch([{goaway, 0, settings_timeout, _}], frames_of(A3)).
+
+ping_test() ->
+    T = feed({ping, <<"12345678">>}, start()),
+    ?assertEqual([{ping_ack, <<"12345678">>}], frames(T)),
+    ?assertEqual([], frames(feed({ping_ack, <<"12345678">>}, T))).
+
+unknown_frame_ignored_test() ->
+    T = feed({unknown, 16#42, 0}, start()),
+    ?assertEqual([], T#t.acts).
+
+%% -- requests ------------------------------------------------------------------------
+
+request_test() ->
+    T = headers(1, req_get(1), fin, start()),
+    [{request, 1, Req}, {cancel_timer, idle}] = others(T),
+    ?assertMatch(#{method := <<"GET">>, path := <<"/">>, host := <<"example.com">>,
+                   version := {2, 0}, body := none}, Req),
+    ?assertEqual(1, ?M:active_streams(T#t.m)).
+
+response_test() ->
+    T1 = headers(1, req_get(1), fin, start()),
+    T2 = call(fun(M) -> ?M:send_headers(1, 200, [{<<"x-a">>, <<"b">>}], nofin, M) end, T1),
+    [{headers, 1, nofin, fin, undefined, Block}] = frames(T2),
+    {ok, Fields, _} = falco_hpack:decode(Block, falco_hpack:new()),
+    ?assertEqual([{<<":status">>, <<"200">>}, {<<"x-a">>, <<"b">>}], Fields),
+    T3 = call(fun(M) -> ?M:send_data(1, <<"body">>, fin, tag, M) end, T2),
+    ?assertEqual([{data, 1, fin, <<"body">>, 4}], frames(T3)),
+    ?assertEqual([{reply, tag, ok}, {timer, idle, 60000}], others(T3)),
+    ?assertEqual(0, ?M:active_streams(T3#t.m)),
+    %% Sends on a closed stream fail, and say so.
+    T4 = call(fun(M) -> ?M:send_data(1, <<"x">>, fin, tag2, M) end, T3),
+    ?assertEqual([{reply, tag2, {error, closed}}], others(T4)),
+    T5 = call(fun(M) -> ?M:send_trailers(1, [], tag3, M) end, T3),
+    ?assertEqual([{reply, tag3, {error, closed}}], others(T5)),
+    ?assertEqual([], (call(fun(M) -> ?M:send_headers(1, 200, [], fin, M) end, T3))#t.acts),
+    ?assertEqual([], (call(fun(M) -> ?M:send_inform(1, 100, M) end, T3))#t.acts).
+
+inform_test() ->
+    T1 = headers(1, req_get(1), fin, start()),
+    T2 = call(fun(M) -> ?M:send_inform(1, 100, M) end, T1),
+    [{headers, 1, nofin, fin, undefined, Block}] = frames(T2),
+    ?assertMatch({ok, [{<<":status">>, <<"100">>}], _}, falco_hpack:decode(Block, falco_hpack:new())),
+    T3 = call(fun(M) -> ?M:send_headers(1, 204, [], fin, M) end, T2),
+    ?assertMatch([{headers, 1, fin, fin, _, _}], frames(T3)).
+
+%% Response fields are one HEADERS frame, or HEADERS + CONTINUATION.
+large_response_headers_test() ->
+    T1 = headers(1, req_get(1), fin, start()),
+    Big = [{<<"x-", (integer_to_binary(I))/binary>>, binary:copy(<<"v">>, 1000)}
+           || I <- lists:seq(1, 40)],
+    T2 = call(fun(M) -> ?M:send_headers(1, 200, Big, fin, M) end, T1),
+    [{headers, 1, fin, nofin, _, _} | Rest] = frames(T2),
+    ?assertMatch([{continuation, 1, _, _} | _], Rest).
+
+malformed_request_test() ->
+    T = headers(1, [{<<":method">>, <<"GET">>}, {<<":path">>, <<"/">>}], fin, start()),
+    ?assertEqual([{1, protocol_error}], rst(T)),
+    ?assertEqual([], [R || R = {request, _, _} <- others(T)]).
+
+reply_error_request_test() ->
+    T = headers(1, [{<<":method">>, <<"CONNECT">>}, {<<":authority">>, <<"a:1">>}], fin, start()),
+    ?assertMatch([{request, 1, {error, {not_implemented, connect}}}],
+                 [R || R = {request, _, _} <- others(T)]).
+
+%% §5.1.1
+stream_ids_test() ->
+    T1 = headers(2, req_get(2), fin, start()),
+    ?assertEqual(protocol_error, goaway_code(T1)),
+    T2 = headers(5, req_get(5), fin, start()),
+    T3 = headers(3, req_get(3), fin, T2),
+    ?assertEqual(protocol_error, goaway_code(T3)).
+
+%% §5.1: frames on idle streams.
+idle_stream_frames_test_() ->
+    [?_assertEqual(protocol_error, goaway_code(feed(F, start())))
+     || F <- [{data, 1, fin, <<"x">>, 1}, {rst_stream, 1, cancel}, {window_update, 1, 10},
+              {continuation, 1, fin, <<>>}, {priority, 1, false, 1, 16},
+              {push_promise, 1, fin, 2, <<>>}]].
+
+idle_stream_codec_error_test() ->
+    {M0, _} = ?M:new(#{}),
+    {M1, _} = ?M:frame({settings, #{}}, M0),
+    {_, A} = ?M:frame_error({stream_error, 3, frame_size_error, bad_priority_length}, M1),
+    ?assertMatch([{goaway, 0, frame_size_error, _}], frames_of(A)),
+    {_, A2} = ?M:frame_error({stream_error, 3, frame_size_error, x}, M0),
+    ?assertMatch([{goaway, 0, frame_size_error, _}], frames_of(A2)),
+    {_, A3} = ?M:frame_error({connection_error, protocol_error, bad_padding}, M1),
+    ?assertMatch([{goaway, 0, protocol_error, <<"bad_padding">>}], frames_of(A3)).
+
+stream_codec_error_test() ->
+    T1 = headers(1, req_get(1), nofin, start()),
+    T2 = call(fun(M) -> ?M:frame_error({stream_error, 1, protocol_error, zero_window_increment}, M) end,
+              T1),
+    ?assertEqual([{1, protocol_error}], rst(T2)),
+    ?assertMatch([{reset, 1, protocol_error} | _], others(T2)).
+
+%% §5.1: half-closed (remote) and closed streams.
+closed_stream_frames_test() ->
+    T1 = headers(1, req_get(1), fin, start()),
+    %% half-closed (remote): DATA and HEADERS are STREAM_CLOSED
+    ?assertEqual([{1, stream_closed}], rst(feed({data, 1, fin, <<"x">>, 1}, T1))),
+    {B, T1b} = block([{<<"x">>, <<"y">>}], T1),
+    ?assertEqual([{1, stream_closed}], rst(feed({headers, 1, fin, fin, undefined, B}, T1b))),
+    %% closed normally: DATA is STREAM_CLOSED, HEADERS a connection error
+    T2 = call(fun(M) -> ?M:send_headers(1, 200, [], fin, M) end, T1),
+    ?assertEqual([{1, stream_closed}], rst(feed({data, 1, fin, <<"x">>, 1}, T2))),
+    ?assertEqual(stream_closed, goaway_code(headers(1, req_get(1), fin, T2))),
+    %% WINDOW_UPDATE, RST_STREAM and PRIORITY on closed streams are ignored
+    ?assertEqual([], frames(feed({window_update, 1, 5}, T2))),
+    ?assertEqual([], frames(feed({rst_stream, 1, cancel}, T2))),
+    ?assertEqual([], frames(feed({priority, 1, false, 0, 16}, T2))).
+
+reset_stream_frames_ignored_test() ->
+    T1 = headers(1, post(10), nofin, start()),
+    T2 = call(fun(M) -> ?M:reset_stream(1, cancel, M) end, T1),
+    ?assertEqual([{1, cancel}], rst(T2)),
+    ?assertEqual([], rst(feed({data, 1, fin, <<"x">>, 1}, T2))),
+    ?assertEqual([], frames(headers(1, [{<<"x">>, <<"y">>}], fin, T2))),
+    ?assertEqual([], (call(fun(M) -> ?M:reset_stream(1, cancel, M) end, T2))#t.acts),
+    %% after the client's own RST_STREAM, late DATA is an error again
+    T3 = feed({rst_stream, 1, cancel}, T2),
+    ?assertEqual([{1, stream_closed}], rst(feed({data, 1, fin, <<"x">>, 1}, T3))).
+
+client_reset_test() ->
+    T1 = headers(1, req_get(1), fin, start()),
+    T2 = feed({rst_stream, 1, cancel}, T1),
+    ?assertMatch([{reset, 1, {peer_reset, cancel}} | _], others(T2)),
+    ?assertEqual(0, ?M:active_streams(T2#t.m)).
+
+%% §5.3.1
+self_dependency_test() ->
+    T0 = start(),
+    {B, T1} = block(req_get(1), T0),
+    T2 = feed({headers, 1, fin, fin, {false, 1, 16}, B}, T1),
+    ?assertEqual([{1, protocol_error}], rst(T2)),
+    T3 = headers(3, req_get(3), nofin, T0),
+    ?assertEqual([{3, protocol_error}], rst(feed({priority, 3, false, 3, 16}, T3))),
+    ?assertEqual([], frames(feed({priority, 3, true, 0, 16}, T3))),
+    {B2, T4} = block([{<<"x">>, <<"y">>}], T3),
+    ?assertEqual([{3, protocol_error}], rst(feed({headers, 3, fin, fin, {false, 3, 1}, B2}, T4))).
+
+push_promise_test() ->
+    T = feed({push_promise, 1, fin, 2, <<>>}, headers(1, req_get(1), nofin, start())),
+    ?assertEqual(protocol_error, goaway_code(T)).
+
+compression_error_test() ->
+    T = feed({headers, 1, fin, fin, undefined, <<16#ff, 16#ff, 16#ff, 16#ff, 16#ff, 16#7f>>},
+             start()),
+    ?assertEqual(compression_error, goaway_code(T)).
+
+%% §8.1: trailers end the stream; without END_STREAM they are malformed.
+trailers_test() ->
+    T1 = headers(1, post(3), nofin, start()),
+    T2 = feed({data, 1, nofin, <<"abc">>, 3}, T1),
+    ?assertEqual([{data, 1, <<"abc">>, nofin}], others(T2)),
+    T3 = headers(1, [{<<"x-sum">>, <<"1">>}], fin, T2),
+    ?assertEqual([{trailers, 1, [{<<"x-sum">>, <<"1">>}]}], others(T3)),
+    ?assertEqual([{1, protocol_error}], rst(headers(1, [{<<"x-sum">>, <<"1">>}], nofin, T2))),
+    ?assertEqual([{1, protocol_error}], rst(headers(1, [{<<":path">>, <<"/">>}], fin, T2))),
+    %% trailers before the announced length is complete
+    ?assertEqual([{1, protocol_error}], rst(headers(1, [{<<"x">>, <<"1">>}], fin, T1))).
+
+%% §8.1.1: Content-Length must match the DATA.
+content_length_test() ->
+    T1 = headers(1, post(3), nofin, start()),
+    ?assertEqual([{1, protocol_error}], rst(feed({data, 1, nofin, <<"abcd">>, 4}, T1))),
+    ?assertEqual([{1, protocol_error}], rst(feed({data, 1, fin, <<"ab">>, 2}, T1))),
+    T2 = feed({data, 1, fin, <<"abc">>, 3}, T1),
+    ?assertEqual([{data, 1, <<"abc">>, fin}], others(T2)).
+
+%% -- CONTINUATION (§6.10, CVE-2024-27316) ------------------------------------------------
+
+continuation_test() ->
+    {B, T1} = block(req_get(1), start()),
+    <<B1:3/binary, B2:3/binary, B3/binary>> = B,
+    T2 = feed({headers, 1, fin, nofin, undefined, B1}, T1),
+    ?assertEqual([], T2#t.acts),
+    T3 = feed({continuation, 1, nofin, B2}, T2),
+    T4 = feed({continuation, 1, fin, B3}, T3),
+    ?assertMatch([{request, 1, #{path := <<"/">>}}, _], others(T4)).
+
+continuation_interrupted_test_() ->
+    {B, T1} = block(req_get(1), start()),
+    T2 = feed({headers, 1, fin, nofin, undefined, B}, T1),
+    [?_assertEqual(protocol_error, goaway_code(feed(F, T2)))
+     || F <- [{data, 1, fin, <<>>, 0}, {continuation, 3, fin, <<>>}, {priority, 1, false, 0, 1},
+              {unknown, 16#42, 1}, {ping, <<0:64>>}]] ++
+    [?_assertEqual(protocol_error,
+                   goaway_code(call(fun(M) -> ?M:frame_error({stream_error, 1, protocol_error, x}, M) end,
+                                    T2)))].
+
+continuation_flood_test() ->
+    {B, T1} = block(req_get(1), start(#{max_continuations => 5})),
+    T2 = feed({headers, 1, fin, nofin, undefined, <<>>}, T1),
+    Four = lists:foldl(fun(_, T) -> feed({continuation, 1, nofin, <<>>}, T) end, T2,
+                       lists:seq(1, 4)),
+    ?assertEqual([], Four#t.acts),
+    Five = feed({continuation, 1, nofin, <<>>}, Four),
+    ?assertEqual(enhance_your_calm, goaway_code(feed({continuation, 1, nofin, <<>>}, Five))),
+    ?assertEqual(enhance_your_calm, goaway_code(feed({continuation, 1, fin, B}, Five))),
+    T6 = feed({continuation, 1, fin, B}, Four),
+    ?assertMatch([{request, 1, #{}}], [R || R = {request, _, _} <- others(T6)]).
+
+field_block_too_large_test() ->
+    T1 = start(#{max_header_block => 100}),
+    ?assertEqual(enhance_your_calm,
+                 goaway_code(feed({headers, 1, fin, nofin, undefined, binary:copy(<<0>>, 101)}, T1))),
+    T2 = feed({headers, 1, fin, nofin, undefined, binary:copy(<<0>>, 60)}, T1),
+    ?assertEqual(enhance_your_calm,
+                 goaway_code(feed({continuation, 1, nofin, binary:copy(<<0>>, 41)}, T2))).
+
+%% HPACK bomb: one small dynamic entry referenced many times decodes to a
+%% large list; it is refused (431) once over max_header_list_size.
+hpack_bomb_test() ->
+    T0 = start(#{max_header_list_size => 8000}),
+    Big = binary:copy(<<"a">>, 3000),
+    {B0, T2} = block(req_get(1) ++ [{<<"x-big">>, Big}], T0),
+    %% the first reference inserts the entry; the others are one byte each
+    {ok, [_, _, _, _, {<<"x-big">>, _}], _} = falco_hpack:decode(B0, falco_hpack:new()),
+    Refs = binary:copy(<<16#be>>, 10),
+    T3 = feed({headers, 1, fin, fin, undefined, <<B0/binary, Refs/binary>>}, T2),
+    ?assertMatch([{request, 1, {error, {header_too_large, block}}}],
+                 [R || R = {request, _, _} <- others(T3)]),
+    %% the HPACK context is still in step: the next request decodes
+    T4 = headers(3, req_get(3), fin, T3),
+    ?assertMatch([{request, 3, #{}}], [R || R = {request, _, _} <- others(T4)]),
+    %% as trailers it is a stream error
+    T5 = headers(5, post(0), nofin, T4),
+    T6 = feed({headers, 5, fin, fin, undefined, <<B0/binary, Refs/binary>>}, T5),
+    ?assertEqual([{5, protocol_error}], rst(T6)).
+
+%% -- flow control (§6.9) ----------------------------------------------------------------
+
+recv_window_test() ->
+    T1 = headers(1, post(100000), nofin, start(#{initial_window_size => 65535})),
+    T2 = feed({data, 1, nofin, binary:copy(<<"a">>, 16384), 16384}, T1),
+    ?assertEqual([], frames(T2)),
+    %% consumption below half the window: nothing yet; at half: WINDOW_UPDATE
+    T3 = call(fun(M) -> ?M:consumed(1, 16384, M) end, T2),
+    ?assertEqual([], frames(T3)),
+    T4 = call(fun(M) -> ?M:consumed(1, 16384, M) end, T3),
+    ?assertEqual([{window_update, 1, 32768}], frames(T4)),
+    ?assertEqual({T4#t.m, []}, ?M:consumed(99, 10, T4#t.m)).
+
+stream_window_exceeded_test() ->
+    T0 = start(#{initial_window_size => 65535}),
+    T1 = headers(1, post(100000), nofin, T0),
+    F = fun(T) -> feed({data, 1, nofin, binary:copy(<<"a">>, 16384), 16384}, T) end,
+    T2 = F(F(F(T1))),
+    T3 = feed({data, 1, nofin, binary:copy(<<"a">>, 16383), 16383}, T2),
+    ?assertEqual([], rst(T3)),
+    ?assertEqual([{1, flow_control_error}], rst(feed({data, 1, nofin, <<"a">>, 1}, T3))).
+
+connection_window_test() ->
+    T0 = start(#{connection_window_size => 65535, initial_window_size => 65535}),
+    T1 = headers(1, post(200000), nofin, T0),
+    T2 = feed({data, 1, nofin, binary:copy(<<"a">>, 16384), 16384}, T1),
+    ?assertEqual([], frames(T2)),
+    T3 = feed({data, 1, nofin, binary:copy(<<"a">>, 16385), 16385}, T2),
+    ?assertEqual([{window_update, 0, 32769}], frames(T3)).
+
+connection_window_exceeded_test() ->
+    {M0, _} = ?M:new(#{connection_window_size => 65535}),
+    {M1, _} = ?M:frame({settings, #{}}, M0),
+    {B, _} = falco_hpack:encode(post(100000), falco_hpack:new()),
+    {M2, _} = ?M:frame({headers, 1, nofin, fin, undefined, iolist_to_binary(B)}, M1),
+    {_, A} = ?M:frame({data, 1, nofin, <<>>, 70000}, M2),
+    ?assertMatch([{goaway, 1, flow_control_error, _}], frames_of(A)).
+
+padding_given_back_test() ->
+    T1 = headers(1, post(100000), nofin, start(#{initial_window_size => 100})),
+    T2 = feed({data, 1, nofin, <<"ab">>, 60}, T1),
+    %% 58 bytes of padding are returned at once (over half of 100)
+    ?assertEqual([{window_update, 1, 58}], frames(T2)).
+
+local_window_applies_after_ack_test() ->
+    {M0, _} = ?M:new(#{initial_window_size => 100}),
+    {M1, _} = ?M:frame({settings, #{}}, M0),
+    {B, _} = falco_hpack:encode(post(100000), falco_hpack:new()),
+    {M2, _} = ?M:frame({headers, 1, nofin, fin, undefined, iolist_to_binary(B)}, M1),
+    %% before our SETTINGS are acknowledged the default window holds
+    {M3, A3} = ?M:frame({data, 1, nofin, binary:copy(<<"a">>, 1000), 1000}, M2),
+    ?assertEqual([], [F || F = {rst_stream, _, _} <- frames_of(A3)]),
+    {M4, _} = ?M:frame(settings_ack, M3),
+    %% now the window is 100 - 1000 below zero: more data is too much
+    {_, A5} = ?M:frame({data, 1, nofin, <<"a">>, 1}, M4),
+    ?assertEqual([{rst_stream, 1, flow_control_error}], frames_of(A5)).
+
+send_window_test() ->
+    T0 = start(),
+    T1 = feed({settings, #{initial_window_size => 10, max_frame_size => 16384}}, T0),
+    T2 = headers(1, req_get(1), fin, T1),
+    T3 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end, T2),
+    T4 = call(fun(M) -> ?M:send_data(1, <<"0123456789abcdef">>, fin, tag, M) end, T3),
+    ?assertEqual([{data, 1, nofin, <<"0123456789">>, 10}], frames(T4)),
+    ?assertEqual([{timer, {stall, 1}, 30000}], others(T4)),
+    T5 = feed({window_update, 1, 100}, T4),
+    ?assertEqual([{data, 1, fin, <<"abcdef">>, 6}], frames(T5)),
+    ?assertMatch([{reply, tag, ok}, {cancel_timer, {stall, 1}} | _], others(T5)).
+
+connection_send_window_test() ->
+    T0 = start(),
+    T1 = headers(3, req_get(3), fin, headers(1, req_get(1), fin, T0)),
+    Big = binary:copy(<<"x">>, 40000),
+    T2 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end, T1),
+    T3 = call(fun(M) -> ?M:send_headers(3, 200, [], nofin, M) end, T2),
+    T4 = call(fun(M) -> ?M:send_data(1, Big, fin, t1, M) end, T3),
+    ?assertEqual([16384, 16384, 7232], [byte_size(D) || {data, 1, _, D, _} <- frames(T4)]),
+    T5 = call(fun(M) -> ?M:send_data(3, Big, fin, t3, M) end, T4),
+    %% 65535 - 40000 = 25535 left for stream 3
+    ?assertEqual(25535, lists:sum([byte_size(D) || {data, 3, _, D, _} <- frames(T5)])),
+    T6 = feed({window_update, 0, 100000}, T5),
+    ?assertEqual(40000 - 25535, lists:sum([byte_size(D) || {data, 3, _, D, _} <- frames(T6)])),
+    ?assertMatch([{reply, t3, ok} | _], others(T6)).
+
+window_overflow_test() ->
+    T1 = headers(1, req_get(1), nofin, start()),
+    ?assertEqual([{1, flow_control_error}],
+                 rst(feed({window_update, 1, 16#7fffffff}, T1))),
+    ?assertEqual(flow_control_error, goaway_code(feed({window_update, 0, 16#7fffffff}, T1))),
+    T2 = feed({window_update, 1, 16#7fffffff - 65535}, T1),
+    ?assertEqual(flow_control_error,
+                 goaway_code(feed({settings, #{initial_window_size => 65536}}, T2))).
+
+%% §6.9.2: a new SETTINGS_INITIAL_WINDOW_SIZE moves every stream's window.
+initial_window_change_test() ->
+    T0 = feed({settings, #{initial_window_size => 0}}, start()),
+    T1 = headers(1, req_get(1), fin, T0),
+    T2 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end, T1),
+    T3 = call(fun(M) -> ?M:send_data(1, <<"hello">>, fin, tag, M) end, T2),
+    ?assertEqual([], frames(T3)),
+    T4 = feed({settings, #{initial_window_size => 1}}, T3),
+    ?assertEqual([settings_ack, {data, 1, nofin, <<"h">>, 1}], frames(T4)).
+
+max_frame_size_test() ->
+    T0 = feed({settings, #{max_frame_size => 20000}}, start()),
+    T1 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end, headers(1, req_get(1), fin, T0)),
+    T2 = call(fun(M) -> ?M:send_data(1, binary:copy(<<"x">>, 30000), fin, none, M) end, T1),
+    ?assertEqual([20000, 10000], [byte_size(D) || {data, 1, _, D, _} <- frames(T2)]).
+
+header_table_size_test() ->
+    T0 = feed({settings, #{header_table_size => 0}}, start()),
+    T1 = call(fun(M) -> ?M:send_headers(1, 200, [], fin, M) end, headers(1, req_get(1), fin, T0)),
+    [{headers, 1, fin, fin, _, <<2#001:3, 0:5, _/binary>>}] = frames(T1).
+
+zero_window_stall_test() ->
+    T0 = feed({settings, #{initial_window_size => 0}}, start(#{send_timeout => 5000})),
+    T1 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end, headers(1, req_get(1), fin, T0)),
+    T2 = call(fun(M) -> ?M:send_data(1, <<"stuck">>, nofin, tag, M) end, T1),
+    ?assertEqual([{timer, {stall, 1}, 5000}], others(T2)),
+    T3 = call(fun(M) -> ?M:timeout({stall, 1}, M) end, T2),
+    ?assertEqual([{1, cancel}], rst(T3)),
+    Others = others(T3),
+    ?assert(lists:member({reset, 1, send_timeout}, Others)),
+    ?assert(lists:member({reply, tag, {error, closed}}, Others)),
+    %% a stale stall timer does nothing
+    ?assertEqual([], (call(fun(M) -> ?M:timeout({stall, 1}, M) end, T3))#t.acts).
+
+trailers_after_queued_data_test() ->
+    T0 = feed({settings, #{initial_window_size => 2}}, start()),
+    T1 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end, headers(1, req_get(1), fin, T0)),
+    T2 = call(fun(M) -> ?M:send_data(1, <<"abcd">>, nofin, none, M) end, T1),
+    T3 = call(fun(M) -> ?M:send_trailers(1, [{<<"x-t">>, <<"1">>}], tr, M) end, T2),
+    ?assertEqual([], frames(T3)),
+    T4 = feed({window_update, 1, 10}, T3),
+    ?assertMatch([{data, 1, nofin, <<"cd">>, 2}, {headers, 1, fin, fin, _, _}], frames(T4)),
+    ?assertEqual(0, ?M:active_streams(T4#t.m)).
+
+empty_data_fin_test() ->
+    T1 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end, headers(1, req_get(1), fin, start())),
+    T2 = call(fun(M) -> ?M:send_data(1, [], fin, none, M) end, T1),
+    ?assertEqual([{data, 1, fin, <<>>, 0}], frames(T2)),
+    T3 = call(fun(M) -> ?M:send_data(1, <<>>, nofin, t, M) end, T1),
+    ?assertEqual([], frames(T3)),
+    ?assertEqual([{reply, t, ok}], others(T3)).
+
+%% -- stream lifecycle ---------------------------------------------------------------------
+
+%% §8.1: a complete response while the client still sends: the stream
+%% lingers, then is reset with NO_ERROR.
+linger_test() ->
+    T1 = headers(1, post(10), nofin, start()),
+    T2 = call(fun(M) -> ?M:send_headers(1, 200, [], fin, M) end, T1),
+    ?assertEqual([{timer, {linger, 1}, 1000}], others(T2)),
+    %% its frames are still checked meanwhile
+    ?assertEqual([{1, protocol_error}], rst(headers(1, [{<<"x">>, <<"1">>}], nofin, T2))),
+    T3 = call(fun(M) -> ?M:timeout({linger, 1}, M) end, T2),
+    ?assertEqual([{1, no_error}], rst(T3)),
+    ?assertEqual(0, ?M:active_streams(T3#t.m)),
+    %% the client ending the stream in time closes it normally
+    T4 = feed({data, 1, fin, <<"0123456789">>, 10}, T2),
+    ?assertEqual([], rst(T4)),
+    ?assert(lists:member({cancel_timer, {linger, 1}}, others(T4))),
+    ?assertEqual([], (call(fun(M) -> ?M:timeout({linger, 1}, M) end, T4))#t.acts).
+
+stream_exited_test() ->
+    T1 = headers(1, req_get(1), fin, start()),
+    T2 = call(fun(M) -> ?M:stream_exited(1, M) end, T1),
+    ?assertEqual([{1, internal_error}], rst(T2)),
+    ?assertEqual([], (call(fun(M) -> ?M:stream_exited(1, M) end, T2))#t.acts),
+    T3 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end, T1),
+    T4 = call(fun(M) -> ?M:send_data(1, <<"x">>, fin, none, M) end, T3),
+    ?assertEqual([], (call(fun(M) -> ?M:stream_exited(1, M) end, T4))#t.acts),
+    %% finished but queued: nothing to do either
+    T5 = feed({settings, #{initial_window_size => 0}}, T3),
+    T6 = call(fun(M) -> ?M:send_data(1, <<"x">>, fin, none, M) end, T5),
+    ?assertEqual([], (call(fun(M) -> ?M:stream_exited(1, M) end, T6))#t.acts).
+
+%% §5.1.2: over our limit, REFUSED_STREAM.
+max_concurrent_streams_test() ->
+    T1 = headers(1, req_get(1), fin, start(#{max_concurrent_streams => 2})),
+    T2 = headers(3, req_get(3), fin, T1),
+    ?assertEqual([], rst(T2)),
+    T3 = headers(5, req_get(5), fin, T2),
+    ?assertEqual([{5, refused_stream}], rst(T3)),
+    ?assertEqual(2, ?M:active_streams(T3#t.m)),
+    %% the refused stream counts as used: a lower number is an error
+    ?assertEqual([{7, refused_stream}], rst(headers(7, req_get(7), fin, T3))).
+
+upgrade_test() ->
+    {M0, _} = ?M:new(#{}),
+    {M1, A1} = ?M:upgrade(#{max_frame_size => 20000, initial_window_size => 100}, M0),
+    ?assertEqual([{cancel_timer, idle}], A1),
+    ?assertEqual(1, ?M:active_streams(M1)),
+    {M2, _} = ?M:frame({settings, #{}}, M1),
+    {M3, _} = ?M:send_headers(1, 200, [], nofin, M2),
+    {_, A4} = ?M:send_data(1, binary:copy(<<"x">>, 300), fin, none, M3),
+    ?assertEqual([100], [byte_size(D) || {data, 1, _, D, _} <- frames_of(A4)]).
+
+%% -- GOAWAY, idle ---------------------------------------------------------------------------
+
+peer_goaway_test() ->
+    T1 = headers(1, req_get(1), fin, start()),
+    T2 = feed({goaway, 1, no_error, <<>>}, T1),
+    ?assertEqual([], closed(T2)),
+    T3 = call(fun(M) -> ?M:send_headers(1, 200, [], fin, M) end, T2),
+    ?assertEqual([peer_goaway], closed(T3)),
+    ?assertEqual([peer_goaway], closed(feed({goaway, 0, no_error, <<>>}, start()))).
+
+idle_timeout_test() ->
+    T1 = call(fun(M) -> ?M:timeout(idle, M) end, start(#{idle_timeout => 5})),
+    ?assertEqual(no_error, goaway_code(T1)),
+    ?assertEqual([idle_timeout], closed(T1)),
+    %% timers after closing do nothing
+    ?assertEqual([], (call(fun(M) -> ?M:timeout(flood, M) end, T1))#t.acts),
+    ?assertEqual([], (call(fun(M) -> ?M:goaway(M) end, T1))#t.acts),
+    %% an idle timer racing with a new stream does nothing
+    T2 = headers(1, req_get(1), fin, start()),
+    ?assertEqual([], (call(fun(M) -> ?M:timeout(idle, M) end, T2))#t.acts),
+    ?assertEqual([], (call(fun(M) -> ?M:timeout(other, M) end, T2))#t.acts).
+
+goaway_test() ->
+    T1 = call(fun(M) -> ?M:goaway(M) end, headers(1, req_get(1), fin, start())),
+    ?assertMatch([{goaway, 1, no_error, <<>>}], frames(T1)),
+    %% new streams after our GOAWAY are ignored; sends are refused
+    {M, A} = ?M:frame({ping, <<0:64>>}, T1#t.m),
+    ?assertEqual([], A),
+    ?assertEqual({M, []}, ?M:frame_error({connection_error, protocol_error, x}, M)),
+    ?assertMatch({_, [{reply, t, {error, closed}}]}, ?M:send_data(1, <<"x">>, fin, t, M)),
+    ?assertMatch({_, [{reply, t, {error, closed}}]}, ?M:send_trailers(1, [], t, M)),
+    ?assertEqual({M, []}, ?M:send_headers(1, 200, [], fin, M)),
+    ?assertEqual({M, []}, ?M:send_inform(1, 100, M)),
+    ?assertEqual({M, []}, ?M:consumed(1, 10, M)),
+    ?assertEqual({M, []}, ?M:reset_stream(1, cancel, M)),
+    ?assertEqual({M, []}, ?M:stream_exited(1, M)).
+
+%% -- floods ----------------------------------------------------------------------------------
+
+flood(Opts, Make, N) ->
+    T0 = start(Opts),
+    lists:foldl(fun(I, T) -> feed(Make(I), T) end, T0, lists:seq(1, N)).
+
+ping_flood_test() ->
+    Opts = #{flood_limits => #{ping => 10}},
+    Ping = fun(_) -> {ping, <<0:64>>} end,
+    ?assertEqual([], closed(flood(Opts, Ping, 10))),
+    T = flood(Opts, Ping, 11),
+    ?assertEqual(enhance_your_calm, goaway_code(T)),
+    ?assertEqual([{enhance_your_calm, {flood, ping}}], closed(T)),
+    %% the window resets the count
+    T2 = call(fun(M) -> ?M:timeout(flood, M) end, flood(Opts, Ping, 10)),
+    ?assertEqual([{timer, flood, 10000}], T2#t.acts),
+    ?assertEqual([], closed(feed({ping, <<0:64>>}, T2))).
+
+settings_flood_test() ->
+    %% start/1 already sent one SETTINGS
+    Opts = #{flood_limits => #{settings => 5}},
+    S = fun(_) -> {settings, #{}} end,
+    ?assertEqual([], closed(flood(Opts, S, 4))),
+    ?assertEqual(enhance_your_calm, goaway_code(flood(Opts, S, 5))).
+
+window_update_flood_test() ->
+    Opts = #{flood_limits => #{window_update => 10}},
+    W = fun(_) -> {window_update, 0, 1} end,
+    ?assertEqual([], closed(flood(Opts, W, 10))),
+    ?assertEqual(enhance_your_calm, goaway_code(flood(Opts, W, 11))).
+
+priority_flood_test() ->
+    Opts = #{flood_limits => #{priority => 10}},
+    P = fun(I) -> {priority, 2 * I + 1, false, 0, 16} end,
+    %% PRIORITY on idle streams is allowed (it does not open them)
+    ?assertEqual([], frames(flood(Opts, P, 10))),
+    ?assertEqual(enhance_your_calm, goaway_code(flood(Opts, P, 11))).
+
+empty_data_flood_test() ->
+    T0 = headers(1, post(10), nofin, start(#{flood_limits => #{empty_data => 10}})),
+    E = fun(T) -> feed({data, 1, nofin, <<>>, 0}, T) end,
+    T10 = lists:foldl(fun(_, T) -> E(T) end, T0, lists:seq(1, 10)),
+    ?assertEqual([], closed(T10)),
+    ?assertEqual(enhance_your_calm, goaway_code(E(T10))).
+
+%% CVE-2023-44487: HEADERS then RST_STREAM, over and over.
+rapid_reset_test() ->
+    Opts = #{flood_limits => #{rst_stream => 20}},
+    Cycle = fun(I, T) ->
+                    Id = 2 * I - 1,
+                    feed({rst_stream, Id, cancel}, headers(Id, req_get(Id), fin, T))
+            end,
+    T20 = lists:foldl(Cycle, start(Opts), lists:seq(1, 20)),
+    ?assertEqual([], closed(T20)),
+    T21 = Cycle(21, T20),
+    ?assertEqual(enhance_your_calm, goaway_code(T21)),
+    ?assertEqual([{enhance_your_calm, {flood, rst_stream}}], closed(T21)).
+
+%% Streams we are made to reset (malformed requests, refused streams...).
+stream_error_flood_test() ->
+    Opts = #{flood_limits => #{stream_errors => 5}},
+    Bad = fun(I, T) -> Id = 2 * I - 1, headers(Id, [{<<":method">>, <<"GET">>}], fin, T) end,
+    T5 = lists:foldl(Bad, start(Opts), lists:seq(1, 5)),
+    ?assertEqual([], closed(T5)),
+    ?assertEqual(enhance_your_calm, goaway_code(Bad(6, T5))).

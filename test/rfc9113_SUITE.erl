@@ -1,0 +1,677 @@
+%% RFC 9113 (HTTP/2) end to end, with falco's own client
+%% (falco_test_h2_client): the handler-level behaviours of rfc9110_SUITE
+%% (HEAD, streamed replies with trailers, files, body reads, errors,
+%% limits) over h2c and over TLS, and the connection-level defences
+%% (timeouts, floods, stalls, refused streams) with the real connection and
+%% stream processes. Every case names the section it checks.
+-module(rfc9113_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, groups/0, init_per_suite/1, end_per_suite/1,
+         init_per_group/2, end_per_group/2]).
+-export([log/2]).
+-export([
+         %% handler parity (both groups)
+         hello/1, no_hop_by_hop_fields/1, head_no_body/1, head_stream_and_file/1,
+         status_204_304_no_body/1, stream_with_trailers/1, stream_large_backpressure/1,
+         sendfile_reply/1, sendfile_range/1, sendfile_missing_404/1, sendfile_empty/1,
+         echo_large_body/1, body_read_in_pieces/1, body_without_length/1,
+         request_trailers_seen/1, max_body_413_by_length/1, max_body_413_streamed/1,
+         handler_crash_500_and_keeps_serving/1, stream_crash_reset/1,
+         bad_handler_response_500/1, request_accessors/1, cookies_joined/1,
+         expect_100_continue/1, malformed_request_never_reaches_handler/1,
+         too_many_fields_431/1, connect_501/1, concurrent_streams/1,
+         %% connection level (h2c)
+         preface_timeout/1, bad_preface_goaway/1, idle_timeout_goaway/1,
+         settings_timeout/1, rapid_reset_calm/1, continuation_flood_calm/1,
+         ping_flood_calm/1, zero_window_stall_reset/1, refused_stream_over_limit/1,
+         window_replenished_as_handler_reads/1, listener_stop_closes/1,
+         h2c_upgrade/1, h2c_upgrade_with_body_stays_http1/1, prior_knowledge_disabled/1,
+         %% TLS
+         tls_alpn_http11/1, tls_handshake_timeout/1, tls_bad_options/1
+        ]).
+
+-define(C, falco_test_h2_client).
+
+all() ->
+    [{group, h2c}, {group, h2}, {group, connection}, {group, tls}].
+
+parity() ->
+    [hello, no_hop_by_hop_fields, head_no_body, head_stream_and_file, status_204_304_no_body,
+     stream_with_trailers, stream_large_backpressure, sendfile_reply, sendfile_range,
+     sendfile_missing_404, sendfile_empty, echo_large_body, body_read_in_pieces,
+     body_without_length, request_trailers_seen, max_body_413_by_length, max_body_413_streamed,
+     handler_crash_500_and_keeps_serving, stream_crash_reset, bad_handler_response_500,
+     request_accessors, cookies_joined, expect_100_continue,
+     malformed_request_never_reaches_handler, too_many_fields_431, connect_501,
+     concurrent_streams].
+
+groups() ->
+    [{h2c, [], parity()},
+     {h2, [], parity()},
+     {connection, [], [preface_timeout, bad_preface_goaway, idle_timeout_goaway,
+                       settings_timeout, rapid_reset_calm, continuation_flood_calm,
+                       ping_flood_calm, zero_window_stall_reset, refused_stream_over_limit,
+                       window_replenished_as_handler_reads, listener_stop_closes,
+                       h2c_upgrade, h2c_upgrade_with_body_stays_http1,
+                       prior_knowledge_disabled]},
+     {tls, [], [tls_alpn_http11, tls_handshake_timeout, tls_bad_options]}].
+
+init_per_suite(Config) ->
+    {ok, _} = application:ensure_all_started(falco),
+    {ok, _} = application:ensure_all_started(ssl),
+    File = filename:join(?config(priv_dir, Config), "payload.bin"),
+    ok = file:write_file(File, crypto:strong_rand_bytes(200000)),
+    ok = file:write_file(File ++ ".empty", <<>>),
+    Key = [{key, {namedCurve, secp256r1}}, {digest, sha256}],
+    Data = public_key:pkix_test_data(#{server_chain => #{root => Key, intermediates => [],
+                                                         peer => Key},
+                                       client_chain => #{root => Key, intermediates => [],
+                                                         peer => Key}}),
+    TlsOpts = [{K, V} || {K, V} <- maps:get(server_config, Data), K =/= cacerts],
+    [{file, File}, {tls_opts, TlsOpts} | Config].
+
+end_per_suite(Config) ->
+    Config.
+
+base_opts(Config) ->
+    #{port => 0, ip => {127, 0, 0, 1}, handler => handler(?config(file, Config)),
+      max_body => 300000, body_timeout => 2000, max_header_count => 50}.
+
+init_per_group(h2c, Config) ->
+    start(h2c_listener, (base_opts(Config))#{protocols => [h2]}, tcp, Config);
+init_per_group(h2, Config) ->
+    start(h2_listener, (base_opts(Config))#{transport => tls,
+                                            tls_opts => ?config(tls_opts, Config)}, tls, Config);
+init_per_group(_, Config) ->
+    Config.
+
+start(Name, Opts, Transport, Config) ->
+    {ok, _} = falco:start_listener(Name, Opts),
+    {ok, Port} = falco:port(Name),
+    [{listener, Name}, {port, Port}, {transport, Transport} | Config].
+
+end_per_group(Group, Config) when Group =:= h2c; Group =:= h2 ->
+    ok = falco:stop_listener(?config(listener, Config)),
+    Config;
+end_per_group(_, Config) ->
+    Config.
+
+connect(Config) ->
+    ?C:connect(?config(port, Config), #{transport => ?config(transport, Config)}).
+
+%% -- the handler ------------------------------------------------------------------
+
+handler(File) ->
+    fun(Req) -> route(falco_req:path(Req), Req, File) end.
+
+route(<<"/hello">>, _Req, _) ->
+    {200, [{<<"content-type">>, <<"text/plain">>}], [<<"hello">>, " world"]};
+route(<<"/hop">>, _Req, _) ->
+    {200, [{<<"connection">>, <<"close">>}, {<<"keep-alive">>, <<"timeout=5">>},
+           {<<"upgrade">>, <<"h2c">>}, {<<"proxy-connection">>, <<"x">>}, {<<"x-kept">>, <<"1">>}],
+     <<"hop">>};
+route(<<"/status/", Code/binary>>, _Req, _) ->
+    {binary_to_integer(Code), [], <<"must not be sent">>};
+route(<<"/stream">>, _Req, _) ->
+    {stream, 200, [{<<"content-type">>, <<"text/plain">>}],
+     fun(Send) ->
+             ok = Send(<<"alpha ">>), ok = Send(<<>>), ok = Send([<<"be">>, "ta"]),
+             {trailers, [{<<"X-Checksum">>, <<"abc">>}, {<<"connection">>, <<"close">>}]}
+     end};
+route(<<"/stream-large">>, _Req, _) ->
+    {stream, 200, [],
+     fun(Send) -> [ok = Send(binary:copy(<<I>>, 50000)) || I <- lists:seq(1, 10)], ok end};
+route(<<"/stream-crash">>, _Req, _) ->
+    {stream, 200, [], fun(Send) -> ok = Send(<<"part">>), error(deliberate) end};
+route(<<"/file">>, _Req, File) ->
+    {200, [], {file, File}};
+route(<<"/file-range">>, _Req, File) ->
+    {200, [], {file, File, 1000, 5000}};
+route(<<"/file-empty">>, _Req, File) ->
+    {200, [], {file, File ++ ".empty"}};
+route(<<"/file-missing">>, _Req, File) ->
+    {200, [], {file, File ++ ".nope"}};
+route(<<"/echo">>, Req, _) ->
+    {ok, Body, _} = falco_req:read_body(Req),
+    {200, [], Body};
+route(<<"/pieces">>, Req, _) ->
+    Sizes = read_pieces(Req, []),
+    {200, [], term_to_binary(Sizes)};
+route(<<"/trailers">>, Req, _) ->
+    {ok, Body, _} = falco_req:read_body(Req),
+    {200, [], term_to_binary({Body, falco_req:trailers(Req)})};
+route(<<"/crash">>, _Req, _) ->
+    error(deliberate_crash);
+route(<<"/bad-response">>, _Req, _) ->
+    {200, [{<<"x-a">>, <<"a\r\nb">>}], <<"x">>};
+route(<<"/info">>, Req, _) ->
+    Info = #{method => falco_req:method(Req), version => falco_req:version(Req),
+             scheme => falco_req:scheme(Req), host => falco_req:host(Req),
+             port => falco_req:port(Req), qs => falco_req:qs(Req),
+             peer => element(1, falco_req:peer(Req)), has_body => falco_req:has_body(Req),
+             headers => falco_req:headers(Req), listener => falco_req:listener(Req)},
+    {200, [], term_to_binary(Info)};
+route(<<"/slow">>, _Req, _) ->
+    receive after 3000 -> ok end,
+    {200, [], <<"slow">>};
+route(<<"/never">>, Req, _) ->
+    %% reads nothing: the client's window must run out
+    _ = Req,
+    receive after 5000 -> ok end,
+    {200, [], <<"never">>};
+route(<<"/read-slowly">>, Req, _) ->
+    {Total, Reads} = read_slowly(Req, 0, 0),
+    {200, [], term_to_binary({Total, Reads})};
+route(_, _Req, _) ->
+    {404, [], <<"not found">>}.
+
+read_pieces(Req, Acc) ->
+    case falco_req:read_body(Req, #{length => 1000}) of
+        {more, Data, Req1} -> read_pieces(Req1, [byte_size(Data) | Acc]);
+        {ok, Data, _} -> lists:reverse([byte_size(Data) | Acc])
+    end.
+
+read_slowly(Req, Total, Reads) ->
+    receive after 5 -> ok end,
+    case falco_req:read_body(Req, #{length => 8192}) of
+        {more, Data, Req1} -> read_slowly(Req1, Total + byte_size(Data), Reads + 1);
+        {ok, Data, _} -> {Total + byte_size(Data), Reads + 1}
+    end.
+
+get(Config, Path) ->
+    C0 = connect(Config),
+    {Id, C1} = ?C:request(C0, <<"GET">>, Path),
+    Result = ?C:response(C1, Id),
+    ?C:close(C1),
+    Result.
+
+%% -- handler parity ----------------------------------------------------------------------
+
+%% RFC 9110 §6.6.1, §8.6: Date and Content-Length as over HTTP/1.1.
+hello(Config) ->
+    {ok, #{status := 200, headers := H, body := <<"hello world">>}, _} = get(Config, <<"/hello">>),
+    <<"11">> = proplists:get_value(<<"content-length">>, H),
+    <<"text/plain">> = proplists:get_value(<<"content-type">>, H),
+    true = is_binary(proplists:get_value(<<"date">>, H)).
+
+%% RFC 9113 §8.2.2: connection-specific fields are never sent.
+no_hop_by_hop_fields(Config) ->
+    {ok, #{status := 200, headers := H}, _} = get(Config, <<"/hop">>),
+    [] = [N || {N, _} <- H, lists:member(N, [<<"connection">>, <<"keep-alive">>, <<"upgrade">>,
+                                            <<"proxy-connection">>, <<"transfer-encoding">>])],
+    <<"1">> = proplists:get_value(<<"x-kept">>, H),
+    %% and the stream's trailers lose theirs too
+    {ok, #{trailers := T}, _} = get(Config, <<"/stream">>),
+    [{<<"x-checksum">>, <<"abc">>}] = T.
+
+%% RFC 9110 §9.3.2: HEAD gets the GET fields, no content (END_STREAM on HEADERS).
+head_no_body(Config) ->
+    C0 = connect(Config),
+    {Id, C1} = ?C:request(C0, <<"HEAD">>, <<"/hello">>),
+    {ok, #{status := 200, headers := H, body := <<>>, frames := 0}, _} = ?C:response(C1, Id),
+    <<"11">> = proplists:get_value(<<"content-length">>, H).
+
+head_stream_and_file(Config) ->
+    C0 = connect(Config),
+    {Id1, C1} = ?C:request(C0, <<"HEAD">>, <<"/stream">>),
+    {ok, #{status := 200, body := <<>>, frames := 0}, C2} = ?C:response(C1, Id1),
+    {Id2, C3} = ?C:request(C2, <<"HEAD">>, <<"/file">>),
+    {ok, #{status := 200, headers := H, body := <<>>}, _} = ?C:response(C3, Id2),
+    <<"200000">> = proplists:get_value(<<"content-length">>, H).
+
+%% RFC 9110 §15.3.5, §15.4.5
+status_204_304_no_body(Config) ->
+    {ok, #{status := 204, body := <<>>, frames := 0}, _} = get(Config, <<"/status/204">>),
+    {ok, #{status := 304, body := <<>>, frames := 0}, _} = get(Config, <<"/status/304">>).
+
+%% RFC 9113 §8.1: a streamed response ends with a trailer HEADERS frame.
+stream_with_trailers(Config) ->
+    {ok, #{status := 200, body := <<"alpha beta">>, trailers := [{<<"x-checksum">>, <<"abc">>}],
+           headers := H}, _} = get(Config, <<"/stream">>),
+    undefined = proplists:get_value(<<"content-length">>, H).
+
+%% RFC 9113 §5.2: the handler waits while the client's window is closed.
+stream_large_backpressure(Config) ->
+    {ok, #{status := 200, body := Body}, _} = get(Config, <<"/stream-large">>),
+    500000 = byte_size(Body),
+    Body = iolist_to_binary([binary:copy(<<I>>, 50000) || I <- lists:seq(1, 10)]).
+
+sendfile_reply(Config) ->
+    {ok, Expected} = file:read_file(?config(file, Config)),
+    {ok, #{status := 200, body := Expected, headers := H}, _} = get(Config, <<"/file">>),
+    <<"200000">> = proplists:get_value(<<"content-length">>, H).
+
+sendfile_range(Config) ->
+    {ok, All} = file:read_file(?config(file, Config)),
+    Expected = binary:part(All, 1000, 5000),
+    {ok, #{status := 200, body := Expected}, _} = get(Config, <<"/file-range">>).
+
+sendfile_missing_404(Config) ->
+    {ok, #{status := 404}, _} = get(Config, <<"/file-missing">>).
+
+sendfile_empty(Config) ->
+    {ok, #{status := 200, body := <<>>, frames := 0, headers := H}, _} = get(Config, <<"/file-empty">>),
+    <<"0">> = proplists:get_value(<<"content-length">>, H).
+
+%% A body larger than every window: replenished as the handler reads.
+echo_large_body(Config) ->
+    Body = crypto:strong_rand_bytes(250000),
+    C0 = connect(Config),
+    {Id, C1} = ?C:request(C0, <<"POST">>, <<"/echo">>,
+                          [{<<"content-length">>, <<"250000">>}], Body),
+    {ok, #{status := 200, body := Body}, _} = ?C:response(C1, Id, 10000).
+
+body_read_in_pieces(Config) ->
+    C0 = connect(Config),
+    {Id, C1} = ?C:request(C0, <<"POST">>, <<"/pieces">>, [], binary:copy(<<"x">>, 3500)),
+    {ok, #{status := 200, body := B}, _} = ?C:response(C1, Id),
+    Sizes = binary_to_term(B),
+    3500 = lists:sum(Sizes),
+    true = lists:all(fun(S) -> S =< 1000 end, Sizes).
+
+body_without_length(Config) ->
+    C0 = connect(Config),
+    {Id, C1} = ?C:request(C0, <<"POST">>, <<"/echo">>, [], <<"no length given">>),
+    {ok, #{status := 200, body := <<"no length given">>}, _} = ?C:response(C1, Id).
+
+%% RFC 9113 §8.1: request trailers reach the handler.
+request_trailers_seen(Config) ->
+    C0 = connect(Config),
+    C1 = ?C:headers_frame(C0, 1, [{<<":method">>, <<"POST">>}, {<<":scheme">>, <<"http">>},
+                                  {<<":path">>, <<"/trailers">>}, {<<":authority">>, <<"a">>}],
+                          nofin),
+    C2 = ?C:send_data(C1, 1, <<"body">>, nofin),
+    C3 = ?C:headers_frame(C2, 1, [{<<"x-sum">>, <<"42">>}], fin),
+    {ok, #{status := 200, body := B}, _} = ?C:response(C3, 1),
+    {<<"body">>, [{<<"x-sum">>, <<"42">>}]} = binary_to_term(B).
+
+%% RFC 9110 §15.5.14: over max_body (300000 here).
+max_body_413_by_length(Config) ->
+    C0 = connect(Config),
+    C1 = ?C:headers_frame(C0, 1, [{<<":method">>, <<"POST">>}, {<<":scheme">>, <<"http">>},
+                                  {<<":path">>, <<"/echo">>}, {<<":authority">>, <<"a">>},
+                                  {<<"content-length">>, <<"300001">>}], nofin),
+    {ok, #{status := 413}, _} = ?C:response(C1, 1).
+
+max_body_413_streamed(Config) ->
+    C0 = connect(Config),
+    {Id, C1} = ?C:request(C0, <<"POST">>, <<"/echo">>, [], binary:copy(<<"z">>, 300001)),
+    {ok, #{status := 413}, _} = ?C:response(C1, Id, 10000).
+
+%% RFC 9110 §15.6.1: a crash is a 500 on that stream; the connection lives on.
+handler_crash_500_and_keeps_serving(Config) ->
+    logger:add_handler(?MODULE, ?MODULE, #{config => self()}),
+    C0 = connect(Config),
+    {Id1, C1} = ?C:request(C0, <<"GET">>, <<"/crash">>),
+    {ok, #{status := 500}, C2} = ?C:response(C1, Id1),
+    {Id2, C3} = ?C:request(C2, <<"GET">>, <<"/hello">>),
+    {ok, #{status := 200}, _} = ?C:response(C3, Id2),
+    receive {logged, _} -> ok after 2000 -> ct:fail(no_crash_log) end,
+    logger:remove_handler(?MODULE).
+
+log(#{msg := Msg}, #{config := Pid}) ->
+    Pid ! {logged, Msg}.
+
+%% A streamed reply that crashes after its head: RST_STREAM INTERNAL_ERROR,
+%% so the client cannot take the cut body for a whole one.
+stream_crash_reset(Config) ->
+    {error, {reset, internal_error}, _} = get(Config, <<"/stream-crash">>).
+
+bad_handler_response_500(Config) ->
+    {ok, #{status := 500}, _} = get(Config, <<"/bad-response">>).
+
+%% The request map has the same shape as over HTTP/1.1.
+request_accessors(Config) ->
+    C0 = connect(Config),
+    {Id, C1} = ?C:request(C0, <<"GET">>, <<"/info?a=1">>, [{<<"x-a">>, <<"1">>}], <<>>),
+    {ok, #{status := 200, body := B}, _} = ?C:response(C1, Id),
+    Scheme = case ?config(transport, Config) of tcp -> http; tls -> https end,
+    #{method := <<"GET">>, version := {2, 0}, scheme := Scheme, host := <<"localhost">>,
+      port := undefined, qs := <<"a=1">>, peer := {127, 0, 0, 1}, has_body := false,
+      headers := [{<<"host">>, <<"localhost">>}, {<<"x-a">>, <<"1">>}],
+      listener := Listener} = binary_to_term(B),
+    Listener = ?config(listener, Config).
+
+%% RFC 9113 §8.2.3
+cookies_joined(Config) ->
+    C0 = connect(Config),
+    {Id, C1} = ?C:request(C0, <<"GET">>, <<"/info">>, [{<<"cookie">>, <<"a=1">>},
+                                                       {<<"cookie">>, <<"b=2">>}], <<>>),
+    {ok, #{body := B}, _} = ?C:response(C1, Id),
+    #{headers := H} = binary_to_term(B),
+    <<"a=1; b=2">> = proplists:get_value(<<"cookie">>, H).
+
+%% RFC 9110 §10.1.1: 100 (an interim HEADERS) before the body is read.
+expect_100_continue(Config) ->
+    C0 = connect(Config),
+    C1 = ?C:headers_frame(C0, 1, [{<<":method">>, <<"POST">>}, {<<":scheme">>, <<"http">>},
+                                  {<<":path">>, <<"/echo">>}, {<<":authority">>, <<"a">>},
+                                  {<<"expect">>, <<"100-continue">>}], nofin),
+    {ok, {fields, 1, nofin, [{<<":status">>, <<"100">>}]}, C2} =
+        ?C:until(C1, fun(F) -> is_tuple(F) andalso element(1, F) =:= fields end, 5000),
+    C3 = ?C:send_data(C2, 1, <<"after 100">>, fin),
+    {ok, #{status := 200, body := <<"after 100">>}, _} = ?C:response(C3, 1).
+
+%% RFC 9113 §8.1.1: malformed, so PROTOCOL_ERROR, and no handler call.
+malformed_request_never_reaches_handler(Config) ->
+    C0 = connect(Config),
+    C1 = ?C:headers_frame(C0, 1, [{<<":method">>, <<"GET">>}, {<<":scheme">>, <<"http">>},
+                                  {<<":path">>, <<"/crash">>}, {<<"Upper">>, <<"x">>}], fin),
+    {error, {reset, protocol_error}, C2} = ?C:response(C1, 1),
+    {Id, C3} = ?C:request(C2#{next_id => 3}, <<"GET">>, <<"/hello">>),
+    {ok, #{status := 200}, _} = ?C:response(C3, Id).
+
+%% As HTTP/1.1's max_header_count: 431.
+too_many_fields_431(Config) ->
+    C0 = connect(Config),
+    Many = [{<<"x-", (integer_to_binary(I))/binary>>, <<"v">>} || I <- lists:seq(1, 51)],
+    {Id, C1} = ?C:request(C0, <<"GET">>, <<"/hello">>, Many, <<>>),
+    {ok, #{status := 431}, _} = ?C:response(C1, Id).
+
+connect_501(Config) ->
+    C0 = connect(Config),
+    C1 = ?C:headers_frame(C0, 1, [{<<":method">>, <<"CONNECT">>},
+                                  {<<":authority">>, <<"example.com:443">>}], fin),
+    {ok, #{status := 501}, _} = ?C:response(C1, 1).
+
+%% Streams are concurrent: a slow one does not hold the others.
+concurrent_streams(Config) ->
+    C0 = connect(Config),
+    {Slow, C1} = ?C:request(C0, <<"GET">>, <<"/slow">>),
+    {Ids, C2} = lists:foldl(fun(_, {Acc, C}) ->
+                                    {Id, Cn} = ?C:request(C, <<"GET">>, <<"/hello">>),
+                                    {[Id | Acc], Cn}
+                            end, {[], C1}, lists:seq(1, 20)),
+    T0 = erlang:monotonic_time(millisecond),
+    C3 = lists:foldl(fun(Id, C) ->
+                             {ok, #{status := 200, body := <<"hello world">>}, Cn} = ?C:response(C, Id),
+                             Cn
+                     end, C2, lists:reverse(Ids)),
+    %% all answered while the slow one (3 s) still runs
+    true = erlang:monotonic_time(millisecond) - T0 < 2500,
+    {ok, #{status := 200, body := <<"slow">>}, _} = ?C:response(C3, Slow).
+
+%% -- connection level --------------------------------------------------------------------
+
+conn_listener(Name, Extra, Config) ->
+    {ok, _} = falco:start_listener(Name, maps:merge((base_opts(Config))#{protocols => [h2]},
+                                                   Extra)),
+    {ok, Port} = falco:port(Name),
+    Port.
+
+%% RFC 9113 §3.4: a client that never sends the preface is dropped.
+preface_timeout(Config) ->
+    Port = conn_listener(preface_l, #{h2_preface_timeout => 200}, Config),
+    C = ?C:connect_raw(Port, #{}),
+    %% the server's SETTINGS come at once, then the close
+    {ok, {settings, _}, C1} = ?C:recv_frame(C, 1000),
+    ok = ?C:wait_closed(C1, 2000),
+    ok = falco:stop_listener(preface_l).
+
+%% RFC 9113 §3.4: an invalid preface is a PROTOCOL_ERROR.
+bad_preface_goaway(Config) ->
+    Port = conn_listener(badpreface_l, #{}, Config),
+    C = ?C:connect_raw(Port, #{}),
+    ok = ?C:send(C, <<"GET / HTTP/1.1\r\nhost: a\r\n\r\n">>),
+    {ok, protocol_error, C1} = ?C:goaway(C, 2000),
+    ok = ?C:wait_closed(C1, 2000),
+    ok = falco:stop_listener(badpreface_l).
+
+%% An idle connection gets GOAWAY NO_ERROR after idle_timeout.
+idle_timeout_goaway(Config) ->
+    Port = conn_listener(idle_l, #{idle_timeout => 200}, Config),
+    C = ?C:connect(Port, #{}),
+    {ok, no_error, C1} = ?C:goaway(C, 2000),
+    ok = ?C:wait_closed(C1, 2000),
+    ok = falco:stop_listener(idle_l).
+
+%% RFC 9113 §6.5.3: our SETTINGS must be acknowledged in time.
+settings_timeout(Config) ->
+    Port = conn_listener(settings_l, #{h2_settings_timeout => 200}, Config),
+    C = ?C:connect_raw(Port, #{}),
+    ok = ?C:send(C, [falco_http2_frame:preface(), falco_http2_frame:settings(#{})]),
+    {ok, settings_timeout, _} = ?C:goaway(C, 2000),
+    ok = falco:stop_listener(settings_l).
+
+%% CVE-2023-44487: open and reset streams in a loop.
+rapid_reset_calm(Config) ->
+    Port = conn_listener(reset_l, #{h2_flood_limits => #{rst_stream => 50}}, Config),
+    C0 = ?C:connect(Port, #{}),
+    C = lists:foldl(fun(I, C) ->
+                            Id = 2 * I - 1,
+                            C1 = ?C:headers_frame(C, Id, [{<<":method">>, <<"GET">>},
+                                                          {<<":scheme">>, <<"http">>},
+                                                          {<<":path">>, <<"/slow">>},
+                                                          {<<":authority">>, <<"a">>}], fin),
+                            ?C:send_frame(C1, falco_http2_frame:rst_stream(Id, cancel))
+                    end, C0, lists:seq(1, 60)),
+    {ok, enhance_your_calm, _} = ?C:goaway(C, 5000),
+    ok = falco:stop_listener(reset_l).
+
+%% CVE-2024-27316: CONTINUATION frames without end.
+continuation_flood_calm(Config) ->
+    Port = conn_listener(cont_l, #{}, Config),
+    C0 = ?C:connect(Port, #{}),
+    C1 = ?C:send_frame(C0, falco_http2_frame:headers(1, fin, nofin, <<>>)),
+    C2 = lists:foldl(fun(_, C) ->
+                             ?C:send_frame(C, falco_http2_frame:continuation(1, nofin, <<>>))
+                     end, C1, lists:seq(1, 40)),
+    {ok, enhance_your_calm, _} = ?C:goaway(C2, 5000),
+    ok = falco:stop_listener(cont_l).
+
+ping_flood_calm(Config) ->
+    Port = conn_listener(ping_l, #{h2_flood_limits => #{ping => 100}}, Config),
+    C0 = ?C:connect(Port, #{}),
+    ok = ?C:send(C0, [falco_http2_frame:ping(<<I:64>>) || I <- lists:seq(1, 101)]),
+    {ok, enhance_your_calm, _} = ?C:goaway(C0, 5000),
+    ok = falco:stop_listener(ping_l).
+
+%% A client that stops reading: the stream is reset after send_timeout.
+zero_window_stall_reset(Config) ->
+    Port = conn_listener(stall_l, #{send_timeout => 300}, Config),
+    C0 = ?C:connect(Port, #{settings => #{initial_window_size => 0}}),
+    {Id, C1} = ?C:request(C0, <<"GET">>, <<"/stream-large">>),
+    {error, {reset, cancel}, C2} = ?C:response(C1, Id, 3000),
+    %% and the connection still serves (the body is held until the window opens)
+    C3 = ?C:send_frame(C2, falco_http2_frame:settings(#{initial_window_size => 65535})),
+    {Id2, C4} = ?C:request(C3, <<"GET">>, <<"/hello">>),
+    {ok, #{status := 200}, _} = ?C:response(C4, Id2),
+    ok = falco:stop_listener(stall_l).
+
+%% RFC 9113 §5.1.2: beyond SETTINGS_MAX_CONCURRENT_STREAMS, REFUSED_STREAM.
+refused_stream_over_limit(Config) ->
+    Port = conn_listener(refused_l, #{h2_max_concurrent_streams => 2}, Config),
+    C0 = ?C:connect(Port, #{}),
+    #{server_settings := #{max_concurrent_streams := 2}} = C0,
+    {S1, C1} = ?C:request(C0, <<"GET">>, <<"/slow">>),
+    {S2, C2} = ?C:request(C1, <<"GET">>, <<"/slow">>),
+    {S3, C3} = ?C:request(C2, <<"GET">>, <<"/hello">>),
+    {error, {reset, refused_stream}, C4} = ?C:response(C3, S3),
+    {ok, #{status := 200}, C5} = ?C:response(C4, S1),
+    {ok, #{status := 200}, _} = ?C:response(C5, S2),
+    ok = falco:stop_listener(refused_l).
+
+%% RFC 9113 §5.2: the stream window is given back only as the handler
+%% reads: a handler that reads nothing leaves the client stuck at the
+%% initial window; one that reads gets the whole body.
+window_replenished_as_handler_reads(Config) ->
+    Port = conn_listener(window_l, #{h2_initial_window_size => 16384}, Config),
+    C0 = ?C:connect(Port, #{}),
+    C1 = ?C:headers_frame(C0, 1, [{<<":method">>, <<"POST">>}, {<<":scheme">>, <<"http">>},
+                                  {<<":path">>, <<"/never">>}, {<<":authority">>, <<"a">>}], nofin),
+    C2 = ?C:send_data(C1, 1, binary:copy(<<"a">>, 16384), nofin),
+    %% nothing reads, so no WINDOW_UPDATE for stream 1 comes
+    {error, timeout, C3} = ?C:until(C2, fun({window_update, 1, _}) -> true; (_) -> false end, 500),
+    %% one byte more than the window is a FLOW_CONTROL_ERROR
+    C4 = ?C:send_data(C3, 1, <<"b">>, nofin),
+    {error, {reset, flow_control_error}, C5} = ?C:response(C4, 1),
+    %% a reader gets WINDOW_UPDATEs and the whole body through
+    C6 = ?C:headers_frame(C5, 3, [{<<":method">>, <<"POST">>}, {<<":scheme">>, <<"http">>},
+                                  {<<":path">>, <<"/read-slowly">>}, {<<":authority">>, <<"a">>}],
+                          nofin),
+    C7 = send_flow_controlled(C6, 3, 100000, 16384),
+    {ok, #{status := 200, body := B}, _} = ?C:response(C7, 3, 10000),
+    {100000, Reads} = binary_to_term(B),
+    true = Reads > 1,
+    ok = falco:stop_listener(window_l).
+
+%% Sends Total bytes on stream Id, never beyond the window the server gave.
+send_flow_controlled(C, _Id, 0, _Window) ->
+    C;
+send_flow_controlled(C0, Id, Total, 0) ->
+    {ok, {window_update, Id, Inc}, C} =
+        ?C:until(C0, fun({window_update, I, _}) -> I =:= Id; (_) -> false end, 5000),
+    send_flow_controlled(C, Id, Total, Inc);
+send_flow_controlled(C0, Id, Total, Window) ->
+    N = lists:min([Total, Window, 8192]),
+    Fin = case N =:= Total of true -> fin; false -> nofin end,
+    C = ?C:send_data(C0, Id, binary:copy(<<"d">>, N), Fin),
+    send_flow_controlled(C, Id, Total - N, Window - N).
+
+listener_stop_closes(Config) ->
+    Port = conn_listener(stop_l, #{}, Config),
+    C0 = ?C:connect(Port, #{}),
+    {_, C1} = ?C:request(C0, <<"GET">>, <<"/slow">>),
+    ok = falco:stop_listener(stop_l),
+    ok = ?C:wait_closed(C1, 2000).
+
+%% RFC 7540 §3.2: HTTP/1.1 Upgrade to h2c, the request answered on stream 1.
+h2c_upgrade(Config) ->
+    {ok, _} = falco:start_listener(upgrade_l, base_opts(Config)),
+    {ok, Port} = falco:port(upgrade_l),
+    C0 = ?C:connect_raw(Port, #{}),
+    ok = ?C:send(C0, <<"GET /info HTTP/1.1\r\nhost: up.example\r\n"
+                       "connection: Upgrade, HTTP2-Settings\r\nupgrade: h2c\r\n"
+                       "http2-settings: AAMAAABkAAQAAP__\r\n\r\n">>),
+    #{sock := Sock} = C0,
+    {ok, Resp} = read_head(Sock, <<>>),
+    {match, _} = re:run(Resp, "^HTTP/1.1 101 Switching Protocols\r\n"),
+    {match, _} = re:run(Resp, "\r\nupgrade: h2c\r\n", [caseless]),
+    [_, After] = binary:split(Resp, <<"\r\n\r\n">>),
+    C1 = ?C:handshake(C0#{buf => After}, #{}),
+    {ok, #{status := 200, body := B}, C2} = ?C:response(C1, 1),
+    #{version := {1, 1}, host := <<"up.example">>} = binary_to_term(B),
+    {Id, C3} = ?C:request(C2#{next_id => 3}, <<"GET">>, <<"/hello">>),
+    {ok, #{status := 200, body := <<"hello world">>}, _} = ?C:response(C3, Id),
+    ok = falco:stop_listener(upgrade_l).
+
+read_head(Sock, Acc) ->
+    case binary:match(Acc, <<"\r\n\r\n">>) of
+        nomatch ->
+            {ok, Data} = gen_tcp:recv(Sock, 0, 5000),
+            read_head(Sock, <<Acc/binary, Data/binary>>);
+        _ ->
+            {ok, Acc}
+    end.
+
+%% An upgrade request with a body is served over HTTP/1.1 (upgrade ignored).
+h2c_upgrade_with_body_stays_http1(Config) ->
+    {ok, _} = falco:start_listener(upgrade2_l, base_opts(Config)),
+    {ok, Port} = falco:port(upgrade2_l),
+    {ok, Sock} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+    ok = gen_tcp:send(Sock, <<"POST /echo HTTP/1.1\r\nhost: a\r\n"
+                              "connection: Upgrade, HTTP2-Settings\r\nupgrade: h2c\r\n"
+                              "http2-settings: AAMAAABkAAQAAP__\r\ncontent-length: 3\r\n\r\nabc">>),
+    {ok, Resp} = read_head(Sock, <<>>),
+    {match, _} = re:run(Resp, "^HTTP/1.1 200 OK\r\n"),
+    gen_tcp:close(Sock),
+    ok = falco:stop_listener(upgrade2_l).
+
+%% protocols => [http1]: the preface is just a bad HTTP/1.1 request.
+prior_knowledge_disabled(Config) ->
+    {ok, _} = falco:start_listener(h1only_l, (base_opts(Config))#{protocols => [http1]}),
+    {ok, Port} = falco:port(h1only_l),
+    {ok, Sock} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+    ok = gen_tcp:send(Sock, falco_http2_frame:preface()),
+    {ok, Resp} = read_head(Sock, <<>>),
+    {match, _} = re:run(Resp, "^HTTP/1.1 400 "),
+    gen_tcp:close(Sock),
+    ok = falco:stop_listener(h1only_l).
+
+%% -- TLS --------------------------------------------------------------------------------------
+
+tls_listener(Name, Extra, Config) ->
+    {ok, _} = falco:start_listener(Name, maps:merge((base_opts(Config))#{
+                                                      transport => tls,
+                                                      tls_opts => ?config(tls_opts, Config)},
+                                                    Extra)),
+    {ok, Port} = falco:port(Name),
+    Port.
+
+%% ALPN http/1.1 (or none) over TLS is HTTP/1.1, with scheme https.
+tls_alpn_http11(Config) ->
+    Port = tls_listener(tls11_l, #{}, Config),
+    {ok, S} = ssl:connect({127, 0, 0, 1}, Port, [binary, {active, false}, {verify, verify_none},
+                                                 {alpn_advertised_protocols, [<<"http/1.1">>]}]),
+    {ok, <<"http/1.1">>} = ssl:negotiated_protocol(S),
+    ok = ssl:send(S, <<"GET /info HTTP/1.1\r\nhost: a\r\n\r\n">>),
+    Resp = recv_all_ssl(S, <<>>),
+    {match, _} = re:run(Resp, "^HTTP/1.1 200 OK\r\n"),
+    [_, Body] = binary:split(Resp, <<"\r\n\r\n">>),
+    #{scheme := https, version := {1, 1}} = binary_to_term(Body),
+    ssl:close(S),
+    {ok, S2} = ssl:connect({127, 0, 0, 1}, Port, [binary, {active, false}, {verify, verify_none}]),
+    {error, protocol_not_negotiated} = ssl:negotiated_protocol(S2),
+    ok = ssl:send(S2, <<"GET /hello HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n">>),
+    {match, _} = re:run(recv_all_ssl(S2, <<>>), "^HTTP/1.1 200 OK\r\n"),
+    ssl:close(S2),
+    ok = falco:stop_listener(tls11_l).
+
+recv_all_ssl(S, Acc) ->
+    case ssl:recv(S, 0, 2000) of
+        {ok, Data} ->
+            New = <<Acc/binary, Data/binary>>,
+            case binary:split(New, <<"\r\n\r\n">>) of
+                [Head, Body] ->
+                    case re:run(Head, "content-length: ([0-9]+)", [caseless, {capture, all_but_first, binary}]) of
+                        {match, [L]} when byte_size(Body) >= 0 ->
+                            case byte_size(Body) >= binary_to_integer(L) of
+                                true -> New;
+                                false -> recv_all_ssl(S, New)
+                            end;
+                        _ -> recv_all_ssl(S, New)
+                    end;
+                _ -> recv_all_ssl(S, New)
+            end;
+        {error, _} ->
+            Acc
+    end.
+
+%% The handshake runs in the connection process with a timeout: a client
+%% that connects and says nothing is dropped, and the acceptors keep going.
+tls_handshake_timeout(Config) ->
+    Port = tls_listener(tlsto_l, #{handshake_timeout => 200, num_acceptors => 1}, Config),
+    {ok, Silent} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+    %% meanwhile the single acceptor still serves others
+    C0 = ?C:connect(Port, #{transport => tls}),
+    {Id, C1} = ?C:request(C0, <<"GET">>, <<"/hello">>),
+    {ok, #{status := 200}, _} = ?C:response(C1, Id),
+    {error, closed} = gen_tcp:recv(Silent, 0, 2000),
+    ok = falco:stop_listener(tlsto_l).
+
+%% Options are checked when the listener starts.
+tls_bad_options(Config) ->
+    {error, {invalid_option, tls_opts, missing_certificate_or_key}} =
+        falco:start_listener(bad1, (base_opts(Config))#{transport => tls}),
+    {error, {invalid_option, tls_opts, {file_not_found, {certfile, "/nonexistent.pem"}}}} =
+        falco:start_listener(bad2, (base_opts(Config))#{transport => tls,
+                                                        tls_opts => [{certfile, "/nonexistent.pem"},
+                                                                     {keyfile, "/nonexistent.pem"}]}),
+    {error, {invalid_option, transport, udp}} =
+        falco:start_listener(bad3, (base_opts(Config))#{transport => udp}),
+    {error, {invalid_option, protocols, [h3]}} =
+        falco:start_listener(bad4, (base_opts(Config))#{protocols => [h3]}),
+    {error, {invalid_option, protocols, []}} =
+        falco:start_listener(bad5, (base_opts(Config))#{protocols => []}),
+    {error, {invalid_option, h2_max_frame_size, 100}} =
+        falco:start_listener(bad6, (base_opts(Config))#{h2_max_frame_size => 100}),
+    {error, {invalid_option, h2_flood_limits, Bad}} =
+        falco:start_listener(bad7, (base_opts(Config))#{h2_flood_limits => #{pings => 1}}),
+    #{pings := 1} = Bad,
+    {error, {unknown_option, h2_nonsense}} =
+        falco:start_listener(bad8, (base_opts(Config))#{h2_nonsense => 1}),
+    {error, {invalid_option, tls_opts, not_a_list}} =
+        falco:start_listener(bad9, (base_opts(Config))#{tls_opts => not_a_list}).
