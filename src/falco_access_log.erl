@@ -9,8 +9,8 @@
 %% body bytes or `-' when unknown, microseconds from the call to the end
 %% of the response), and the same facts are in the event's metadata for
 %% structured handlers: `method', `path', `status', `bytes', `duration_us',
-%% `peer' and `request_id' (when {@link falco_request_id} runs before this
-%% middleware).
+%% `peer', and `request_id' from the process metadata when
+%% {@link falco_request_id} runs before this middleware.
 %%
 %% Bytes are the body's size for full replies (0 for HEAD, 204 and 304,
 %% RFC 9110 §9.3.2, §6.4.1), the length for a file range, and for a
@@ -123,12 +123,8 @@ bytes(_Status, {_, _, Body}, _Req) ->
 log(Conf, Req = #{method := Method, path := Path}, Status, Bytes, Start) ->
     Duration = erlang:monotonic_time(microsecond) - Start,
     {Level, Meta00} = Conf,
-    Meta0 = Meta00#{method => Method, path => Path, status => Status, bytes => Bytes,
-                    duration_us => Duration, peer => peer(Req)},
-    Meta = case Req of
-               #{request_id := Id} -> Meta0#{request_id => Id};
-               _ -> Meta0
-           end,
+    Meta = Meta00#{method => Method, path => Path, status => Status, bytes => Bytes,
+                   duration_us => Duration, peer => peer(Req)},
     ?LOG(Level, "~s ~s ~w ~s ~wus", [Method, Path, Status, bytes_text(Bytes), Duration], Meta).
 
 bytes_text(undefined) -> "-";

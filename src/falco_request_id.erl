@@ -2,8 +2,9 @@
 %% incoming `x-request-id' field when it looks like one (so a proxy's id
 %% carries through) or generated (128 random bits as 32 hex digits).
 %%
-%% The id is stored in the request (`falco_req:request_id(Req)'), set in
-%% the process's `logger' metadata as `request_id' while the rest of the
+%% The id is stored in the request (`falco_req:request_id(Req)', a
+%% binary), set in the process's `logger' metadata as `request_id' (a
+%% string, so formatter templates print it as is) while the rest of the
 %% chain and a streamed body run (restored afterwards, so the next request
 %% on a keep-alive connection starts clean), and returned in the response's
 %% `x-request-id' field, replacing any the handler set.
@@ -60,7 +61,7 @@ call(Req, Next, {Header, Trust}) ->
 
 with_metadata(Id, Fun) ->
     Old = logger:get_process_metadata(),
-    logger:update_process_metadata(#{request_id => Id}),
+    logger:update_process_metadata(#{request_id => binary_to_list(Id)}),
     try
         Fun()
     after

@@ -222,7 +222,7 @@ access_log_test_() ->
                                              ok_handler()),
                 {{200, H, _}, [E]} = capture(fun() -> F(req()) end),
                 #{level := info, meta := #{request_id := Id, domain := [falco, access]}} = E,
-                ?assertEqual(Id, proplists:get_value(<<"x-request-id">>, H))
+                ?assertEqual(list_to_binary(Id), proplists:get_value(<<"x-request-id">>, H))
         end},
        {"HEAD, 204, 304 and files",
         fun() ->
@@ -302,7 +302,8 @@ request_id_test_() ->
     [{"generated: 32 hex digits, in the request, the response and the metadata",
       fun() ->
               undefined = logger:get_process_metadata(),
-              {200, [{<<"x-request-id">>, Id}], {Id, #{request_id := Id}}} = Run(#{}, []),
+              {200, [{<<"x-request-id">>, Id}], {Id, #{request_id := IdString}}} = Run(#{}, []),
+              ?assertEqual(binary_to_list(Id), IdString),
               ?assertMatch(<<_:32/binary>>, Id),
               ?assert(lists:all(fun(C) -> lists:member(C, "0123456789abcdef") end,
                                 binary_to_list(Id))),
@@ -315,7 +316,8 @@ request_id_test_() ->
       fun() ->
               logger:set_process_metadata(#{mine => 1}),
               try
-                  {200, _, {Id, #{mine := 1, request_id := Id}}} = Run(#{}, []),
+                  {200, _, {Id, #{mine := 1, request_id := IdString}}} = Run(#{}, []),
+                  ?assertEqual(binary_to_list(Id), IdString),
                   ?assertEqual(#{mine => 1}, logger:get_process_metadata())
               after
                   logger:unset_process_metadata()
@@ -352,7 +354,7 @@ request_id_test_() ->
                        end,
               F = falco_middleware:compose([falco_request_id], Stream),
               {stream, 200, [{<<"x-request-id">>, Id}], Fun} = F(req()),
-              ?assertEqual(#{request_id => Id}, Fun(fun(Data) -> Data end)),
+              ?assertEqual(#{request_id => binary_to_list(Id)}, Fun(fun(Data) -> Data end)),
               ?assertEqual(undefined, logger:get_process_metadata())
       end},
      {"metadata restored after a crash",
