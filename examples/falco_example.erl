@@ -1,12 +1,17 @@
-%% @doc The example server that `make run' starts: one handler module
-%% showing each kind of response falco offers.
+%% @doc The example server that `make run' starts: a route table showing
+%% each kind of response falco offers, behind the access log, request id
+%% and security headers middleware.
 %%
-%%   GET  /        200 text/plain "Hello from falco!"
-%%   POST /echo    the request body, byte for byte
-%%   GET  /json    a small JSON document
-%%   GET  /stream  a chunked reply sent in pieces
-%%   GET  /file    examples/priv/hello.txt, sent with sendfile
-%%   GET  /static/ POST /upload  GET /events   see falco_example_files
+%%   GET  /              200 text/plain "Hello from falco!"
+%%   POST /echo          the request body, byte for byte
+%%   GET  /json          a small JSON document
+%%   GET  /stream        a chunked reply sent in pieces
+%%   GET  /file          examples/priv/hello.txt, sent with sendfile
+%%   GET  /hello/:name   a greeting for the (percent-decoded) name
+%%   GET  /search?q=...  the query string, parsed; 400 without q
+%%   GET  /static/...    examples/priv/static (falco_static: ranges, ETags, .gz)
+%%   POST /upload        multipart; each part's name and size
+%%   GET  /events        Server-Sent Events
 %%
 %% Responses are compressed (gzip/deflate) when the client accepts it.
 %%
@@ -14,9 +19,11 @@
 %% (ALPN h2 and http/1.1) with a self-signed certificate made on first run
 %% in _build/examples.
 -module(falco_example).
--behaviour(falco_handler).
 
--export([start/0, start/1, start_tls/1, main/0, handle/2]).
+-export([start/0, start/1, start_tls/1, main/0, routes/0, middleware/0]).
+
+-define(TEXT, {<<"content-type">>, <<"text/plain">>}).
+-define(GET, #{methods => [<<"GET">>]}).
 
 %% @doc Starts the example on 127.0.0.1:8080.
 -spec start() -> {ok, pid()} | {error, term()}.
@@ -28,7 +35,8 @@ start() ->
 start(Opts) ->
     falco:start_listener(falco_example,
                          maps:merge(#{ip => {127, 0, 0, 1}, port => 8080,
-                                      handler => {?MODULE, file_path()}}, Opts)).
+                                      routes => routes(),
+                                      middleware => middleware()}, Opts)).
 
 %% @doc The example over TLS (HTTP/2 and HTTP/1.1 by ALPN), with a
 %% self-signed certificate kept in `Dir' (made there if missing).
@@ -36,7 +44,8 @@ start(Opts) ->
 start_tls(Dir) ->
     {Cert, Key} = self_signed(Dir),
     falco:start_listener(falco_example_tls,
-                         #{ip => {127, 0, 0, 1}, port => 8443, handler => {?MODULE, file_path()},
+                         #{ip => {127, 0, 0, 1}, port => 8443,
+                           routes => routes(), middleware => middleware(),
                            transport => tls, tls_opts => [{certfile, Cert}, {keyfile, Key}]}).
 
 self_signed(Dir) ->
@@ -76,48 +85,64 @@ main() ->
             erlang:halt(1)
     end.
 
-%% @private
--spec handle(falco_req:req(), file:filename()) -> falco_handler:response().
-handle(Req, File) ->
-    %% HEAD is GET without the body; falco drops the body for us.
-    Method = case falco_req:method(Req) of
-                 <<"HEAD">> -> <<"GET">>;
-                 M -> M
-             end,
-    falco_compress:call(Req, fun(R) -> route(Method, falco_req:path(R), R, File) end, #{}).
+%% @doc The listener middleware, outermost first. The access log runs
+%% inside the request id so its lines carry the id; `notice' so that OTP's
+%% default logger configuration shows them. Compression is innermost: it
+%% sees the handler's response before the other middleware add fields.
+-spec middleware() -> [falco_middleware:middleware()].
+middleware() ->
+    [falco_request_id,
+     {falco_access_log, #{level => notice}},
+     falco_security_headers,
+     falco_compress].
 
-route(<<"GET">>, <<"/">>, _Req, _) ->
-    {200, [{<<"content-type">>, <<"text/plain">>}], <<"Hello from falco!\n">>};
-route(<<"POST">>, <<"/echo">>, Req, _) ->
+%% @doc The route table (HEAD is served by every GET route).
+-spec routes() -> falco_router:routes().
+routes() ->
+    File = file_path(),
+    [{<<"/">>, fun index/1, ?GET},
+     {<<"/echo">>, fun echo/1, #{methods => [<<"POST">>]}},
+     {<<"/json">>, fun json/1, ?GET},
+     {<<"/stream">>, fun stream/1, ?GET},
+     {<<"/file">>, fun(_) -> {200, [?TEXT], {file, File}} end, ?GET},
+     {<<"/hello/:name">>, fun hello/1, ?GET},
+     {<<"/search">>, fun search/1, ?GET}].
+
+index(_Req) ->
+    {200, [?TEXT], <<"Hello from falco!\n">>}.
+
+echo(Req) ->
     {ok, Body, _} = falco_req:read_body(Req),
     Type = falco_req:header(<<"content-type">>, Req, <<"application/octet-stream">>),
-    {200, [{<<"content-type">>, Type}], Body};
-route(<<"GET">>, <<"/json">>, _Req, _) ->
+    {200, [{<<"content-type">>, Type}], Body}.
+
+json(_Req) ->
     {200, [{<<"content-type">>, <<"application/json">>}],
-     <<"{\"server\":\"falco\",\"message\":\"Hello, World!\"}">>};
-route(<<"GET">>, <<"/stream">>, _Req, _) ->
-    {stream, 200, [{<<"content-type">>, <<"text/plain">>}],
+     <<"{\"server\":\"falco\",\"message\":\"Hello, World!\"}">>}.
+
+stream(_Req) ->
+    {stream, 200, [?TEXT],
      fun(Send) ->
              lists:foreach(fun(I) -> Send([<<"chunk ">>, integer_to_binary(I), <<"\n">>]) end,
                            lists:seq(1, 5))
-     end};
-route(_, <<"/static", _/binary>>, Req, _) ->
-    falco_example_files:static(Req);
-route(<<"POST">>, <<"/upload">>, Req, _) ->
-    falco_example_files:upload(Req);
-route(<<"GET">>, <<"/events">>, Req, _) ->
-    falco_example_files:events(Req);
-route(<<"GET">>, <<"/file">>, _Req, File) ->
-    {200, [{<<"content-type">>, <<"text/plain">>}], {file, File}};
-route(Method, Path, _Req, _) when Path =:= <<"/">>; Path =:= <<"/echo">>; Path =:= <<"/json">>;
-                                  Path =:= <<"/stream">>; Path =:= <<"/file">> ->
-    _ = Method,
-    {405, [{<<"allow">>, allow(Path)}], <<"Method Not Allowed\n">>};
-route(_, _, _, _) ->
-    {404, [{<<"content-type">>, <<"text/plain">>}], <<"Not Found\n">>}.
+     end}.
 
-allow(<<"/echo">>) -> <<"POST">>;
-allow(_) -> <<"GET, HEAD">>.
+hello(Req) ->
+    falco_resp:text(200, [<<"Hello, ">>, falco_req:binding(name, Req), <<"!\n">>]).
+
+search(Req) ->
+    case falco_qs:parse(falco_req:qs(Req), #{utf8 => replace}) of
+        {ok, Pairs} ->
+            case [V || {<<"q">>, V} <- Pairs] of
+                [Q | _] when Q =/= <<>> ->
+                    falco_resp:json(200, #{<<"q">> => Q,
+                                           <<"params">> => [[K, V] || {K, V} <- Pairs]});
+                _ ->
+                    falco_resp:text(400, <<"missing query parameter q, try /search?q=falco\n">>)
+            end;
+        {error, Reason} ->
+            falco_resp:text(400, io_lib:format("bad query string: ~p~n", [Reason]))
+    end.
 
 file_path() ->
     Dir = filename:dirname(code:which(?MODULE)),

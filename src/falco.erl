@@ -9,7 +9,8 @@
 %% option and its default, and docs/guide for the handler API.
 -module(falco).
 
--export([start_listener/2, stop_listener/1, child_spec/2, port/1, connections/1]).
+-export([start_listener/2, stop_listener/1, child_spec/2, port/1, connections/1,
+         set_routes/2]).
 
 %% @doc Starts a listener named `Name' under falco's supervisor (starting
 %% the falco application if needed).
@@ -45,6 +46,7 @@ stop_listener(Name) ->
         ok ->
             _ = supervisor:delete_child(falco_sup, {falco_listener, Name}),
             _ = ets:delete(falco_listeners, Name),
+            ok = falco_router:uninstall(Name),
             ok;
         {error, _} ->
             {error, not_found}
@@ -74,3 +76,11 @@ connections(Name) ->
         {ok, _, Counter} -> {ok, counters:get(Counter, 1)};
         Error -> Error
     end.
+
+%% @doc Replaces the routes of a listener started with `routes', without
+%% closing any connection: each connection uses the new routes from its
+%% next request on (see {@link falco_router}). The listener's router
+%% options are kept. `{error, not_found}' if the listener has no routes.
+-spec set_routes(atom(), falco_router:routes()) -> ok | {error, term()}.
+set_routes(Name, Routes) ->
+    falco_router:set_routes(Name, Routes).

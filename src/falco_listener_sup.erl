@@ -2,6 +2,12 @@
 %% init, so it lives exactly as long as this tree) and supervises the pool
 %% of acceptors sharing it. Connections are linked to the acceptor that
 %% accepted them, so stopping the listener stops its connections too.
+%%
+%% The listener's handler is settled here, once: with `routes' the compiled
+%% router is installed under the listener's name ({@link falco_router:install/2})
+%% and the handler dispatches with whatever is installed there, so routes
+%% can be swapped at run time; the `middleware' chain is composed around
+%% it. Connections receive that one handler, never the routes themselves.
 -module(falco_listener_sup).
 -behaviour(supervisor).
 
@@ -31,7 +37,7 @@ info(Name) ->
 %% @private
 -spec init({atom(), map()}) -> {ok, {supervisor:sup_flags(), [supervisor:child_spec()]}}.
 init({Name, Conf0}) ->
-    Conf = tls_conf(Conf0),
+    Conf = tls_conf(maps:without([routes, router, router_opts, middleware], Conf0)),
     #{ip := Ip, port := Port, backlog := Backlog, nodelay := NoDelay,
       send_timeout := SendTimeout, num_acceptors := N, inet_backend := Backend} = Conf,
     Family = case tuple_size(Ip) of
@@ -50,8 +56,9 @@ init({Name, Conf0}) ->
             {ok, Actual} = inet:port(LSock),
             Counter = counters:new(1, [atomics]),
             true = ets:insert(?TABLE, {Name, Actual, Counter}),
+            Conf1 = Conf#{handler => handler(Name, Conf0)},
             Acceptors = [#{id => {acceptor, I},
-                           start => {falco_acceptor, start_link, [Name, LSock, Conf, Counter]},
+                           start => {falco_acceptor, start_link, [Name, LSock, Conf1, Counter]},
                            shutdown => brutal_kill}
                          || I <- lists:seq(1, N)],
             %% First child: on shutdown it goes last and closes the socket.
@@ -71,3 +78,16 @@ tls_conf(Conf = #{transport := tls, tls_opts := TlsOpts, protocols := Protocols}
     Conf#{tls_server_opts => falco_transport:tls_options(TlsOpts, Protocols)};
 tls_conf(Conf) ->
     Conf.
+
+handler(Name, Conf) ->
+    Base = case Conf of
+               #{router := Router} ->
+                   ok = falco_router:install(Name, Router),
+                   falco_router:installed(Name);
+               #{handler := Handler} ->
+                   Handler
+           end,
+    case maps:get(middleware, Conf, []) of
+        [] -> Base;
+        Middleware -> falco_middleware:compose(Middleware, Base)
+    end.

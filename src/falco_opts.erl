@@ -12,14 +12,22 @@
 %% TLS `handshake_timeout', and the `h2_*' options of HTTP/2 (RFC 9113
 %% §6.5.2 settings we advertise, and the limits of
 %% {@link falco_http2_machine}).
+%%
+%% A listener needs either a `handler' or `routes' (compiled here, so a bad
+%% route is an `{invalid_option, routes, Reason}' at start; the compiled
+%% router is returned under `router'). `middleware' is checked by composing
+%% it once ({@link falco_middleware:check/1}).
 -module(falco_opts).
 
 -export([validate/1, defaults/0]).
 
--type opts() :: #{handler := falco_handler:handler(), atom() => term()}.
+-type opts() :: #{handler => falco_handler:handler(),
+                  routes => falco_router:routes(),
+                  atom() => term()}.
 -export_type([opts/0]).
 
-%% @doc Every option with its default (`handler' has none: it is required).
+%% @doc Every option with its default (`handler' and `routes' have none:
+%% one of them is required).
 -spec defaults() -> map().
 defaults() ->
     #{port => 8080,
@@ -52,23 +60,31 @@ defaults() ->
       h2_max_continuations => 32,
       h2_settings_timeout => 10000,
       h2_preface_timeout => 10000,
-      h2_flood_limits => #{}}.
+      h2_flood_limits => #{},
+      middleware => [],
+      router_opts => #{}}.
 
 %% @doc Validates `Opts' and returns the full configuration.
 -spec validate(term()) -> {ok, map()} | {error, term()}.
 validate(Opts) when is_map(Opts) ->
     Defaults = defaults(),
-    case [K || K <- maps:keys(Opts), not maps:is_key(K, Defaults), K =/= handler] of
+    case [K || K <- maps:keys(Opts), not maps:is_key(K, Defaults), K =/= handler,
+               K =/= routes] of
         [Unknown | _] ->
             {error, {unknown_option, Unknown}};
         [] ->
-            case maps:find(handler, Opts) of
-                error ->
+            case {maps:is_key(handler, Opts), maps:is_key(routes, Opts)} of
+                {false, false} ->
                     {error, {missing_option, handler}};
-                {ok, _} ->
+                {true, true} ->
+                    {error, {conflicting_options, handler, routes}};
+                _ ->
                     Conf = maps:merge(Defaults, Opts),
                     case [{K, V} || {K, V} <- lists:sort(maps:to_list(Conf)), not valid(K, V)] of
-                        [] -> check_tls(Conf);
+                        [] -> case check_tls(Conf) of
+                                  {ok, Conf1} -> router(Conf1);
+                                  Error -> Error
+                              end;
                         [{K, V} | _] -> {error, {invalid_option, K, V}}
                     end
             end
@@ -96,6 +112,19 @@ finish(Conf) ->
                        Conf),
     Conf#{limits => Limits#{max_empty_lines => 8}}.
 
+%% Routes are compiled, and checked, in router/1.
+router(Conf = #{routes := Routes, router_opts := RouterOpts}) ->
+    case falco_router:compile(Routes, RouterOpts) of
+        {ok, Router} -> {ok, Conf#{router => Router}};
+        {error, {invalid_router_option, _}} -> {error, {invalid_option, router_opts, RouterOpts}};
+        {error, Reason} -> {error, {invalid_option, routes, Reason}}
+    end;
+router(Conf) ->
+    {ok, Conf}.
+
+valid(routes, Routes) -> is_list(Routes);
+valid(router_opts, RouterOpts) -> is_map(RouterOpts);
+valid(middleware, Ms) -> falco_middleware:check(Ms) =:= ok;
 valid(handler, H) when is_atom(H) -> true;
 valid(handler, {M, _}) when is_atom(M) -> true;
 valid(handler, F) -> is_function(F, 1);

@@ -5,12 +5,16 @@
 %% binaries as received (without surrounding whitespace), in arrival order.
 %% Body reads go through the protocol's stream ({@link falco_stream}) and
 %% may be done in full ({@link read_body/1}, bounded by the listener's
-%% `max_body') or piece by piece ({@link read_body/2}).
+%% `max_body') or piece by piece ({@link read_body/2}). The router
+%% ({@link falco_router}) stores the bindings of the matched route under
+%% `bindings', and the request id middleware ({@link falco_request_id})
+%% its id under `request_id'.
 -module(falco_req).
 
 -export([method/1, path/1, qs/1, version/1, headers/1, header/2, header/3,
          peer/1, scheme/1, host/1, port/1, listener/1, has_body/1,
-         read_body/1, read_body/2, trailers/1]).
+         read_body/1, read_body/2, trailers/1,
+         bindings/1, binding/2, binding/3, request_id/1]).
 
 -type req() :: #{method := binary(),
                  path := binary(),
@@ -101,3 +105,25 @@ read_body(Req = #{stream := {Mod, S}}, #{length := Length}) when is_integer(Leng
 %% @doc Trailer fields that followed a chunked body (after it has been read).
 -spec trailers(req()) -> [{binary(), binary()}].
 trailers(#{stream := {Mod, S}}) -> Mod:trailers(S).
+
+%% @doc The bindings of the route that matched (see {@link falco_router}):
+%% `:name' segments as decoded binaries, a `*name' wildcard as the list of
+%% the remaining decoded segments. `#{}' when no router is in use.
+-spec bindings(req()) -> #{atom() => binary() | [binary()]}.
+bindings(Req) -> maps:get(bindings, Req, #{}).
+
+%% @doc One binding, or `undefined'.
+-spec binding(atom(), req()) -> binary() | [binary()] | undefined.
+binding(Name, Req) -> binding(Name, Req, undefined).
+
+%% @doc One binding, or `Default'.
+-spec binding(atom(), req(), Default) -> binary() | [binary()] | Default.
+binding(Name, Req, Default) ->
+    case Req of
+        #{bindings := #{Name := Value}} -> Value;
+        _ -> Default
+    end.
+
+%% @doc The request id set by {@link falco_request_id}, or `undefined'.
+-spec request_id(req()) -> binary() | undefined.
+request_id(Req) -> maps:get(request_id, Req, undefined).

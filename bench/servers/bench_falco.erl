@@ -1,7 +1,10 @@
 %% bench_falco: the falco fixture of the benchmark. Starts one falco
 %% listener on 127.0.0.1:Port answering the paths of bench_fx with the
 %% same bytes as every other fixture. Keep-alive is unlimited and the body
-%% limit raised so no run is cut short by a default.
+%% limit raised so no run is cut short by a default. varied_paths_router
+%% goes through falco's router (falco_router) with the 100 routes, as
+%% cowboy's fixture goes through cowboy_router; every other scenario uses
+%% one handler.
 -module(bench_falco).
 
 -export([start/2, start/3, version/0, handle/2]).
@@ -16,11 +19,18 @@ start(Port, Scenario) ->
 %% @doc Like start/2 with extra listener options (bench_falco_inet).
 -spec start(inet:port_number(), atom(), map()) -> ok | {error, term()}.
 start(Port, Scenario, Extra) ->
-    Opts = Extra#{port => Port, ip => {127, 0, 0, 1},
-             handler => {?MODULE, Scenario},
-             max_keep_alive_requests => infinity,
-             max_connections => 100000,
-             max_body => ?MAX_BODY},
+    Dispatch = case Scenario of
+                   varied_paths_router ->
+                       #{routes => [{P, {?MODULE, {route, bench_fx:route_body(P)}},
+                                     #{methods => [<<"GET">>]}}
+                                    || P <- bench_fx:route_paths()]};
+                   _ ->
+                       #{handler => {?MODULE, Scenario}}
+               end,
+    Opts = maps:merge(Extra, Dispatch#{port => Port, ip => {127, 0, 0, 1},
+                                       max_keep_alive_requests => infinity,
+                                       max_connections => 100000,
+                                       max_body => ?MAX_BODY}),
     case falco:start_listener(bench, Opts) of
         {ok, _} -> ok;
         Error -> Error
@@ -34,7 +44,9 @@ version() ->
         undefined -> "?"
     end.
 
--spec handle(map(), atom()) -> tuple().
+-spec handle(map(), atom() | {route, binary()}) -> tuple().
+handle(_Req, {route, Body}) ->
+    text(Body);
 handle(Req, _Scenario) ->
     route(falco_req:method(Req), falco_req:path(Req), Req).
 

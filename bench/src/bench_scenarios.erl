@@ -70,8 +70,8 @@ find(pipelined) ->
 find(varied_paths_router) ->
     (s(varied_paths_router, "GET /route/1 .. /route/100 in turn (100 routes)", get, "/route/42",
        #{lua => "routes.lua"}, ok(<<"text/plain">>, <<"route 42">>)))
-        #{note => "cowboy routes with cowboy_router (100 routes); servers without a router "
-                  "look the path up in a shared table"};
+        #{note => "cowboy routes with cowboy_router and falco with falco_router (100 routes); "
+                  "servers without a router look the path up in a shared table"};
 find(gzip_response) ->
     (s(gzip_response, "GET /gzip, 16 KB text gzip-compressed per request", get, "/gzip",
        #{headers => [{<<"Accept-Encoding">>, <<"gzip">>}]},

@@ -1,0 +1,134 @@
+%% @doc Access log middleware: one `logger' event per request, when its
+%% response is complete.
+%%
+%% ```
+%% middleware => [falco_request_id, {falco_access_log, #{level => info}}]
+%% '''
+%% The message reads `GET /path 200 1234 B 87 us' (method, path as
+%% received without the query string, which may hold secrets, status,
+%% body bytes or `-' when unknown, microseconds from the call to the end
+%% of the response), and the same facts are in the event's metadata for
+%% structured handlers: `method', `path', `status', `bytes', `duration_us',
+%% `peer', and `request_id' from the process metadata when
+%% {@link falco_request_id} runs before this middleware.
+%%
+%% Bytes are the body's size for full replies (0 for HEAD, 204 and 304,
+%% RFC 9110 §9.3.2, §6.4.1), the length for a file range, and for a
+%% stream the bytes its function sent; a streamed reply is logged when its
+%% function returns. A whole-file reply's size is not looked up (`-').
+%% A handler that crashes is logged with 500 (or the status of the falco
+%% error it raised) and the exception is passed on to the pipeline.
+%%
+%% Options: `level' (default `info'; OTP's primary level is `notice', so
+%% raise it or use `notice' to see the lines) and `domain' (a logger domain
+%% such as `[falco, access]' to route the lines with domain filters; none
+%% by default, because OTP's default handler drops events whose domain is
+%% not OTP's own).
+-module(falco_access_log).
+-behaviour(falco_middleware).
+
+-include_lib("kernel/include/logger.hrl").
+
+-export([prepare/1, call/3]).
+
+-define(LEVELS, [emergency, alert, critical, error, warning, notice, info, debug]).
+
+%% @doc Validates the options; the state is the level and the metadata
+%% every line starts with.
+-spec prepare(map()) -> {logger:level(), logger:metadata()}.
+prepare(Opts) when is_map(Opts) ->
+    case maps:keys(maps:without([level, domain], Opts)) of
+        [] -> ok;
+        [K | _] -> erlang:error({invalid_option, ?MODULE, K})
+    end,
+    Level = maps:get(level, Opts, info),
+    case lists:member(Level, ?LEVELS) of
+        true -> ok;
+        false -> erlang:error({invalid_option, ?MODULE, {level, Level}})
+    end,
+    case maps:find(domain, Opts) of
+        error ->
+            {Level, #{}};
+        {ok, Domain} ->
+            case is_list(Domain) andalso lists:all(fun is_atom/1, Domain) of
+                true -> {Level, #{domain => Domain}};
+                false -> erlang:error({invalid_option, ?MODULE, {domain, Domain}})
+            end
+    end;
+prepare(Opts) ->
+    erlang:error({invalid_option, ?MODULE, Opts}).
+
+%% @doc Runs the rest of the chain and logs its response.
+-spec call(falco_req:req(), falco_middleware:next(), {logger:level(), logger:metadata()}) ->
+          falco_handler:response().
+call(Req, Next, Level) ->
+    Start = erlang:monotonic_time(microsecond),
+    try Next(Req) of
+        Resp -> logged(Resp, Req, Start, Level)
+    catch
+        throw:{falco_error, Reason} = Error:Stack ->
+            log(Level, Req, error_status(Reason), undefined, Start),
+            erlang:raise(throw, Error, Stack);
+        Class:Reason:Stack ->
+            log(Level, Req, 500, undefined, Start),
+            erlang:raise(Class, Reason, Stack)
+    end.
+
+error_status(Reason) ->
+    try falco_errors:status(Reason)
+    catch error:function_clause -> 500
+    end.
+
+logged({stream, Status, _, _} = Resp, Req = #{method := Method}, Start, Level)
+  when Method =:= <<"HEAD">>; Status =:= 204; Status =:= 304 ->
+    %% The pipeline will not run this body function.
+    log(Level, Req, Status, 0, Start),
+    Resp;
+logged({stream, Status, _, _} = Resp, Req, Start, Level) ->
+    falco_middleware:map_stream(Resp, fun(Fun) -> counted(Fun, Req, Status, Start, Level) end);
+logged(Resp, Req, Start, Level) ->
+    case falco_middleware:status(Resp) of
+        undefined -> log(Level, Req, 500, undefined, Start);
+        Status -> log(Level, Req, Status, bytes(Status, Resp, Req), Start)
+    end,
+    Resp.
+
+counted(Fun, Req, Status, Start, Level) ->
+    fun(Send) ->
+            Count = counters:new(1, []),
+            Counting = fun(Data) ->
+                               ok = counters:add(Count, 1, iolist_size(Data)),
+                               Send(Data)
+                       end,
+            try Fun(Counting) of
+                Result ->
+                    log(Level, Req, Status, counters:get(Count, 1), Start),
+                    Result
+            catch
+                Class:Reason:Stack ->
+                    log(Level, Req, Status, counters:get(Count, 1), Start),
+                    erlang:raise(Class, Reason, Stack)
+            end
+    end.
+
+bytes(_Status, _Resp, #{method := <<"HEAD">>}) -> 0;
+bytes(Status, _Resp, _Req) when Status =:= 204; Status =:= 304 -> 0;
+bytes(_Status, {_, _, {file, _, _, Length}}, _Req) when is_integer(Length) -> Length;
+bytes(_Status, {_, _, {file, _}}, _Req) -> undefined;
+bytes(_Status, {_, _, Body}, _Req) ->
+    try iolist_size(Body)
+    catch error:badarg -> undefined
+    end.
+
+log(Conf, Req = #{method := Method, path := Path}, Status, Bytes, Start) ->
+    Duration = erlang:monotonic_time(microsecond) - Start,
+    {Level, Meta00} = Conf,
+    Meta = Meta00#{method => Method, path => Path, status => Status, bytes => Bytes,
+                   duration_us => Duration, peer => peer(Req)},
+    ?LOG(Level, "~s ~s ~w ~s ~wus", [Method, Path, Status, bytes_text(Bytes), Duration], Meta).
+
+bytes_text(undefined) -> "-";
+bytes_text(N) -> [integer_to_list(N), " B"].
+
+peer(#{peer := {Ip, Port}}) -> iolist_to_binary([inet:ntoa(Ip), ":", integer_to_list(Port)]);
+peer(_) -> undefined.

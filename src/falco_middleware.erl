@@ -1,0 +1,163 @@
+%% @doc Middleware: a continuation-passing chain around a handler, and the
+%% behaviour for middleware modules.
+%%
+%% A middleware is one of
+%% <ul>
+%% <li>`fun(Req, Next) -> Response', where `Next(Req1)' runs the rest of the
+%%     chain (and finally the handler) and returns its response;</li>
+%% <li>`{Module, Opts}', where `Module' implements this behaviour:
+%%     `Module:call(Req, Next, State)'. If the module also exports the
+%%     optional `prepare(Opts) -> State', it is called once when the chain is
+%%     composed (to validate the options and precompute what it can) and its
+%%     result is what `call/3' receives; otherwise `call/3' gets `Opts';</li>
+%% <li>`Module' alone, short for `{Module, #{}}'.</li>
+%% </ul>
+%% {@link compose/2} builds the chain once, at listener start or route
+%% compilation, into one `fun(Req) -> Response'; nothing is looked up per
+%% request. A middleware may answer without calling `Next' (a CORS
+%% preflight), change the request before it (a request id), or change the
+%% response after it. Responses are the handler's terms (see
+%% {@link falco_handler}); {@link add_headers/2}, {@link set_headers/2} and
+%% {@link default_headers/2} edit the fields of any of them, and
+%% {@link map_stream/2} wraps the body function of a streamed one, so a
+%% middleware never needs to know which kind of response it got. Response
+%% fields are checked later by the pipeline (RFC 9110 §5.5), as for
+%% handlers.
+-module(falco_middleware).
+
+-export([compose/2, check/1, handler_fun/1,
+         add_headers/2, set_headers/2, default_headers/2, status/1, map_stream/2]).
+-export_type([middleware/0, next/0]).
+
+-type next() :: fun((falco_req:req()) -> falco_handler:response()).
+-type middleware() :: fun((falco_req:req(), next()) -> falco_handler:response())
+                    | {module(), term()}
+                    | module().
+-type stream_fun() :: fun((fun((iodata()) -> ok | {error, term()})) ->
+                              ok | {trailers, falco_handler:headers()}).
+
+-callback call(falco_req:req(), next(), State :: term()) -> falco_handler:response().
+-callback prepare(Opts :: term()) -> State :: term().
+-optional_callbacks([prepare/1]).
+
+%% @doc Composes `Middlewares' (outermost first) around `Handler' into one
+%% function. Raises `error({invalid_middleware, M})' for a term that is not
+%% a middleware, and whatever a module's `prepare/1' raises for bad options.
+-spec compose([middleware()], falco_handler:handler()) -> next().
+compose(Middlewares, Handler) when is_list(Middlewares) ->
+    lists:foldr(fun wrap/2, handler_fun(Handler), Middlewares);
+compose(Other, _Handler) ->
+    erlang:error({invalid_middleware, Other}).
+
+%% @doc Checks that `Middlewares' compose (shape and options) without
+%% raising: `ok' or `{error, Reason}'.
+-spec check(term()) -> ok | {error, term()}.
+check(Middlewares) ->
+    try compose(Middlewares, fun(_) -> {200, [], <<>>} end) of
+        _ -> ok
+    catch
+        error:{invalid_middleware, _} = Reason -> {error, Reason};
+        Class:Reason -> {error, {Class, Reason}}
+    end.
+
+%% @doc Turns a handler (module, `{Module, State}' or fun) into a fun.
+%% Raises `error({invalid_handler, H})' for anything else.
+-spec handler_fun(falco_handler:handler()) -> next().
+handler_fun(Fun) when is_function(Fun, 1) -> Fun;
+handler_fun({Mod, State}) when is_atom(Mod) -> fun(Req) -> Mod:handle(Req, State) end;
+handler_fun(Mod) when is_atom(Mod) -> fun(Req) -> Mod:handle(Req, undefined) end;
+handler_fun(Other) -> erlang:error({invalid_handler, Other}).
+
+wrap(Fun, Next) when is_function(Fun, 2) ->
+    fun(Req) -> Fun(Req, Next) end;
+wrap({Mod, Opts}, Next) when is_atom(Mod) ->
+    State = prepare(Mod, Opts),
+    fun(Req) -> Mod:call(Req, Next, State) end;
+wrap(Mod, Next) when is_atom(Mod) ->
+    wrap({Mod, #{}}, Next);
+wrap(Other, _Next) ->
+    erlang:error({invalid_middleware, Other}).
+
+prepare(Mod, Opts) ->
+    case code:ensure_loaded(Mod) of
+        {module, Mod} -> ok;
+        {error, _} -> erlang:error({invalid_middleware, {Mod, Opts}})
+    end,
+    case erlang:function_exported(Mod, call, 3) of
+        true -> ok;
+        false -> erlang:error({invalid_middleware, {Mod, Opts}})
+    end,
+    case erlang:function_exported(Mod, prepare, 1) of
+        true -> Mod:prepare(Opts);
+        false -> Opts
+    end.
+
+%% -- editing responses ----------------------------------------------------------
+
+%% @doc Appends fields to a response of any kind (full, file or stream). A
+%% term that is not a response is returned unchanged (the pipeline answers
+%% it with a 500).
+-spec add_headers(Resp, falco_handler:headers()) -> Resp when Resp :: term().
+add_headers(Resp, []) ->
+    Resp;
+add_headers({stream, Status, Headers, Fun}, New) when is_list(Headers) ->
+    {stream, Status, Headers ++ New, Fun};
+add_headers({Status, Headers, Body}, New) when is_integer(Status), is_list(Headers) ->
+    {Status, Headers ++ New, Body};
+add_headers(Other, _New) ->
+    Other.
+
+%% @doc Sets fields on a response: fields of the same names (compared
+%% case-insensitively) are removed first.
+-spec set_headers(Resp, falco_handler:headers()) -> Resp when Resp :: term().
+set_headers(Resp, New) ->
+    edit(Resp, fun(Headers) ->
+                       [F || F = {Name, _} <- Headers, not lists:keymember(lower(Name), 1, New)]
+                           ++ New
+               end).
+
+%% @doc Adds only the fields the response does not have yet (names
+%% compared case-insensitively): the handler's own values win.
+-spec default_headers(Resp, falco_handler:headers()) -> Resp when Resp :: term().
+default_headers(Resp, New) ->
+    edit(Resp, fun(Headers) -> Headers ++ [F || F = {Name, _} <- New, not has(Name, Headers)] end).
+
+edit({stream, Status, Headers, Fun}, Edit) when is_list(Headers) ->
+    {stream, Status, Edit(Headers), Fun};
+edit({Status, Headers, Body}, Edit) when is_integer(Status), is_list(Headers) ->
+    {Status, Edit(Headers), Body};
+edit(Other, _Edit) ->
+    Other.
+
+%% Whether `Name' (lowercase) is among `Headers', whose names may not be.
+has(Name, Headers) ->
+    lists:keymember(Name, 1, Headers) orelse has_ci(Name, byte_size(Name), Headers).
+
+has_ci(Name, Size, [{N, _} | T]) when is_binary(N), byte_size(N) =:= Size ->
+    lower(N) =:= Name orelse has_ci(Name, Size, T);
+has_ci(Name, Size, [_ | T]) ->
+    has_ci(Name, Size, T);
+has_ci(_, _, []) ->
+    false.
+
+lower(Name) when is_binary(Name) -> << <<(lower_char(C))>> || <<C>> <= Name >>;
+lower(Name) -> Name.
+
+lower_char(C) when C >= $A, C =< $Z -> C + 32;
+lower_char(C) -> C.
+
+%% @doc The status of a response term, or `undefined' if it is not one.
+-spec status(term()) -> falco_handler:status() | undefined.
+status({stream, Status, _, _}) when is_integer(Status) -> Status;
+status({Status, _, _}) when is_integer(Status) -> Status;
+status(_) -> undefined.
+
+%% @doc Wraps the body function of a streamed response: `Wrap(Fun)' must
+%% return the new body function. Other responses are returned unchanged.
+%% The pipeline does not run the body function of a HEAD, 204 or 304
+%% reply, so a wrapper cannot rely on being called.
+-spec map_stream(Resp, fun((stream_fun()) -> stream_fun())) -> Resp when Resp :: term().
+map_stream({stream, Status, Headers, Fun}, Wrap) when is_function(Fun, 1) ->
+    {stream, Status, Headers, Wrap(Fun)};
+map_stream(Other, _Wrap) ->
+    Other.
