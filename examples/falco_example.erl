@@ -106,7 +106,11 @@ routes() ->
      {<<"/stream">>, fun stream/1, ?GET},
      {<<"/file">>, fun(_) -> {200, [?TEXT], {file, File}} end, ?GET},
      {<<"/hello/:name">>, fun hello/1, ?GET},
-     {<<"/search">>, fun search/1, ?GET}].
+     {<<"/search">>, fun search/1, ?GET},
+     {<<"/static">>, fun falco_example_files:static/1, ?GET},
+     {<<"/static/*path">>, fun falco_example_files:static/1, ?GET},
+     {<<"/upload">>, fun falco_example_files:upload/1, #{methods => [<<"POST">>]}},
+     {<<"/events">>, fun falco_example_files:events/1, ?GET}].
 
 index(_Req) ->
     {200, [?TEXT], <<"Hello from falco!\n">>}.
