@@ -9,7 +9,7 @@
 %% `max_line' bytes is an error, so a peer cannot make us buffer without end.
 -module(falco_http1_chunked).
 
--export([init/1, decode/2, encode/1, last/1]).
+-export([init/1, decode/2, data_left/1, encode/1, last/1]).
 -export_type([state/0]).
 
 -record(chunked, {stage = size :: size | {data, non_neg_integer()} | data_crlf | trailers,
@@ -110,6 +110,12 @@ trailer(Bin, St = #chunked{max_line = MaxLine, max_count = MaxCount, max_block =
                     end
             end
     end.
+
+%% @doc The bytes of the current chunk still to come: its size line has
+%% announced them, so a reader can enforce a body limit before they arrive.
+-spec data_left(state()) -> non_neg_integer().
+data_left(#chunked{stage = {data, Left}}) -> Left;
+data_left(#chunked{}) -> 0.
 
 has_lf(Bin) ->
     binary:match(Bin, <<"\n">>) =/= nomatch.

@@ -15,7 +15,8 @@
 %% a test-owned supervisor, and a handler module
 -export([init/1, handle/2]).
 -export([start_stop_listener/1, already_started/1, port_zero_is_ephemeral/1,
-         child_spec_own_supervisor/1, handler_module_forms/1, connections_count/1,
+         child_spec_own_supervisor/1, child_spec_port_not_stale/1,
+         handler_module_forms/1, connections_count/1,
          unknown_option/1, invalid_option_values/1, missing_handler/1,
          not_a_map_or_bad_name/1, valid_tuning_options/1, listen_port_in_use/1,
          stop_closes_connections/1,
@@ -41,7 +42,8 @@ all() ->
 
 groups() ->
     [{lifecycle, [], [start_stop_listener, already_started, port_zero_is_ephemeral,
-                      child_spec_own_supervisor, handler_module_forms, connections_count,
+                      child_spec_own_supervisor, child_spec_port_not_stale,
+                      handler_module_forms, connections_count,
                       listen_port_in_use, stop_closes_connections, ipv6_listener]},
      {options, [], [unknown_option, invalid_option_values, missing_handler,
                     not_a_map_or_bad_name, valid_tuning_options]},
@@ -176,6 +178,33 @@ child_spec_own_supervisor(Config) ->
         exit(Sup, shutdown),
         receive {'DOWN', Ref, process, Sup, _} -> ok after 5000 -> ct:fail(sup_not_down) end,
         ?assertMatch({error, _}, gen_tcp:connect({127, 0, 0, 1}, Port, [binary], 2000))
+    after
+        exit(Sup, kill)
+    end.
+
+%% Once the user's supervisor has stopped a listener started from
+%% child_spec/2, port/1 and connections/1 say not_found instead of the old
+%% port (another program may own that port by now); a listener started
+%% again under the same name reports its new port.
+child_spec_port_not_stale(Config) ->
+    Spec = falco:child_spec(stale_listener, #{port => 0, ip => {127, 0, 0, 1},
+                                              handler => echo(?config(recorder, Config))}),
+    {ok, Sup} = supervisor:start_link(?MODULE, [Spec]),
+    unlink(Sup),
+    try
+        {ok, Port} = falco:port(stale_listener),
+        {ok, 0} = falco:connections(stale_listener),
+        #{status := 200} = hello(Port),
+        Ref = monitor(process, Sup),
+        exit(Sup, shutdown),
+        receive {'DOWN', Ref, process, Sup, _} -> ok after 5000 -> ct:fail(sup_not_down) end,
+        ?assertEqual({error, not_found}, falco:port(stale_listener)),
+        ?assertEqual({error, not_found}, falco:connections(stale_listener)),
+        %% The name is free again for falco's own supervisor.
+        Port2 = start(stale_listener, Config, #{}),
+        #{status := 200} = hello(Port2),
+        ok = falco:stop_listener(stale_listener),
+        ?assertEqual({error, not_found}, falco:port(stale_listener))
     after
         exit(Sup, kill)
     end.
