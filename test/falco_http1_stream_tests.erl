@@ -169,7 +169,9 @@ http10_stream_test() ->
 %% -- files without sendfile (TLS) ---------------------------------------------------------------
 
 with_file(Bin, Fun) ->
-    Path = filename:join(os:getenv("TMPDIR", "/tmp"), "falco_http1_stream_tests_" ++ os:getpid()),
+    %% Scratch files live in the build tree (removed by `make clean').
+    Path = filename:join([code:lib_dir(falco), "tmp", "falco_http1_stream_tests_" ++ os:getpid()]),
+    ok = filelib:ensure_dir(Path),
     ok = file:write_file(Path, Bin),
     {ok, Fd} = file:open(Path, [read, raw, binary]),
     try Fun(Fd) after file:close(Fd), file:delete(Path) end.

@@ -176,7 +176,7 @@ no_content_test_() ->
                     || {response, S1, H, B} <- resp({S, [{<<"x">>, <<"1">>}, {<<"content-length">>, <<"4">>},
                                                        {<<"transfer-encoding">>, <<"chunked">>}],
                                                      Body})])
-     || S <- [204, 304], Body <- [<<"body">>, {file, "/nonexistent"}]].
+     || S <- [204, 304], Body <- [<<"body">>, {file, "no-such-file"}]].
 
 %% -- invalid responses become a 500 and a log line --------------------------------------
 
@@ -190,7 +190,7 @@ bad_responses_test_() ->
            {200, [{<<"x">>, [<<"a">>, "\r\n"]}], <<>>},
            {stream, 200, [{<<"bad name">>, <<"v">>}], fun(_) -> ok end},
            {stream, 600, [], fun(_) -> ok end}, {stream, 200, [], not_a_fun},
-           {200, [], {file, "/etc/passwd", -1, 10}}, ok, {200, []}],
+           {200, [], {file, "some-file", -1, 10}}, ok, {200, []}],
     [{lists:flatten(io_lib:format("~0p", [B])),
       fun() ->
               {Calls, Log} = with_log(fun() -> resp(B) end),
@@ -249,14 +249,17 @@ error_reply_test() ->
 %% -- files -------------------------------------------------------------------------------------
 
 with_file(Fun) ->
-    Path = filename:join(test_dir(), "falco_pipeline_tests.txt"),
-    ok = file:write_file(Path, <<"0123456789">>),
-    try Fun(Path) after file:delete(Path) end.
+    with_dir(fun(Dir) ->
+                     Path = filename:join(Dir, "falco_pipeline_tests.txt"),
+                     ok = file:write_file(Path, <<"0123456789">>),
+                     try Fun(Path) after file:delete(Path) end
+             end).
 
-test_dir() ->
-    Dir = filename:join(os:getenv("TMPDIR", "/tmp"), "falco_pipeline_tests_" ++ os:getpid()),
+%% A scratch directory in the build tree, removed afterwards.
+with_dir(Fun) ->
+    Dir = filename:join([code:lib_dir(falco), "tmp", "falco_pipeline_tests_" ++ os:getpid()]),
     ok = filelib:ensure_dir(filename:join(Dir, "x")),
-    Dir.
+    try Fun(Dir) after file:del_dir(Dir) end.
 
 file_test() ->
     with_file(fun(Path) ->
@@ -278,16 +281,18 @@ file_test() ->
 
 %% A missing file or a directory is a 404 (HEAD: without content).
 file_not_found_test() ->
-    [{response, 404, H, <<"Not Found\n">>}] = resp({200, [], {file, "/nonexistent/falco/file"}}),
+    [{response, 404, H, <<"Not Found\n">>}] = resp({200, [], {file, "no-such-dir/no-such-file"}}),
     ?assertEqual(<<"10">>, proplists:get_value(<<"content-length">>, H)),
     ?assert(lists:keymember(<<"date">>, 1, H)),
-    [{response, 404, _, <<"Not Found\n">>}] = resp({200, [], {file, test_dir()}}),
-    [{response, 404, _, <<>>}] = resp({200, [], {file, "/nonexistent"}}, req(<<"HEAD">>)).
+    [{response, 404, _, <<"Not Found\n">>}] = with_dir(fun(Dir) -> resp({200, [], {file, Dir}}) end),
+    [{response, 404, _, <<>>}] = resp({200, [], {file, "no-such-file"}}, req(<<"HEAD">>)).
 
 %% Any other open error is the server's fault: 500 and a log line.
 file_error_test() ->
-    TooLong = filename:join(test_dir(), lists:duplicate(300, $a)),
-    {Calls, Log} = with_log(fun() -> resp({200, [], {file, TooLong}}) end),
+    {Calls, Log} = with_dir(fun(Dir) ->
+                                    TooLong = filename:join(Dir, lists:duplicate(300, $a)),
+                                    with_log(fun() -> resp({200, [], {file, TooLong}}) end)
+                            end),
     assert_500(Calls),
     ?assertMatch([_], [L || L <- Log, string:find(L, "enametoolong") =/= nomatch]).
 
