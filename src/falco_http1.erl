@@ -17,7 +17,8 @@
 %%     malformed ones 400 (§2.3);</li>
 %% <li>field names are tokens; whitespace before the colon (§5.1), obs-fold
 %%     (§5.2), NUL, CR, LF and other controls in values (RFC 9110 §5.5) are 400;</li>
-%% <li>Host: missing on 1.1, repeated or invalid is 400 (§3.2);</li>
+%% <li>Host: missing on 1.1, repeated or invalid is 400; empty is allowed (the
+%%     target has no authority) and gives host `<<>>' (§3.2);</li>
 %% <li>Content-Length is digits only; differing repeats are 400 (§6.3);
 %%     Transfer-Encoding with Content-Length, on HTTP/1.0, or without chunked
 %%     last is 400; other codings are 501 (§6.1, §6.3).</li>
@@ -218,7 +219,7 @@ absolute_form(R, Method) ->
             {error, {bad_request, invalid_target}}
     end.
 
-absolute_form(Scheme, Rest, Method, _DefaultPort)
+absolute_form(Scheme, Rest, Method, DefaultPort)
   when Scheme =:= <<"http">>; Scheme =:= <<"https">> ->
     AuthLen = authority_end(Rest, 0),
     <<Authority:AuthLen/binary, PathEtc/binary>> = Rest,
@@ -228,6 +229,10 @@ absolute_form(Scheme, Rest, Method, _DefaultPort)
                 <<" ", Rest2/binary>> ->
                     version(Rest2, #head{method = Method, path = <<"/">>, target = <<"/">>,
                                          abs_authority = {Host, Port}});
+                <<"?", _/binary>> ->
+                    %% An empty path is "/" (RFC 9112 §3.2.2, RFC 9110 §4.2.3).
+                    absolute_form(Scheme, <<Authority/binary, "/", PathEtc/binary>>, Method,
+                                  DefaultPort);
                 <<"/", _/binary>> ->
                     case origin_form(PathEtc, 1, none) of
                         {ok, Path, Qs, Rest2} ->
@@ -440,13 +445,17 @@ finish(Head = #head{version = Version}, Rest) ->
 %% RFC 9112 §3.2: Host is required on 1.1 and must be valid; the authority of
 %% an absolute-form target wins over it (§3.2.2).
 host(#head{abs_authority = {Host, Port}, host = H}) ->
-    case H =:= undefined orelse authority(H) =/= error of
+    case H =:= undefined orelse H =:= <<>> orelse authority(H) =/= error of
         true -> {ok, Host, Port};
         false -> {error, {bad_request, invalid_host}}
     end;
 host(#head{host = undefined, version = {1, 1}}) ->
     {error, {bad_request, missing_host}};
 host(#head{host = undefined}) ->
+    {ok, <<>>, undefined};
+host(#head{host = <<>>}) ->
+    %% §3.2: the client sends an empty Host when the target URI has no
+    %% authority; the request then names no host.
     {ok, <<>>, undefined};
 host(#head{host = H}) ->
     case authority(H) of
@@ -526,7 +535,7 @@ framing(#head{content_length = CL}) when CL =/= undefined ->
 framing(#head{version = {1, 0}}) ->
     {error, {bad_request, transfer_encoding_in_http10}};
 framing(#head{transfer_encoding = TE}) ->
-    Codings = [lower(trim_ows(C)) || C <- binary:split(TE, <<",">>, [global])],
+    Codings = [lower(C) || C <- elements(TE)],
     case lists:reverse(Codings) of
         [<<"chunked">> | Before] ->
             case Before of
@@ -564,9 +573,13 @@ content_length([V0 | More], Len) ->
 expect(#head{expect = undefined}) -> {ok, false};
 expect(#head{version = {1, 0}}) -> {ok, false};
 expect(#head{expect = E}) ->
-    case lower(trim_ows(E)) of
-        <<"100-continue">> -> {ok, true};
-        _ -> {error, expectation_failed}
+    case [lower(X) || X <- elements(E)] of
+        [] -> {ok, false};
+        Es ->
+            case lists:all(fun(X) -> X =:= <<"100-continue">> end, Es) of
+                true -> {ok, true};
+                false -> {error, expectation_failed}
+            end
     end.
 
 %% RFC 9112 §9.3: 1.1 persists unless "close"; 1.0 only with "keep-alive".
@@ -587,6 +600,11 @@ is_token(_) -> false.
 
 trim_ows(Bin) ->
     trim_trailing(trim_leading(Bin)).
+
+%% The elements of a #list, trimmed, without the empty ones a recipient must
+%% ignore (RFC 9110 §5.6.1): "chunked," and ", chunked" name one coding.
+elements(Bin) ->
+    [E || E <- [trim_ows(E0) || E0 <- binary:split(Bin, <<",">>, [global])], E =/= <<>>].
 
 trim_leading(<<C, R/binary>>) when C =:= $\s; C =:= $\t -> trim_leading(R);
 trim_leading(Bin) -> Bin.

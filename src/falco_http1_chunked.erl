@@ -9,7 +9,7 @@
 %% `max_line' bytes is an error, so a peer cannot make us buffer without end.
 -module(falco_http1_chunked).
 
--export([init/1, decode/2, encode/1, last/1]).
+-export([init/1, decode/2, data_left/1, encode/1, last/1]).
 -export_type([state/0]).
 
 -record(chunked, {stage = size :: size | {data, non_neg_integer()} | data_crlf | trailers,
@@ -46,23 +46,16 @@ decode(More, St = #chunked{buf = Buf}) ->
     step(Bin, St#chunked{buf = <<>>}, []).
 
 step(Bin, St = #chunked{stage = size}, Acc) ->
-    case binary:match(Bin, <<"\r\n">>) of
-        nomatch when byte_size(Bin) > ?MAX_SIZE_LINE ->
-            {error, {bad_request, chunk_line_too_long}};
-        nomatch ->
-            case has_lf(Bin) of
-                true -> {error, {bad_request, bare_lf}};
-                false -> {more, lists:reverse(Acc), St#chunked{buf = Bin}}
-            end;
-        {Pos, 2} when Pos > ?MAX_SIZE_LINE ->
-            {error, {bad_request, chunk_line_too_long}};
-        {Pos, 2} ->
-            <<Line:Pos/binary, "\r\n", Rest/binary>> = Bin,
+    case line(Bin, ?MAX_SIZE_LINE) of
+        {ok, Line, Rest, _} ->
             case size_line(Line, 0, 0) of
                 {ok, 0} -> step(Rest, St#chunked{stage = trailers}, Acc);
                 {ok, Size} -> step(Rest, St#chunked{stage = {data, Size}}, Acc);
                 Error -> Error
-            end
+            end;
+        more -> {more, lists:reverse(Acc), St#chunked{buf = Bin}};
+        too_long -> {error, {bad_request, chunk_line_too_long}};
+        bare_lf -> {error, {bad_request, bare_lf}}
     end;
 step(Bin, St = #chunked{stage = {data, Left}}, Acc) ->
     case Bin of
@@ -85,25 +78,20 @@ step(Bin, St = #chunked{stage = trailers}, Acc) ->
 
 trailer(Bin, St = #chunked{max_line = MaxLine, max_count = MaxCount, max_block = MaxBlock,
                            count = Count, bytes = Bytes, trailers = T}, Acc) ->
-    case binary:match(Bin, <<"\r\n">>) of
-        nomatch when byte_size(Bin) > MaxLine -> {error, {header_too_large, line}};
-        nomatch ->
-            case has_lf(Bin) of
-                true -> {error, {bad_request, bare_lf}};
-                false -> {more, lists:reverse(Acc), St#chunked{buf = Bin}}
-            end;
-        {Pos, 2} when Pos > MaxLine -> {error, {header_too_large, line}};
-        {Pos, 2} when Bytes + Pos + 2 > MaxBlock -> {error, {header_too_large, block}};
-        {_, 2} when Count >= MaxCount -> {error, {header_too_large, count}};
-        {Pos, 2} ->
-            <<Line:Pos/binary, "\r\n", Rest/binary>> = Bin,
+    case line(Bin, MaxLine) of
+        more -> {more, lists:reverse(Acc), St#chunked{buf = Bin}};
+        too_long -> {error, {header_too_large, line}};
+        bare_lf -> {error, {bad_request, bare_lf}};
+        {ok, _, _, Len} when Bytes + Len > MaxBlock -> {error, {header_too_large, block}};
+        {ok, _, _, _} when Count >= MaxCount -> {error, {header_too_large, count}};
+        {ok, Line, Rest, Len} ->
             case Line of
                 <<C, _/binary>> when C =:= $\s; C =:= $\t ->
                     {error, {bad_request, obs_fold}};
                 _ ->
                     case falco_http1:field_line(Line) of
                         {ok, Name, Value} ->
-                            St1 = St#chunked{count = Count + 1, bytes = Bytes + Pos + 2,
+                            St1 = St#chunked{count = Count + 1, bytes = Bytes + Len,
                                              trailers = [{Name, binary:copy(Value)} | T]},
                             step(Rest, St1, Acc);
                         {error, _} = Error -> Error
@@ -111,8 +99,29 @@ trailer(Bin, St = #chunked{max_line = MaxLine, max_count = MaxCount, max_block =
             end
     end.
 
-has_lf(Bin) ->
-    binary:match(Bin, <<"\n">>) =/= nomatch.
+%% @doc The bytes of the current chunk still to come: its size line has
+%% announced them, so a reader can enforce a body limit before they arrive.
+-spec data_left(state()) -> non_neg_integer().
+data_left(#chunked{stage = {data, Left}}) -> Left;
+data_left(#chunked{}) -> 0.
+
+%% The next line and its length with the CRLF. Searching for the LF (not
+%% for CRLF) makes a bare LF an error wherever it is, and a line is too long
+%% once its bytes up to the LF exceed Max: both verdicts are then the same
+%% however the bytes were split into packets.
+line(Bin, Max) ->
+    case binary:match(Bin, <<"\n">>) of
+        nomatch when byte_size(Bin) > Max -> too_long;
+        nomatch -> more;
+        {Pos, 1} when Pos > Max -> too_long;
+        {0, 1} -> bare_lf;
+        {Pos, 1} ->
+            Len = Pos - 1,
+            case Bin of
+                <<Line:Len/binary, "\r\n", Rest/binary>> -> {ok, Line, Rest, Pos + 1};
+                _ -> bare_lf
+            end
+    end.
 
 %% chunk-size = 1*HEXDIG, at most 15 digits; then chunk-ext.
 size_line(<<C, R/binary>>, N, Digits) when ?IS_HEX(C), Digits < 15 ->

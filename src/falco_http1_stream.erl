@@ -280,10 +280,17 @@ pull(B = #body{framing = {length, Left}, buf = Buf, read = Read}, S) ->
         _ ->
             add(B#body{framing = {length, Left - byte_size(Buf)}, buf = <<>>}, Buf, Read, S)
     end;
-pull(B = #body{framing = {chunked, C0}, buf = Buf, read = Read}, S) ->
+pull(B = #body{framing = {chunked, C0}, buf = Buf, read = Read}, S = #h1s{max_body = Max}) ->
     case falco_http1_chunked:decode(Buf, C0) of
         {more, Data, C} ->
-            case iolist_size(Data) of
+            Size = iolist_size(Data),
+            %% A chunk announced larger than what max_body still allows is
+            %% refused now, not after waiting for its data.
+            case Read + Size + falco_http1_chunked:data_left(C) > Max of
+                true -> throw({falco_error, content_too_large});
+                false -> ok
+            end,
+            case Size of
                 0 ->
                     B1 = continue(B, S),
                     ok = widen(infinity, S),

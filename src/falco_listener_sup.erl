@@ -25,10 +25,19 @@ start_link(Name, Opts) ->
     end.
 
 %% @doc The listen port and connection counter of a running listener.
+%% A listener in a user's supervision tree is stopped without falco being
+%% told, so a row whose supervisor is gone is stale: it is dropped here
+%% rather than reporting a port the listener no longer holds.
 -spec info(atom()) -> {ok, inet:port_number(), counters:counters_ref()} | {error, not_found}.
 info(Name) ->
     try ets:lookup(?TABLE, Name) of
-        [{_, Port, Counter}] -> {ok, Port, Counter};
+        [{_, Port, Counter, Sup} = Row] ->
+            case is_process_alive(Sup) of
+                true -> {ok, Port, Counter};
+                false ->
+                    _ = ets:delete_object(?TABLE, Row),
+                    {error, not_found}
+            end;
         [] -> {error, not_found}
     catch
         error:badarg -> {error, not_found}
@@ -55,7 +64,7 @@ init({Name, Conf0}) ->
         {ok, LSock} ->
             {ok, Actual} = inet:port(LSock),
             Counter = counters:new(1, [atomics]),
-            true = ets:insert(?TABLE, {Name, Actual, Counter}),
+            true = ets:insert(?TABLE, {Name, Actual, Counter, self()}),
             Conf1 = Conf#{handler => handler(Name, Conf0)},
             Acceptors = [#{id => {acceptor, I},
                            start => {falco_acceptor, start_link, [Name, LSock, Conf1, Counter]},

@@ -146,3 +146,66 @@ incremental_test() ->
     {ok, R1, _} = Whole,
     {ok, R2, _} = Fed,
     ?assertEqual(R1, R2).
+
+%% RFC 9110 §5.6.1: a recipient accepts and ignores empty list elements, so
+%% ",chunked" and "chunked, " both mean chunked (they were 501 and 400).
+transfer_encoding_empty_list_elements_test() ->
+    H = <<"POST / HTTP/1.1\r\nHost: a\r\n">>,
+    [?assertMatch({ok, #{body := chunked}, _}, parse(<<H/binary, "Transfer-Encoding: ", TE/binary, "\r\n\r\n">>))
+     || TE <- [<<",chunked">>, <<"chunked, ">>, <<" , chunked ,, ">>, <<"chunked,">>]],
+    %% Two lines, one of them only commas, still combine to chunked.
+    ?assertMatch({ok, #{body := chunked}, _},
+                 parse(<<H/binary, "Transfer-Encoding: ,\r\nTransfer-Encoding: chunked\r\n\r\n">>)),
+    %% Nothing but empty elements names no coding at all: chunked is not last.
+    ?assertEqual({bad_request, chunked_not_last}, err(<<H/binary, "Transfer-Encoding: , ,\r\n\r\n">>)),
+    ?assertEqual({bad_request, chunked_not_last}, err(<<H/binary, "Transfer-Encoding: \r\n\r\n">>)),
+    %% The other rules still apply with empty elements around.
+    ?assertEqual({bad_request, chunked_twice},
+                 err(<<H/binary, "Transfer-Encoding: chunked,,chunked\r\n\r\n">>)),
+    ?assertEqual({not_implemented, transfer_coding},
+                 err(<<H/binary, "Transfer-Encoding: gzip, ,chunked\r\n\r\n">>)).
+
+%% RFC 9110 §10.1.1, §5.6.1: Expect is a list; 100-continue repeated (or with
+%% empty elements) is still 100-continue, anything else in it is 417.
+expect_list_test() ->
+    H = <<"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n">>,
+    [?assertMatch({ok, #{expect_continue := true}, _}, parse(<<H/binary, E/binary, "\r\n\r\n">>))
+     || E <- [<<"Expect: 100-continue, 100-continue">>, <<"Expect: 100-continue,">>,
+              <<"Expect: , 100-Continue">>,
+              <<"Expect: 100-continue\r\nExpect: 100-continue">>]],
+    ?assertEqual(expectation_failed, err(<<H/binary, "Expect: 100-continue, tea\r\n\r\n">>)),
+    ?assertEqual(expectation_failed, err(<<H/binary, "Expect: 100-continue; x=1\r\n\r\n">>)),
+    %% An empty list expects nothing.
+    ?assertMatch({ok, #{expect_continue := false}, _}, parse(<<H/binary, "Expect: \r\n\r\n">>)).
+
+%% RFC 9112 §3.2.2 (RFC 9110 §4.2.3): an absolute-form target with an empty
+%% path means "/"; the query is kept.
+absolute_form_empty_path_test() ->
+    ?assertMatch({ok, #{host := <<"host">>, path := <<"/">>, qs := <<"q">>, target := <<"/?q">>}, _},
+                 parse(<<"GET http://host?q HTTP/1.1\r\nHost: host\r\n\r\n">>)),
+    ?assertMatch({ok, #{host := <<"host">>, port := 8080, path := <<"/">>, qs := <<"a=1&b">>}, _},
+                 parse(<<"GET http://Host:8080?a=1&b HTTP/1.1\r\nHost: host\r\n\r\n">>)),
+    ?assertMatch({ok, #{path := <<"/">>, qs := <<>>}, _},
+                 parse(<<"GET http://host? HTTP/1.1\r\nHost: host\r\n\r\n">>)),
+    ?assertEqual({bad_request, invalid_target},
+                 err(<<"GET http://host?a<b HTTP/1.1\r\nHost: host\r\n\r\n">>)),
+    ?assertEqual({bad_request, invalid_target},
+                 err(<<"GET http://?q HTTP/1.1\r\nHost: host\r\n\r\n">>)).
+
+%% RFC 9112 §3.2: a client sends an empty Host when the target URI has no
+%% authority; falco accepts it (host = <<>>) and still rejects invalid ones.
+empty_host_test() ->
+    ?assertMatch({ok, #{host := <<>>, port := undefined}, _},
+                 parse(<<"GET / HTTP/1.1\r\nHost: \r\n\r\n">>)),
+    ?assertMatch({ok, #{host := <<>>, port := undefined}, _},
+                 parse(<<"GET / HTTP/1.1\r\nHost:\r\n\r\n">>)),
+    ?assertMatch({ok, #{host := <<>>, path := <<"*">>}, _},
+                 parse(<<"OPTIONS * HTTP/1.1\r\nHost: \r\n\r\n">>)),
+    ?assertMatch({ok, #{host := <<>>, version := {1, 0}}, _},
+                 parse(<<"GET / HTTP/1.0\r\nHost: \r\n\r\n">>)),
+    %% The absolute-form authority wins over an empty Host (§3.2.2).
+    ?assertMatch({ok, #{host := <<"a.example">>}, _},
+                 parse(<<"GET http://a.example/ HTTP/1.1\r\nHost: \r\n\r\n">>)),
+    ?assertEqual({bad_request, invalid_host}, err(<<"GET / HTTP/1.1\r\nHost: :80\r\n\r\n">>)),
+    ?assertEqual({bad_request, duplicate_host},
+                 err(<<"GET / HTTP/1.1\r\nHost: \r\nHost: a\r\n\r\n">>)).

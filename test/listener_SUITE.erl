@@ -14,15 +14,18 @@
          init_per_testcase/2, end_per_testcase/2]).
 %% a test-owned supervisor, and a handler module
 -export([init/1, handle/2]).
+%% run on the peer node of emfile_backoff
+-export([peer_setup/0, peer_fill/0, peer_release/0, peer_log/0, log/2]).
 -export([start_stop_listener/1, already_started/1, port_zero_is_ephemeral/1,
-         child_spec_own_supervisor/1, handler_module_forms/1, connections_count/1,
+         child_spec_own_supervisor/1, child_spec_port_not_stale/1, listener_crash_restarted/1,
+         handler_module_forms/1, connections_count/1,
          unknown_option/1, invalid_option_values/1, missing_handler/1,
          not_a_map_or_bad_name/1, valid_tuning_options/1, listen_port_in_use/1,
          stop_closes_connections/1,
          max_connections_enforced/1, request_timeout_slowloris/1,
          idle_timeout_closes/1, idle_after_extra_crlf/1, body_timeout_408/1,
          body_timeout_between_reads/1,
-         send_timeout_stalled_client/1, ipv6_listener/1,
+         send_timeout_stalled_client/1, emfile_backoff/1, ipv6_listener/1,
          max_keep_alive_requests/1,
          limit_request_line_414/1, limit_header_line_431/1, limit_header_block_431/1,
          limit_header_count_431/1, limit_body_413/1, limit_body_413_while_uploading/1,
@@ -41,14 +44,16 @@ all() ->
 
 groups() ->
     [{lifecycle, [], [start_stop_listener, already_started, port_zero_is_ephemeral,
-                      child_spec_own_supervisor, handler_module_forms, connections_count,
+                      child_spec_own_supervisor, child_spec_port_not_stale,
+                      listener_crash_restarted,
+                      handler_module_forms, connections_count,
                       listen_port_in_use, stop_closes_connections, ipv6_listener]},
      {options, [], [unknown_option, invalid_option_values, missing_handler,
                     not_a_map_or_bad_name, valid_tuning_options]},
      {connections, [], [max_connections_enforced, request_timeout_slowloris,
                         idle_timeout_closes, idle_after_extra_crlf, body_timeout_408,
                         body_timeout_between_reads,
-                        send_timeout_stalled_client,
+                        send_timeout_stalled_client, emfile_backoff,
                         max_keep_alive_requests]},
      {limits, [], [limit_request_line_414, limit_header_line_431, limit_header_block_431,
                    limit_header_count_431, limit_body_413, limit_body_413_while_uploading,
@@ -179,6 +184,62 @@ child_spec_own_supervisor(Config) ->
     after
         exit(Sup, kill)
     end.
+
+%% Once the user's supervisor has stopped a listener started from
+%% child_spec/2, port/1 and connections/1 say not_found instead of the old
+%% port (another program may own that port by now); a listener started
+%% again under the same name reports its new port.
+child_spec_port_not_stale(Config) ->
+    Spec = falco:child_spec(stale_listener, #{port => 0, ip => {127, 0, 0, 1},
+                                              handler => echo(?config(recorder, Config))}),
+    {ok, Sup} = supervisor:start_link(?MODULE, [Spec]),
+    unlink(Sup),
+    try
+        {ok, Port} = falco:port(stale_listener),
+        {ok, 0} = falco:connections(stale_listener),
+        #{status := 200} = hello(Port),
+        Ref = monitor(process, Sup),
+        exit(Sup, shutdown),
+        receive {'DOWN', Ref, process, Sup, _} -> ok after 5000 -> ct:fail(sup_not_down) end,
+        ?assertEqual({error, not_found}, falco:port(stale_listener)),
+        ?assertEqual({error, not_found}, falco:connections(stale_listener)),
+        %% The name is free again for falco's own supervisor.
+        Port2 = start(stale_listener, Config, #{}),
+        #{status := 200} = hello(Port2),
+        ok = falco:stop_listener(stale_listener),
+        ?assertEqual({error, not_found}, falco:port(stale_listener))
+    after
+        exit(Sup, kill)
+    end.
+
+%% A listener whose supervisor is killed takes its acceptors and their
+%% connections with it, whatever each acceptor was doing (one blocked in
+%% accept, one waiting for a free slot at max_connections); falco's
+%% supervisor starts it again on a new ephemeral port, and it serves.
+listener_crash_restarted(Config) ->
+    Name = listener_crash_restarted,
+    {ok, Sup} = falco:start_listener(Name, #{port => 0, ip => {127, 0, 0, 1},
+                                             handler => echo(?config(recorder, Config)),
+                                             num_acceptors => 2, max_connections => 1}),
+    {ok, Port} = falco:port(Name),
+    Acceptors = [Pid || {_, Pid, _, _} <- supervisor:which_children(Sup)],
+    ?assertEqual(2, length(Acceptors)),
+    A = ?C:connect(Port),
+    ?C:send(A, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(A),
+    Mons = [monitor(process, P) || P <- [Sup | Acceptors]],
+    exit(Sup, kill),
+    [receive {'DOWN', M, process, _, _} -> ok after 5000 -> ct:fail(still_alive) end || M <- Mons],
+    ok = ?C:expect_closed(A, 3000),
+    ?C:close(A),
+    Restarted = fun() ->
+                        [Pid || {{falco_listener, N}, Pid, supervisor, _}
+                                    <- supervisor:which_children(falco_sup),
+                                N =:= Name, is_pid(Pid), Pid =/= Sup]
+                end,
+    ok = ?C:wait_until(fun() -> Restarted() =/= [] end, 3000),
+    {ok, Port2} = falco:port(Name),
+    #{status := 200, body := <<"hello">>} = hello(Port2).
 
 %% The handler option: a fun, {Module, State} or a bare Module (State =
 %% undefined).
@@ -424,6 +485,106 @@ body_timeout_between_reads(Config) ->
 
 %% send_timeout: a client that stops reading cannot pin a connection: the
 %% blocked send fails after send_timeout and the connection goes away.
+%% Out of file descriptors, an acceptor logs a warning and backs off
+%% instead of spinning or dying; the client waits in the backlog and is
+%% served once descriptors are free again. Run on a peer node whose
+%% descriptor limit is 128 (prlimit), where the test uses them all up.
+emfile_backoff(_Config) ->
+    case {os:find_executable("prlimit"), os:find_executable("erl")} of
+        {false, _} -> {skip, "prlimit is not installed"};
+        {_, false} -> {skip, "erl is not on the PATH"};
+        {Prlimit, Erl} -> emfile_backoff(Prlimit, Erl)
+    end.
+
+emfile_backoff(Prlimit, Erl) ->
+    Paths = [code:lib_dir(falco, ebin), filename:dirname(code:which(?MODULE))],
+    {ok, Peer, _} = peer:start_link(#{connection => standard_io,
+                                      exec => {Prlimit, ["--nofile=128:128", Erl]},
+                                      args => lists:append([["-pa", P] || P <- Paths])}),
+    try
+        Port = peer:call(Peer, ?MODULE, peer_setup, []),
+        #{status := 200} = hello(Port),
+        Filled = peer:call(Peer, ?MODULE, peer_fill, []),
+        ct:log("the peer now holds ~p more descriptors", [Filled]),
+        ?assert(Filled > 0),
+        Sock = ?C:connect(Port),
+        ?C:send(Sock, <<"POST /late HTTP/1.1\r\n" ?HOST "Content-Length: 2\r\n\r\nok">>),
+        ok = ?C:expect_silence(Sock, 400),
+        Warnings = fun() ->
+                           [E || E = #{level := warning, msg := {Format, Args}}
+                                     <- peer:call(Peer, ?MODULE, peer_log, []),
+                                 string:find(io_lib:format(Format, Args),
+                                             "out of file descriptors (emfile)") =/= nomatch]
+                   end,
+        ok = ?C:wait_until(fun() -> Warnings() =/= [] end, 3000),
+        timer:sleep(300),
+        %% Backing off, not spinning: at most one warning per 100 ms.
+        Count = length(Warnings()),
+        ok = peer:call(Peer, ?MODULE, peer_release, []),
+        T0 = now_ms(),
+        {ok, #{status := 200, body := Body}} = ?C:recv_response(Sock, #{timeout => 3000}),
+        ?assertEqual({<<"/late">>, undefined}, binary_to_term(Body)),
+        ct:log("served ~p ms after release; ~p warnings before", [now_ms() - T0, Count]),
+        ?assert(Count =< 10),
+        ?C:close(Sock),
+        #{status := 200} = hello(Port)
+    after
+        peer:stop(Peer)
+    end.
+
+%% On the peer: falco with a listener (one acceptor) and a logger handler
+%% that keeps every event for peer_log/0.
+peer_setup() ->
+    {ok, _} = application:ensure_all_started(falco),
+    %% The peer's stdio is the control channel: its own log output is not
+    %% wanted (and could not load its modules once descriptors run out).
+    ok = logger:remove_handler(default),
+    Log = spawn(fun() -> log_loop([]) end),
+    true = register(emfile_log, Log),
+    ok = logger:add_handler(emfile_log, ?MODULE, #{config => #{pid => Log}}),
+    {ok, _} = falco:start_listener(emfile_peer, #{port => 0, ip => {127, 0, 0, 1},
+                                                  handler => ?MODULE, num_acceptors => 1}),
+    {ok, Port} = falco:port(emfile_peer),
+    Port.
+
+log(Event, #{config := #{pid := Pid}}) ->
+    Pid ! {log, Event},
+    ok.
+
+log_loop(Events) ->
+    receive
+        {log, E} -> log_loop([E | Events]);
+        {get, From} -> From ! {events, lists:reverse(Events)}, log_loop(Events)
+    end.
+
+peer_log() ->
+    emfile_log ! {get, self()},
+    receive {events, Es} -> Es after 5000 -> timeout end.
+
+%% Opens /dev/null until the descriptors run out; a holder process keeps them.
+peer_fill() ->
+    Self = self(),
+    Holder = spawn(fun() -> Fds = fill([]), Self ! {filled, length(Fds)}, hold(Fds) end),
+    true = register(emfile_holder, Holder),
+    receive {filled, N} -> N end.
+
+fill(Fds) ->
+    case file:open("/dev/null", [read, raw]) of
+        {ok, Fd} -> fill([Fd | Fds]);
+        {error, emfile} -> Fds
+    end.
+
+hold(Fds) ->
+    receive
+        {release, From} ->
+            [ok = file:close(F) || F <- Fds],
+            From ! released
+    end.
+
+peer_release() ->
+    emfile_holder ! {release, self()},
+    receive released -> ok end.
+
 send_timeout_stalled_client(Config) ->
     Rec = ?config(recorder, Config),
     Chunk = binary:copy(<<"z">>, 65536),

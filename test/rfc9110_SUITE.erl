@@ -24,7 +24,7 @@
          %% §10.1.1 Expect
          expect_continue_when_body_read/1, expect_continue_not_read/1,
          expect_continue_without_body/1, expect_unknown_417/1, expect_ignored_http10/1,
-         expect_continue_too_large_413/1,
+         expect_continue_too_large_413/1, expect_continue_repeated/1,
          %% §15 statuses without content
          status_204_no_body/1, status_304_no_body/1, status_205_has_length/1,
          stream_204_no_body/1, file_304_no_body/1,
@@ -60,7 +60,7 @@ groups() ->
                            content_length_large_body]},
      {expect, [], [expect_continue_when_body_read, expect_continue_not_read,
                    expect_continue_without_body, expect_unknown_417, expect_ignored_http10,
-                   expect_continue_too_large_413]},
+                   expect_continue_too_large_413, expect_continue_repeated]},
      {no_content, [], [status_204_no_body, status_304_no_body, status_205_has_length,
                        stream_204_no_body, file_304_no_body]},
      {response_fields, [], [response_field_crlf_injection, response_field_bad_name,
@@ -456,6 +456,17 @@ expect_continue_too_large_413(Config) ->
                                     "Content-Length: 5000000\r\n\r\n">>),
     #{status := 413} = R,
     ?assertEqual([], calls(Config)).
+
+%% RFC 9110 §10.1.1, §5.6.1: Expect is a list; "100-continue, 100-continue"
+%% (or the field twice) still expects 100-continue, not 417.
+expect_continue_repeated(Config) ->
+    Sock = ?C:connect(port(Config)),
+    ?C:send(Sock, <<"POST /echo HTTP/1.1\r\n" ?HOST "Expect: 100-continue, 100-continue\r\n"
+                    "Expect: 100-Continue\r\nContent-Length: 5\r\n\r\n">>),
+    {ok, #{status := 100}} = ?C:recv_response(Sock),
+    ?C:send(Sock, <<"hello">>),
+    {ok, #{status := 200, body := <<"hello">>}} = ?C:recv_response(Sock),
+    ?C:close(Sock).
 
 %% -- statuses without content ------------------------------------------------
 

@@ -25,7 +25,8 @@
          absolute_form_overrides_host/1, absolute_form_bad_scheme/1,
          authority_form_connect_501/1, asterisk_form_options/1, asterisk_form_not_options/1,
          host_missing_http11/1, host_duplicate/1, host_invalid/1, host_optional_http10/1,
-         host_forms/1, absolute_form_invalid_host_field/1,
+         host_forms/1, absolute_form_invalid_host_field/1, host_empty/1,
+         absolute_form_empty_path/1,
          request_line_too_long_414/1,
          %% §4 status line
          status_line_format/1,
@@ -38,12 +39,13 @@
          content_length_repeated_same/1, transfer_encoding_with_content_length/1,
          transfer_encoding_chunked_not_last/1, transfer_encoding_unknown_coding_501/1,
          transfer_encoding_in_http10/1, no_framing_means_no_body/1,
+         transfer_encoding_empty_elements/1,
          %% §7 chunked transfer coding
          chunked_body_decoded/1, chunked_extensions_ignored/1, chunked_trailers/1,
          chunked_invalid_size/1, chunked_size_overflow/1, chunked_missing_data_crlf/1,
          chunked_trailer_obs_fold/1, chunked_read_incrementally/1,
          chunked_bare_lf_rejected_at_once/1, chunked_size_line_unterminated/1,
-         body_cut_by_client/1,
+         body_cut_by_client/1, chunk_size_over_max_body_413/1,
          chunked_response_http11/1, close_delimited_response_http10/1,
          %% §9 connection management
          keep_alive_default_http11/1, connection_close_request/1,
@@ -75,7 +77,8 @@ groups() ->
                          authority_form_connect_501, asterisk_form_options,
                          asterisk_form_not_options, host_missing_http11, host_duplicate,
                          host_invalid, host_optional_http10, host_forms,
-                         absolute_form_invalid_host_field, request_line_too_long_414]},
+                         absolute_form_invalid_host_field, host_empty,
+                         absolute_form_empty_path, request_line_too_long_414]},
      {status_line, [], [status_line_format]},
      {fields, [], [field_whitespace_before_colon, field_obs_fold, field_value_ows_trimmed,
                    field_name_not_token, field_line_without_colon, field_value_nul,
@@ -83,12 +86,13 @@ groups() ->
      {body, [], [content_length_body, content_length_invalid, content_length_conflict,
                  content_length_repeated_same, transfer_encoding_with_content_length,
                  transfer_encoding_chunked_not_last, transfer_encoding_unknown_coding_501,
-                 transfer_encoding_in_http10, no_framing_means_no_body]},
+                 transfer_encoding_in_http10, no_framing_means_no_body,
+                 transfer_encoding_empty_elements]},
      {chunked, [], [chunked_body_decoded, chunked_extensions_ignored, chunked_trailers,
                     chunked_invalid_size, chunked_size_overflow, chunked_missing_data_crlf,
                     chunked_trailer_obs_fold, chunked_read_incrementally,
                     chunked_bare_lf_rejected_at_once, chunked_size_line_unterminated,
-                    body_cut_by_client,
+                    body_cut_by_client, chunk_size_over_max_body_413,
                     chunked_response_http11, close_delimited_response_http10]},
      {connection, [], [keep_alive_default_http11, connection_close_request,
                        connection_close_in_list, http10_closes_by_default, http10_keep_alive,
@@ -356,6 +360,21 @@ host_forms(Config) ->
     #{host := <<"example.org">>} =
         seen(Config, <<"GET https://EXAMPLE.org/x HTTP/1.1\r\n" ?HOST "\r\n">>).
 
+%% RFC 9112 §3.2: "If the authority component is missing or undefined for
+%% the target URI, then a client MUST send a Host header field with an empty
+%% field value." falco accepts it (host is <<>>); an invalid one stays 400.
+host_empty(Config) ->
+    #{host := <<>>, port := undefined, path := <<"/e">>} =
+        seen(Config, <<"GET /e HTTP/1.1\r\nHost:\r\n\r\n">>),
+    #{host := <<>>} = seen(Config, <<"GET /e HTTP/1.1\r\nHost:  \r\n\r\n">>),
+    rejected(Config, <<"GET / HTTP/1.1\r\nHost: :8080\r\n\r\n">>, 400).
+
+%% RFC 9112 §3.2.2: absolute-form with an empty path ("http://host?q")
+%% stands for path "/" with the query kept.
+absolute_form_empty_path(Config) ->
+    #{host := <<"example.org">>, path := <<"/">>, qs := <<"q=1">>} =
+        seen(Config, <<"GET http://example.org?q=1 HTTP/1.1\r\n" ?HOST "\r\n">>).
+
 %% RFC 9112 §3.2: an invalid Host is 400 even when an absolute-form target
 %% names the authority (§3.2.2 only says which one is used).
 absolute_form_invalid_host_field(Config) ->
@@ -489,6 +508,22 @@ no_framing_means_no_body(Config) ->
     #{path := <<"/second">>} = binary_to_term(maps:get(body, R2)),
     ?C:close(Sock).
 
+%% RFC 9112 §6.1 with RFC 9110 §5.6.1: Transfer-Encoding is a list, and a
+%% recipient ignores its empty elements: ",chunked" and "chunked, " are
+%% chunked (not 501 or 400); two lines combine as one list.
+transfer_encoding_empty_elements(Config) ->
+    Chunked = <<"5\r\nhello\r\n0\r\n\r\n">>,
+    [#{body := <<"hello">>} =
+         seen(Config, [<<"POST /te HTTP/1.1\r\n" ?HOST "Transfer-Encoding: ">>, TE,
+                       <<"\r\n\r\n">>, Chunked])
+     || TE <- [<<",chunked">>, <<"chunked, ">>, <<" ,, Chunked ,">>,
+               <<",\r\nTransfer-Encoding: chunked">>]],
+    %% Empty elements do not hide a coding before chunked, nor an empty list.
+    rejected(Config, [<<"POST /te HTTP/1.1\r\n" ?HOST "Transfer-Encoding: gzip,,chunked\r\n\r\n">>,
+                      Chunked], 501),
+    rejected(Config, [<<"POST /te HTTP/1.1\r\n" ?HOST "Transfer-Encoding: ,\r\n\r\n">>,
+                      Chunked], 400).
+
 %% -- §7 chunked transfer coding -----------------------------------------------
 
 %% RFC 9112 §7.1: chunks are decoded and concatenated (hex sizes, either case).
@@ -526,6 +561,16 @@ chunked_invalid_size(Config) ->
 chunked_size_overflow(Config) ->
     rejected(Config, <<"POST / HTTP/1.1\r\n" ?HOST "Transfer-Encoding: chunked\r\n\r\n"
                        "10000000000000005\r\nhello\r\n0\r\n\r\n">>, 400).
+
+%% RFC 9112 §7.1, RFC 9110 §15.5.14: a chunk whose announced size alone is
+%% over max_body gets 413 at once, before any of its data arrives (not a
+%% wait for data that would end in 408).
+chunk_size_over_max_body_413(Config) ->
+    rejected(Config, <<"POST / HTTP/1.1\r\n" ?HOST "Transfer-Encoding: chunked\r\n\r\n"
+                       "FFFFFFFF\r\nabc">>, 413),
+    %% Also when earlier chunks were within the limit (10 MB by default).
+    rejected(Config, <<"POST / HTTP/1.1\r\n" ?HOST "Transfer-Encoding: chunked\r\n\r\n"
+                       "3\r\nabc\r\nA00000\r\n">>, 413).
 
 %% RFC 9112 §7.1: chunk = chunk-size [ext] CRLF chunk-data CRLF; the CRLF
 %% after the data is required.

@@ -1,0 +1,21 @@
+%% EUnit tests for the application callback module and supervisor
+%% (falco_app, falco_sup): the tree starts once, with its clock and its
+%% listener registry, and stops cleanly.
+-module(falco_app_tests).
+-include_lib("eunit/include/eunit.hrl").
+
+app_test() ->
+    {ok, _} = application:ensure_all_started(falco),
+    Sup = whereis(falco_sup),
+    ?assert(is_pid(Sup)),
+    %% The tree holds the clock, and the registry table exists.
+    ?assertMatch([{falco_clock, _, worker, _}], supervisor:which_children(falco_sup)),
+    ?assertEqual(set, ets:info(falco_listeners, type)),
+    %% A second start of the callback finds the registered supervisor.
+    ?assertEqual({error, {already_started, Sup}}, falco_app:start(normal, [])),
+    ?assertEqual(ok, falco_app:stop(undefined)),
+    ok = application:stop(falco),
+    ?assertEqual(undefined, whereis(falco_sup)),
+    ?assertEqual(undefined, ets:info(falco_listeners)),
+    {ok, _} = application:ensure_all_started(falco),
+    ?assert(is_pid(whereis(falco_clock))).

@@ -1,0 +1,93 @@
+%% EUnit tests for listener options (falco_opts) and the error-reason to
+%% status mapping (falco_errors): every option's default and bounds, the
+%% errors a user sees for a typo or a bad value, and the status of every
+%% reason a codec or the connection can report (RFC 9110 §15.5, §15.6).
+-module(falco_opts_tests).
+-include_lib("eunit/include/eunit.hrl").
+
+h(_Req) -> {200, [], <<>>}.
+
+valid(Opts) -> falco_opts:validate(Opts#{handler => fun h/1}).
+
+defaults_test() ->
+    D = falco_opts:defaults(),
+    ?assertNot(maps:is_key(handler, D)),
+    ?assertMatch(#{port := 8080, ip := {0, 0, 0, 0}, num_acceptors := 10, max_connections := 16384,
+                   backlog := 1024, nodelay := true, send_timeout := 30000, idle_timeout := 60000,
+                   request_timeout := 30000, body_timeout := 30000,
+                   max_keep_alive_requests := 1000, max_request_line := 8192,
+                   max_header_line := 8192, max_header_block := 16384, max_header_count := 100,
+                   max_body := 10485760}, D).
+
+%% The validated configuration has every default, the user's values, and
+%% the parser limits gathered in one map.
+full_config_test() ->
+    {ok, C} = valid(#{port => 0, max_header_count => 7}),
+    ?assertMatch(#{port := 0, max_header_count := 7, max_body := 10485760}, C),
+    ?assertEqual(#{max_request_line => 8192, max_header_line => 8192, max_header_block => 16384,
+                   max_header_count => 7, max_empty_lines => 8}, maps:get(limits, C)),
+    ?assertEqual(maps:get(limits, C), maps:merge(falco_http1:default_limits(), maps:get(limits, C))).
+
+handler_forms_test() ->
+    ?assertMatch({ok, _}, falco_opts:validate(#{handler => my_module})),
+    ?assertMatch({ok, _}, falco_opts:validate(#{handler => {my_module, #{state => 1}}})),
+    ?assertMatch({ok, _}, falco_opts:validate(#{handler => fun h/1})),
+    ?assertEqual({error, {invalid_option, handler, fun falco_opts:defaults/0}},
+                 falco_opts:validate(#{handler => fun falco_opts:defaults/0})),
+    ?assertEqual({error, {invalid_option, handler, "mod"}}, falco_opts:validate(#{handler => "mod"})),
+    ?assertEqual({error, {invalid_option, handler, {"m", s}}}, falco_opts:validate(#{handler => {"m", s}})).
+
+errors_test() ->
+    ?assertEqual({error, {missing_option, handler}}, falco_opts:validate(#{port => 0})),
+    ?assertEqual({error, {unknown_option, prot}}, valid(#{prot => 80})),
+    ?assertEqual({error, {invalid_options, [{port, 80}]}}, falco_opts:validate([{port, 80}])).
+
+accepted_values_test_() ->
+    [?_assertMatch({ok, #{K := V}}, valid(#{K => V}))
+     || {K, V} <- [{port, 0}, {port, 65535}, {ip, {127, 0, 0, 1}}, {ip, {0, 0, 0, 0, 0, 0, 0, 1}},
+                   {nodelay, false}, {max_connections, infinity}, {max_connections, 1},
+                   {max_keep_alive_requests, infinity}, {send_timeout, 0},
+                   {idle_timeout, infinity}, {request_timeout, 1}, {body_timeout, infinity},
+                   {max_header_count, 0}, {max_body, 0}, {num_acceptors, 1}, {backlog, 1},
+                   {max_request_line, 1}, {max_header_line, 1}, {max_header_block, 1}]].
+
+rejected_values_test_() ->
+    [?_assertEqual({error, {invalid_option, K, V}}, valid(#{K => V}))
+     || {K, V} <- [{port, -1}, {port, 65536}, {port, "80"}, {ip, "127.0.0.1"}, {ip, {127, 0, 0}},
+                   {ip, {300, 0, 0, 1}}, {ip, {a, b, c, d}}, {nodelay, 1},
+                   {max_connections, 0}, {max_keep_alive_requests, -1}, {send_timeout, -1},
+                   {idle_timeout, 1.5}, {request_timeout, forever}, {max_header_count, -1},
+                   {max_body, -1}, {num_acceptors, 0}, {backlog, 0}, {max_request_line, 0},
+                   {max_header_line, infinity}, {max_header_block, 0}]].
+
+%% With several bad values, the first in key order is reported, so the
+%% error is stable.
+first_bad_value_test() ->
+    ?assertEqual({error, {invalid_option, backlog, 0}}, valid(#{port => -1, backlog => 0})).
+
+%% -- falco_errors ---------------------------------------------------------------
+
+statuses_test_() ->
+    [?_assertEqual(S, falco_errors:status(R))
+     || {R, S} <- [{{bad_request, bare_lf}, 400}, {{bad_request, anything}, 400},
+                   {request_timeout, 408}, {body_timeout, 408}, {content_too_large, 413},
+                   {uri_too_long, 414}, {expectation_failed, 417},
+                   {{header_too_large, line}, 431}, {{header_too_large, block}, 431},
+                   {{header_too_large, count}, 431}, {internal_error, 500},
+                   {{not_implemented, connect}, 501}, {{not_implemented, transfer_coding}, 501},
+                   {version_not_supported, 505}]].
+
+%% The body names the status with its RFC 9110 phrase.
+bodies_test_() ->
+    [?_assertEqual(B, falco_errors:body(R))
+     || {R, B} <- [{{bad_request, x}, <<"Bad Request\n">>}, {request_timeout, <<"Request Timeout\n">>},
+                   {content_too_large, <<"Content Too Large\n">>}, {uri_too_long, <<"URI Too Long\n">>},
+                   {expectation_failed, <<"Expectation Failed\n">>},
+                   {{header_too_large, count}, <<"Request Header Fields Too Large\n">>},
+                   {internal_error, <<"Internal Server Error\n">>},
+                   {{not_implemented, connect}, <<"Not Implemented\n">>},
+                   {version_not_supported, <<"HTTP Version Not Supported\n">>}]].
+
+%% An unknown reason is a bug in falco, not a status: it raises.
+unknown_reason_test() ->
+    ?assertError(function_clause, falco_errors:status(made_up)).
