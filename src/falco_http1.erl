@@ -346,8 +346,6 @@ name_scan(<<C, R/binary>>, N, U) when ?IS_TCHAR(C) ->
     name_scan(R, N + 1, U);
 name_scan(<<C, _/binary>>, N, _) when N > 0, (C =:= $\s orelse C =:= $\t) ->
     {error, {bad_request, header_whitespace_before_colon}};
-name_scan(<<>>, N, _) when N > 0 ->
-    {error, {bad_request, invalid_field_line}};
 name_scan(_, _, _) ->
     {error, {bad_request, invalid_header_name}}.
 

@@ -332,7 +332,7 @@ narrow(#h1s{transport = T, socket = Sock}) ->
     end.
 
 setopts(gen_tcp, Sock, Opts) -> inet:setopts(Sock, Opts);
-setopts(ssl, Sock, Opts) -> ssl:setopts(Sock, Opts).
+setopts(T, Sock, Opts) -> T:setopts(Sock, Opts).
 
 add(B, Data, Read, #h1s{max_body = Max}) ->
     case Read + byte_size(Data) of

@@ -153,8 +153,8 @@ keep_alive_across_routes(Config) ->
 wrong_method_and_unknown_path(Config) ->
     R1 = ask(Config, <<"DELETE / HTTP/1.1\r\n" ?HOST "\r\n">>),
     #{status := 405} = R1,
-    ?assertEqual(<<"GET, HEAD">>, ?C:header(<<"allow">>, R1)),
+    ?assertEqual(<<"GET, HEAD, OPTIONS">>, ?C:header(<<"allow">>, R1)),
     R2 = get_path(Config, <<"/echo">>),
     #{status := 405} = R2,
-    ?assertEqual(<<"POST">>, ?C:header(<<"allow">>, R2)),
+    ?assertEqual(<<"OPTIONS, POST">>, ?C:header(<<"allow">>, R2)),
     #{status := 404} = get_path(Config, <<"/no/such/page">>).

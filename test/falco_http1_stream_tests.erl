@@ -8,7 +8,7 @@
 -include_lib("eunit/include/eunit.hrl").
 
 %% the fake transport
--export([send/2, recv/3]).
+-export([send/2, recv/3, setopts/2]).
 
 -define(S, falco_http1_stream).
 
@@ -44,6 +44,10 @@ send(fake, Data) ->
         Error ->
             Error
     end.
+
+%% The stream widens the socket buffer for large bodies.
+setopts(fake, _Opts) ->
+    ok.
 
 recv(fake, 0, _Timeout) ->
     case get(fake_in) of

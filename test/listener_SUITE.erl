@@ -222,7 +222,7 @@ listener_crash_restarted(Config) ->
                                              handler => echo(?config(recorder, Config)),
                                              num_acceptors => 2, max_connections => 1}),
     {ok, Port} = falco:port(Name),
-    Acceptors = [Pid || {_, Pid, _, _} <- supervisor:which_children(Sup)],
+    Acceptors = [Pid || {{acceptor, _}, Pid, _, _} <- supervisor:which_children(Sup)],
     ?assertEqual(2, length(Acceptors)),
     A = ?C:connect(Port),
     ?C:send(A, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
