@@ -28,7 +28,8 @@
 -define(HOST, "Host: localhost\r\n").
 
 all() ->
-    [{group, static}, {group, upload}, {group, streams}, {group, compression}, {group, example}].
+    [{group, static}, {group, upload}, {group, streams}, {group, compression}, {group, example},
+     {group, h2c}].
 
 groups() ->
     [{static, [], [static_file, static_head, static_index_redirect, static_range,
@@ -40,7 +41,10 @@ groups() ->
      {streams, [], [sse_raw, sse_curl, sse_gzip_flushed, sse_client_gone, ndjson_stream]},
      {compression, [], [gzip_curl, accept_encoding_variants, not_acceptable_406, head_compressed,
                         stream_compressed, small_not_compressed, request_decoding, zip_bomb_413]},
-     {example, [], [example_static, example_upload, example_events, example_compression]}].
+     {example, [], [example_static, example_upload, example_events, example_compression]},
+     %% The same helpers over HTTP/2 (prior-knowledge h2c): the cases that
+     %% drive curl, run again with --http2-prior-knowledge.
+     {h2c, [], [static_precompressed_curl, static_curl_range, upload_curl, sse_curl, gzip_curl]}].
 
 %% -- setup -------------------------------------------------------------------------
 
@@ -76,6 +80,8 @@ init_per_group(example, Config) ->
     {ok, _} = falco_example:start(#{port => 0}),
     {ok, Port} = falco:port(falco_example),
     [{example_port, Port} | Config];
+init_per_group(h2c, Config) ->
+    [{curl_extra, ["--http2-prior-knowledge"]} | Config];
 init_per_group(_, Config) ->
     Config.
 
@@ -163,14 +169,20 @@ curl(Config, Args) ->
     Curl = os:find_executable("curl"),
     ?assert(is_list(Curl)),
     Port = open_port({spawn_executable, Curl},
-                     [{args, ["-s", "-S", "--max-time", "20", "-D", "-", "-o", Out | Args]},
+                     [{args, ["-s", "-S", "--max-time", "20", "-D", "-", "-o", Out
+                              | proplists:get_value(curl_extra, Config, []) ++ Args]},
                       binary, exit_status, use_stdio]),
     {0, Head} = collect(Port, []),
     {ok, Body} = file:read_file(Out),
     ok = file:delete(Out),
     Blocks = [B || B <- binary:split(Head, <<"\r\n\r\n">>, [global]), B =/= <<>>],
     [StatusLine | Lines] = binary:split(lists:last(Blocks), <<"\r\n">>, [global]),
-    [_, Code | _] = binary:split(StatusLine, <<" ">>, [global]),
+    [Version, Code | _] = binary:split(StatusLine, <<" ">>, [global]),
+    %% The h2c group must really have spoken HTTP/2.
+    case proplists:get_value(curl_extra, Config, []) of
+        ["--http2-prior-knowledge"] -> ?assertEqual(<<"HTTP/2">>, Version);
+        [] -> ?assertEqual(<<"HTTP/1.1">>, Version)
+    end,
     Headers = [begin
                    [N, V] = binary:split(L, <<":">>),
                    {string:lowercase(N), string:trim(V)}
