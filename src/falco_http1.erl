@@ -27,7 +27,7 @@
 %% status each maps to lives in {@link falco_errors}.
 -module(falco_http1).
 
--export([parse/2, parse_more/2, default_limits/0, method/1, field_line/1]).
+-export([parse/2, parse_more/2, default_limits/0, method/1, field_line/1, origin_form/1]).
 
 -export_type([request/0, limits/0, cont/0, reason/0, headers/0, body_framing/0]).
 
@@ -167,10 +167,13 @@ method_end(Line, N) ->
     end.
 
 target(<<"/", _/binary>> = R, Method) ->
-    case origin_form(R, 1, none) of
-        {ok, Path, Qs, Rest} -> version(Rest, #head{method = Method, path = Path, qs = Qs,
-                                                    target = target_of(Path, Qs)});
-        Error -> Error
+    {N, QPos} = origin_scan(R, 0, none),
+    case R of
+        <<T:N/binary, " ", Rest/binary>> ->
+            {ok, Path, Qs} = split_target(T, QPos),
+            version(Rest, #head{method = Method, path = Path, qs = Qs, target = T});
+        _ ->
+            {error, {bad_request, invalid_target}}
     end;
 target(<<"* ", Rest/binary>>, <<"OPTIONS">>) ->
     version(Rest, #head{method = <<"OPTIONS">>, path = <<"*">>, target = <<"*">>});
@@ -181,32 +184,29 @@ target(R, <<"CONNECT">>) when R =/= <<>> ->
 target(R, Method) ->
     absolute_form(R, Method).
 
-target_of(Path, <<>>) -> Path;
-target_of(Path, Qs) -> <<Path/binary, "?", Qs/binary>>.
+%% @doc Validates a whole origin-form target, `absolute-path [ "?" query ]'
+%% (RFC 9112 §3.2.1, RFC 3986 pchars and percent escapes), and splits it
+%% into path and query. HTTP/2's `:path' (RFC 9113 §8.3.1) uses it too.
+-spec origin_form(binary()) -> {ok, binary(), binary()} | error.
+origin_form(<<"/", _/binary>> = Target) ->
+    case origin_scan(Target, 0, none) of
+        {N, QPos} when N =:= byte_size(Target) -> split_target(Target, QPos);
+        _ -> error
+    end;
+origin_form(_) ->
+    error.
 
-%% origin-form = absolute-path [ "?" query ] (RFC 9112 §3.2.1). Scans to
-%% the SP, validating pchars and percent escapes; QPos is where "?" was.
-origin_form(Bin, N, QPos) ->
-    case Bin of
-        <<_:N/binary, C, _/binary>> when ?IS_PCHAR(C); C =:= $/ ->
-            origin_form(Bin, N + 1, QPos);
-        <<_:N/binary, "?", _/binary>> when QPos =:= none ->
-            origin_form(Bin, N + 1, N);
-        <<_:N/binary, "?", _/binary>> ->
-            origin_form(Bin, N + 1, QPos);
-        <<_:N/binary, "%", A, B, _/binary>> when ?IS_HEX(A), ?IS_HEX(B) ->
-            origin_form(Bin, N + 3, QPos);
-        <<T:N/binary, " ", Rest/binary>> ->
-            case QPos of
-                none ->
-                    {ok, T, <<>>, Rest};
-                _ ->
-                    <<P:QPos/binary, "?", Q/binary>> = T,
-                    {ok, P, Q, Rest}
-            end;
-        _ ->
-            {error, {bad_request, invalid_target}}
-    end.
+%% The length of the valid prefix, and where the first "?" was.
+origin_scan(<<C, R/binary>>, N, Q) when ?IS_PCHAR(C); C =:= $/ -> origin_scan(R, N + 1, Q);
+origin_scan(<<"?", R/binary>>, N, none) -> origin_scan(R, N + 1, N);
+origin_scan(<<"?", R/binary>>, N, Q) -> origin_scan(R, N + 1, Q);
+origin_scan(<<"%", A, B, R/binary>>, N, Q) when ?IS_HEX(A), ?IS_HEX(B) -> origin_scan(R, N + 3, Q);
+origin_scan(_, N, Q) -> {N, Q}.
+
+split_target(T, none) -> {ok, T, <<>>};
+split_target(T, QPos) ->
+    <<P:QPos/binary, "?", Q/binary>> = T,
+    {ok, P, Q}.
 
 %% absolute-form (RFC 9112 §3.2.2): the authority replaces Host.
 absolute_form(R, Method) ->
@@ -234,13 +234,14 @@ absolute_form(Scheme, Rest, Method, DefaultPort)
                     absolute_form(Scheme, <<Authority/binary, "/", PathEtc/binary>>, Method,
                                   DefaultPort);
                 <<"/", _/binary>> ->
-                    case origin_form(PathEtc, 1, none) of
-                        {ok, Path, Qs, Rest2} ->
+                    {N, QPos} = origin_scan(PathEtc, 0, none),
+                    case PathEtc of
+                        <<T:N/binary, " ", Rest2/binary>> ->
+                            {ok, Path, Qs} = split_target(T, QPos),
                             version(Rest2, #head{method = Method, path = Path, qs = Qs,
-                                                 target = target_of(Path, Qs),
-                                                 abs_authority = {Host, Port}});
-                        Error ->
-                            Error
+                                                 target = T, abs_authority = {Host, Port}});
+                        _ ->
+                            {error, {bad_request, invalid_target}}
                     end;
                 _ ->
                     {error, {bad_request, invalid_target}}

@@ -188,27 +188,9 @@ headers(#acc{headers = Hs, cookies = Cookies}) ->
 target(<<"*">>, <<"OPTIONS">>) ->
     {ok, <<"*">>, <<>>};
 target(<<"/", _/binary>> = T, _) ->
-    origin_form(T, 1, none);
+    falco_http1:origin_form(T);
 target(_, _) ->
     error.
-
-origin_form(Bin, N, QPos) ->
-    case Bin of
-        <<_:N/binary, C, _/binary>> when ?IS_PCHAR(C); C =:= $/ ->
-            origin_form(Bin, N + 1, QPos);
-        <<_:N/binary, "?", _/binary>> when QPos =:= none ->
-            origin_form(Bin, N + 1, N);
-        <<_:N/binary, "?", _/binary>> ->
-            origin_form(Bin, N + 1, QPos);
-        <<_:N/binary, "%", A, B, _/binary>> when ?IS_HEX(A), ?IS_HEX(B) ->
-            origin_form(Bin, N + 3, QPos);
-        <<_:N/binary>> when QPos =:= none ->
-            {ok, Bin, <<>>};
-        <<P:QPos/binary, "?", Q/binary>> when byte_size(Bin) =:= N ->
-            {ok, P, Q};
-        _ ->
-            error
-    end.
 
 content_length(undefined, #{end_stream := true}) ->
     {ok, none};
