@@ -27,7 +27,8 @@
 %% status each maps to lives in {@link falco_errors}.
 -module(falco_http1).
 
--export([parse/2, parse_more/2, default_limits/0, method/1, field_line/1, origin_form/1]).
+-export([parse/2, parse_more/2, default_limits/0, method/1, field_line/1, origin_form/1,
+         list_tokens/1, has_token/2]).
 
 -export_type([request/0, limits/0, cont/0, reason/0, headers/0, body_framing/0]).
 
@@ -585,11 +586,24 @@ expect(#head{expect = E}) ->
 keep_alive({1, 1}, <<>>) ->
     true;
 keep_alive(Version, Connection) ->
-    Tokens = [lower(trim_ows(T)) || T <- binary:split(Connection, <<",">>, [global])],
+    Tokens = list_tokens(Connection),
     case lists:member(<<"close">>, Tokens) of
         true -> false;
         false -> Version =:= {1, 1} orelse lists:member(<<"keep-alive">>, Tokens)
     end.
+
+%% @doc The elements of a #list field value (RFC 9110 §5.6.1), such as
+%% `Connection' or `Upgrade': trimmed, lowercased, empty ones dropped.
+-spec list_tokens(binary()) -> [binary()].
+list_tokens(Value) ->
+    [lower(E) || E <- elements(Value)].
+
+%% @doc Whether the #list field value `Value' holds `Token' (lowercase),
+%% compared case-insensitively: `has_token(<<"Keep-Alive, Close">>,
+%% <<"close">>)' is true.
+-spec has_token(binary(), binary()) -> boolean().
+has_token(Value, Token) ->
+    lists:member(Token, list_tokens(Value)).
 
 %% -- helpers ---------------------------------------------------------------
 

@@ -169,6 +169,7 @@ serve(C = #conn{socket = Sock, transport = T, conf = Conf, served = Served,
                 {ok, Buf} ->
                     case falco_http1_stream:closing(S) of
                         false -> wait(C#conn{served = Served + 1}, Buf);
+                        true when not KeepAlive0, Buf =:= <<>> -> quick_close(C);
                         true -> close(C)
                     end;
                 close ->
@@ -199,6 +200,15 @@ reject(C = #conn{socket = Sock, transport = T}, Reason) ->
 close(#conn{socket = Sock, transport = T}) ->
     _ = T:shutdown(Sock, write),
     linger(T, Sock, erlang:monotonic_time(millisecond) + 1000, 64 * 1024 * 1024),
+    _ = T:close(Sock),
+    ok.
+
+%% The client asked to close (`Connection: close', or 1.0 without
+%% keep-alive), its request was read to the end and nothing follows it: it
+%% sends nothing more (RFC 9112 §9.6), so there is nothing to drain and a
+%% plain close is safe. This halves the work of a connection-per-request
+%% client.
+quick_close(#conn{socket = Sock, transport = T}) ->
     _ = T:close(Sock),
     ok.
 

@@ -202,9 +202,7 @@ connection_fields(Fields, S = #h1s{keep_alive = KeepAlive, version = Version}) -
     end.
 
 has_close(V) ->
-    Tokens = binary:split(string:lowercase(iolist_to_binary(V)), [<<",">>, <<" ">>, <<"\t">>],
-                          [global, trim_all]),
-    lists:member(<<"close">>, Tokens).
+    falco_http1:has_token(iolist_to_binary(V), <<"close">>).
 
 send(S = #h1s{transport = T, socket = Sock}, Data) ->
     case T:send(Sock, Data) of

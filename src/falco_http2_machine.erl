@@ -10,7 +10,7 @@
 %% ({@link falco_http2_conn}) carries the actions out, in order:
 %% <ul>
 %% <li>`{send, iodata()}': bytes for the socket;</li>
-%% <li>`{request, StreamId, Req | {error, Reason}}': a new request (the map
+%% <li>`{request, StreamId, Req | {error, Reason, Method}}': a new request (the map
 %%     from {@link falco_http2_request:request/2}), or one falco answers with
 %%     an error status;</li>
 %% <li>`{data, StreamId, binary(), fin | nofin}', `{trailers, StreamId, Fields}':
@@ -288,14 +288,23 @@ open_stream(Id, _, _, _, M = #m{streams = Streams, opts = #{max_concurrent_strea
     %% §5.1.2: over the limit we advertised.
     stream_error(Id, refused_stream, M);
 open_stream(Id, Fin, _, too_large, M) ->
-    start_stream(Id, Fin, undefined, {error, {header_too_large, block}}, M);
+    start_stream(Id, Fin, undefined, {error, {header_too_large, block}, undefined}, M);
 open_stream(Id, Fin, _, Fields, M = #m{opts = #{max_header_count := MaxCount}}) ->
     case falco_http2_request:request(Fields, #{max_header_count => MaxCount,
                                                end_stream => Fin =:= fin}) of
         {ok, Req = #{body := {length, N}}} -> start_stream(Id, Fin, N, Req, M);
         {ok, Req} -> start_stream(Id, Fin, undefined, Req, M);
-        {error, {reply, Reason}} -> start_stream(Id, Fin, undefined, {error, Reason}, M);
+        {error, {reply, Reason}} ->
+            start_stream(Id, Fin, undefined, {error, Reason, method(Fields)}, M);
         {error, {malformed, _}} -> stream_error(Id, protocol_error, M)
+    end.
+
+%% The method of a request answered with an error status, if it has one
+%% (a reply to HEAD carries no content, RFC 9110 §9.3.2).
+method(Fields) ->
+    case lists:keyfind(<<":method">>, 1, Fields) of
+        {_, Method} -> Method;
+        false -> undefined
     end.
 
 start_stream(Id, Fin, Expected, Req, M = #m{streams = Streams}) ->

@@ -51,23 +51,23 @@
 %% @doc Starts the process for stream `Id', linked to the connection.
 %% `Ctx' has `handler', `listener', `peer', `scheme', `max_body' and
 %% `body_timeout'.
--spec start(pid(), pos_integer(), map() | {error, falco_errors:reason()}, map()) -> pid().
+-spec start(pid(), pos_integer(), map() | {error, falco_errors:reason(), binary() | undefined}, map()) -> pid().
 start(Conn, Id, Req, Ctx) ->
     spawn_link(?MODULE, init, [Conn, Id, Req, Ctx]).
 
 %% @private
--spec init(pid(), pos_integer(), map() | {error, falco_errors:reason()}, map()) ->
+-spec init(pid(), pos_integer(), map() | {error, falco_errors:reason(), binary() | undefined}, map()) ->
           ok | {error, term()}.
 init(Conn, Id, Req0, Ctx = #{max_body := MaxBody, body_timeout := BodyTimeout}) ->
     S = #h2s{conn = Conn, id = Id, max_body = MaxBody, body_timeout = BodyTimeout},
     case Req0 of
-        {error, Reason} ->
+        {error, Reason, Method} ->
             _ = put(?BODY, #body{fin = true}),
-            result(falco_pipeline:error_reply(Reason, ?MODULE, S));
+            result(falco_pipeline:error_reply(Reason, #{method => Method}, ?MODULE, S));
         #{body := {length, N}} when N > S#h2s.max_body ->
             %% As over HTTP/1.1: refused before the handler runs.
             _ = put(?BODY, #body{fin = true}),
-            result(falco_pipeline:error_reply(content_too_large, ?MODULE, S));
+            result(falco_pipeline:error_reply(content_too_large, Req0, ?MODULE, S));
         _ ->
             Body = maps:get(body, Req0),
             #{headers := Headers} = Req0,

@@ -9,7 +9,7 @@
 %% that hits a limit while reading the body gets that limit's status.
 -module(falco_pipeline).
 
--export([run/4, error_reply/3, check_fields/1]).
+-export([run/4, error_reply/4, check_fields/1]).
 
 %% @doc Runs `Handler' for `Req' and answers it on stream `Mod'/`S'.
 -spec run(falco_req:req(), falco_handler:handler(), module(), falco_stream:state()) ->
@@ -30,12 +30,10 @@ call({Mod, State}, Req) -> Mod:handle(Req, State);
 call(Mod, Req) -> Mod:handle(Req, undefined).
 
 %% @doc Sends the error reply for `Reason' and asks the protocol to close.
--spec error_reply(falco_errors:reason(), module(), falco_stream:state()) ->
+%% `Req' needs only the method (RFC 9110 §9.3.2: the reply to a HEAD
+%% request has the fields, no content).
+-spec error_reply(falco_errors:reason(), map(), module(), falco_stream:state()) ->
           {ok, falco_stream:state()} | {error, term()}.
-error_reply(Reason, Mod, S) ->
-    error_reply(Reason, #{}, Mod, S).
-
-%% RFC 9110 §9.3.2: the reply to a HEAD request has the fields, no content.
 error_reply(Reason, Req, Mod, S) ->
     Body = falco_errors:body(Reason),
     Mod:send_response(falco_errors:status(Reason),

@@ -80,6 +80,14 @@ preface(Buf) ->
 -spec h2c_settings(map()) -> {ok, falco_http2_frame:settings()} | no.
 h2c_settings(#{version := {1, 1}, body := Body, headers := Headers})
   when Body =:= none; Body =:= {length, 0} ->
+    case lists:keymember(<<"upgrade">>, 1, Headers) of
+        true -> h2c_upgrade(Headers);
+        false -> no
+    end;
+h2c_settings(_) ->
+    no.
+
+h2c_upgrade(Headers) ->
     Upgrade = tokens(<<"upgrade">>, Headers),
     Connection = tokens(<<"connection">>, Headers),
     case lists:member(<<"h2c">>, Upgrade) andalso lists:member(<<"upgrade">>, Connection)
@@ -87,13 +95,10 @@ h2c_settings(#{version := {1, 1}, body := Body, headers := Headers})
         andalso [V || {<<"http2-settings">>, V} <- Headers] of
         [Value] -> settings_payload(Value);
         _ -> no
-    end;
-h2c_settings(_) ->
-    no.
+    end.
 
 tokens(Name, Headers) ->
-    lists:append([[string:lowercase(string:trim(T)) || T <- binary:split(V, <<",">>, [global])]
-                  || {N, V} <- Headers, N =:= Name]).
+    lists:append([falco_http1:list_tokens(V) || {N, V} <- Headers, N =:= Name]).
 
 settings_payload(Value) ->
     try base64:decode(base64url(Value)) of

@@ -120,6 +120,16 @@ keep_alive_test() ->
     ?assertMatch({ok, #{keep_alive := true}, _},
                  parse(<<"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n">>)).
 
+%% RFC 9110 §5.6.1: #list elements, as Connection and Upgrade use them.
+list_tokens_test() ->
+    ?assertEqual([<<"keep-alive">>, <<"upgrade">>],
+                 falco_http1:list_tokens(<<" Keep-Alive ,, \tUPGRADE\t,">>)),
+    ?assertEqual([], falco_http1:list_tokens(<<" , ">>)),
+    ?assert(falco_http1:has_token(<<"foo, Close">>, <<"close">>)),
+    ?assertNot(falco_http1:has_token(<<"closed, x-close">>, <<"close">>)),
+    %% Space is not a list separator: "a close" is one (odd) element.
+    ?assertNot(falco_http1:has_token(<<"a close">>, <<"close">>)).
+
 limits_test() ->
     L = (falco_http1:default_limits())#{max_request_line => 20, max_header_line => 30,
                                          max_header_count => 2, max_header_block => 60},

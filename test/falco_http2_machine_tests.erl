@@ -168,7 +168,7 @@ malformed_request_test() ->
 
 reply_error_request_test() ->
     T = headers(1, [{<<":method">>, <<"CONNECT">>}, {<<":authority">>, <<"a:1">>}], fin, start()),
-    ?assertMatch([{request, 1, {error, {not_implemented, connect}}}],
+    ?assertMatch([{request, 1, {error, {not_implemented, connect}, <<"CONNECT">>}}],
                  [R || R = {request, _, _} <- others(T)]).
 
 %% §5.1.1
@@ -328,7 +328,7 @@ hpack_bomb_test() ->
     {ok, [_, _, _, _, {<<"x-big">>, _}], _} = falco_hpack:decode(B0, falco_hpack:new()),
     Refs = binary:copy(<<16#be>>, 10),
     T3 = feed({headers, 1, fin, fin, undefined, <<B0/binary, Refs/binary>>}, T2),
-    ?assertMatch([{request, 1, {error, {header_too_large, block}}}],
+    ?assertMatch([{request, 1, {error, {header_too_large, block}, undefined}}],
                  [R || R = {request, _, _} <- others(T3)]),
     %% the HPACK context is still in step: the next request decodes
     T4 = headers(3, req_get(3), fin, T3),

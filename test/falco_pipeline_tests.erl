@@ -238,13 +238,18 @@ limit_test() ->
         run(fun(_) -> throw({falco_error, body_timeout}) end, req(<<"HEAD">>)),
     ?assertEqual(<<"16">>, proplists:get_value(<<"content-length">>, H2)).
 
-%% error_reply/3: the protocol's own errors go out the same way.
+%% error_reply/4: the protocol's own errors go out the same way; only the
+%% method of the request matters (a method not known yet is no HEAD).
 error_reply_test() ->
     _ = erase_calls(),
-    {ok, s} = falco_pipeline:error_reply(uri_too_long, ?MODULE, s),
+    {ok, s} = falco_pipeline:error_reply(uri_too_long, #{method => undefined}, ?MODULE, s),
     [{response, 414, H, <<"URI Too Long\n">>}] = calls(),
     ?assertEqual([{<<"content-type">>, <<"text/plain">>}, {<<"content-length">>, <<"13">>},
-                  {<<"connection">>, <<"close">>}], no_date(H)).
+                  {<<"connection">>, <<"close">>}], no_date(H)),
+    {ok, s} = falco_pipeline:error_reply({header_too_large, count}, #{method => <<"HEAD">>},
+                                         ?MODULE, s),
+    [{response, 431, H2, <<>>}] = calls(),
+    ?assertNotEqual(<<"0">>, proplists:get_value(<<"content-length">>, H2)).
 
 %% -- files -------------------------------------------------------------------------------------
 

@@ -369,7 +369,13 @@ too_many_fields_431(Config) ->
     C0 = connect(Config),
     Many = [{<<"x-", (integer_to_binary(I))/binary>>, <<"v">>} || I <- lists:seq(1, 51)],
     {Id, C1} = ?C:request(C0, <<"GET">>, <<"/hello">>, Many, <<>>),
-    {ok, #{status := 431}, _} = ?C:response(C1, Id).
+    {ok, #{status := 431, frames := 1}, _} = ?C:response(C1, Id),
+    %% RFC 9110 §9.3.2: the error reply to HEAD has the fields, no DATA.
+    C2 = connect(Config),
+    {Id2, C3} = ?C:request(C2, <<"HEAD">>, <<"/hello">>, Many, <<>>),
+    {ok, #{status := 431, frames := 0, body := <<>>, headers := Hs}, _} = ?C:response(C3, Id2),
+    {_, Length} = lists:keyfind(<<"content-length">>, 1, Hs),
+    true = binary_to_integer(Length) > 0.
 
 connect_501(Config) ->
     C0 = connect(Config),
