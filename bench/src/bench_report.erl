@@ -33,6 +33,12 @@ redactor(Ctx) ->
     end.
 
 %% Output names: results.md etc. for HTTP/1.1, results-h2.md etc. for HTTP/2.
+%% Where the latency figures come from, per protocol.
+latency_source(#{ctx := #{protocol := h1}}) ->
+    "wrk's latency histogram (the in-tree generator's for head)";
+latency_source(#{ctx := #{protocol := h2}}) ->
+    "h2load's per-request latencies".
+
 suffix(#{ctx := #{protocol := h1}}) -> "";
 suffix(#{ctx := #{protocol := P}}) -> "-" ++ atom_to_list(P).
 
@@ -48,7 +54,7 @@ markdown(R = #{servers := Servers, scenarios := Scs}) ->
      "median) of the two, and 3 %.\n\n",
      table(R, Servers, Scs, rps, high, fun rps_cell/1),
      "\n## Latency p50 / p99 / max (lower is better)\n\n",
-     "From wrk's latency histogram, medians over the runs (closed loop: coordinated "
+     "From ", latency_source(R), ", medians over the runs (closed loop: coordinated "
      "omission hides part of the tail, see bench/README.md). Bold on p99 by the same rule.\n\n",
      table(R, Servers, Scs, p99, low, fun lat_cell/1),
      "\n## Server CPU time per request (lower is better)\n\n",

@@ -122,7 +122,7 @@ latency(R = #{servers := Servers}) ->
                 {[Title, Bars], Y1 + 8}
         end, 70, Rows),
     frame("Latency p50 and p99 (lower is better)",
-          "Dark: p50, light: p99 (medians of the runs, wrk's closed-loop histogram); log scale",
+          "Dark: p50, light: p99 (medians of the runs, closed loop); log scale",
           H, Servers, [Grid, Body]).
 
 rect(X, Y, W, H, Fill, Extra) ->
