@@ -1,15 +1,23 @@
-%% @doc An acceptor: accepts on the shared listen socket and hands each
-%% connection to a new process running {@link falco_http1_conn}.
+%% @doc An acceptor: keeps one connection process waiting in `accept' on
+%% the shared listen socket, and starts the next one as soon as that one
+%% has a connection.
+%%
+%% The connection process accepts for itself ({@link accept/4}), so the
+%% socket is born owned by the process that serves it: no ownership
+%% transfer and no hand-off message. On gen_tcp's socket backend each of
+%% those is a call through the socket's own server process, and under load
+%% every such hop waits its turn behind the busy connections.
 %%
 %% `max_connections' is enforced with a shared counter the connections
-%% decrement when they end: at the limit the acceptor stops accepting (the
-%% kernel backlog holds the queue) and looks again every 10 ms. On `emfile'
-%% or `enfile' it backs off 100 ms instead of spinning. It traps exits so
-%% a connection that dies abnormally never takes the acceptor (and its
-%% siblings) down; those exit messages are dropped on every turn.
+%% decrement when they end: at the limit the acceptor starts no waiting
+%% process (the kernel backlog holds the queue) and looks again every
+%% 10 ms. On `emfile' or `enfile' it backs off 100 ms instead of spinning.
+%% It traps exits so a connection that dies abnormally never takes the
+%% acceptor (and its siblings) down; those exit messages are dropped on
+%% every turn.
 -module(falco_acceptor).
 
--export([start_link/4, init/4]).
+-export([start_link/4, init/4, accept/4]).
 
 %% @doc Starts an acceptor for listener `Name'.
 -spec start_link(atom(), inet:socket(), map(), counters:counters_ref()) -> {ok, pid()}.
@@ -29,47 +37,61 @@ loop(Name, LSock, Conf, Counter, Max) ->
         true ->
             receive after 10 -> ok end;
         false ->
-            accept(Name, LSock, Conf, Counter)
+            wait_accepted(Name, falco_http1_conn:start(Name, LSock, Conf, Counter))
     end,
     loop(Name, LSock, Conf, Counter, Max).
 
-accept(Name, LSock, Conf, Counter) ->
-    case gen_tcp:accept(LSock) of
-        {ok, Sock} ->
-            ok = claim_slot(Counter, maps:get(max_connections, Conf)),
-            Pid = falco_http1_conn:start(Name, Sock, Conf, Counter),
-            case gen_tcp:controlling_process(Sock, Pid) of
-                ok ->
-                    Pid ! {falco_socket, self()},
-                    ok;
-                {error, _} ->
-                    exit(Pid, kill),
-                    counters:sub(Counter, 1, 1),
-                    _ = gen_tcp:close(Sock),
-                    ok
-            end,
+%% The connection process is in accept; it reports how that went.
+wait_accepted(Name, Pid) ->
+    Parent = get(falco_parent),
+    receive
+        {falco_accepted, Pid} ->
             ok;
-        {error, Reason} when Reason =:= emfile; Reason =:= enfile ->
-            logger:warning("falco: listener ~p out of file descriptors (~p); "
-                           "backing off 100 ms", [Name, Reason]),
-            receive after 100 -> ok end;
-        {error, closed} ->
-            %% The listener is gone; take our connections with us.
-            exit(shutdown);
-        {error, _} ->
+        {falco_accept_failed, Pid, Reason} ->
+            failed(Name, Reason);
+        {'EXIT', Parent, Reason} ->
+            exit(Reason);
+        {'EXIT', Pid, _} ->
             ok
     end.
 
-%% The other acceptors were blocked in accept too, so the limit checked
-%% before accepting may have been reached meanwhile: take a slot only if one
-%% is free (add, then check, so two acceptors can never both take the last
-%% one), else hold the accepted socket unserved and look again every 10 ms.
+failed(Name, Reason) when Reason =:= emfile; Reason =:= enfile ->
+    logger:warning("falco: listener ~p out of file descriptors (~p); "
+                   "backing off 100 ms", [Name, Reason]),
+    receive after 100 -> ok end;
+failed(_Name, closed) ->
+    %% The listener is gone; take our connections with us.
+    exit(shutdown);
+failed(_Name, _Reason) ->
+    ok.
+
+%% @doc Runs in a new connection process: accepts one connection on
+%% `LSock', takes a connection slot and tells `Acceptor', which then starts
+%% the next waiting process. `stop' when accepting failed (the acceptor is
+%% told why). The caller gives the slot back when the connection ends.
+-spec accept(pid(), inet:socket(), counters:counters_ref(), pos_integer() | infinity) ->
+          {ok, inet:socket()} | stop.
+accept(Acceptor, LSock, Counter, Max) ->
+    case gen_tcp:accept(LSock) of
+        {ok, Sock} ->
+            ok = claim_slot(Counter, Max),
+            Acceptor ! {falco_accepted, self()},
+            {ok, Sock};
+        {error, Reason} ->
+            Acceptor ! {falco_accept_failed, self(), Reason},
+            stop
+    end.
+
+%% The other acceptors' processes were waiting in accept too, so the limit
+%% checked before this one started may have been reached meanwhile: take a
+%% slot only if one is free (add, then check, so two can never both take
+%% the last one), else hold the accepted socket unserved and look again
+%% every 10 ms.
 claim_slot(Counter, Max) ->
     counters:add(Counter, 1, 1),
     case counters:get(Counter, 1) > Max of
         true ->
             counters:sub(Counter, 1, 1),
-            flush_exits(get(falco_parent)),
             receive after 10 -> ok end,
             claim_slot(Counter, Max);
         false ->

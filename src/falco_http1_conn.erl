@@ -29,28 +29,31 @@
                request_timeout :: timeout()}).
 
 %% @doc Spawns a connection process, linked to the caller (the acceptor),
-%% that waits for ownership of `Socket' before it reads.
+%% that accepts a connection on `LSock' itself ({@link
+%% falco_acceptor:accept/4}) and serves it.
 -spec start(atom(), inet:socket(), map(), counters:counters_ref()) -> pid().
-start(Name, Socket, Conf, Counter) ->
-    proc_lib:spawn_link(?MODULE, init, [self(), Name, Socket, Conf, Counter]).
+start(Name, LSock, Conf, Counter) ->
+    proc_lib:spawn_link(?MODULE, init, [self(), Name, LSock, Conf, Counter]).
 
 %% @private
 -spec init(pid(), atom(), inet:socket(), map(), counters:counters_ref()) -> ok.
-init(Acceptor, Name, Socket, Conf, Counter) ->
-    receive
-        {falco_socket, Acceptor} -> ok
-    end,
-    try
-        C = #conn{socket = Socket, transport = gen_tcp, scheme = http, peer = undefined,
-                  parent = Acceptor,
-                  listener = Name, handler = maps:get(handler, Conf), conf = Conf,
-                  limits = maps:get(limits, Conf),
-                  max_requests = maps:get(max_keep_alive_requests, Conf),
-                  idle_timeout = maps:get(idle_timeout, Conf),
-                  request_timeout = maps:get(request_timeout, Conf)},
-        start(C)
-    after
-        counters:sub(Counter, 1, 1)
+init(Acceptor, Name, LSock, Conf, Counter) ->
+    case falco_acceptor:accept(Acceptor, LSock, Counter, maps:get(max_connections, Conf)) of
+        {ok, Socket} ->
+            try
+                C = #conn{socket = Socket, transport = gen_tcp, scheme = http, peer = undefined,
+                          parent = Acceptor,
+                          listener = Name, handler = maps:get(handler, Conf), conf = Conf,
+                          limits = maps:get(limits, Conf),
+                          max_requests = maps:get(max_keep_alive_requests, Conf),
+                          idle_timeout = maps:get(idle_timeout, Conf),
+                          request_timeout = maps:get(request_timeout, Conf)},
+                start(C)
+            after
+                counters:sub(Counter, 1, 1)
+            end;
+        stop ->
+            ok
     end.
 
 %% TLS handshake (here, never in the acceptor), then the protocol from
