@@ -18,7 +18,9 @@
 -module(falco_transport).
 
 -export([handshake/3, tls_options/2, alpn_ids/1, setopts/3, peername/2, messages/1,
-         default_ciphers/0]).
+         default_ciphers/0, default_ciphers/1]).
+
+-define(DEFAULT_VERSIONS, ['tlsv1.3', 'tlsv1.2']).
 
 -type transport() :: gen_tcp | ssl.
 -type socket() :: inet:socket() | ssl:sslsocket().
@@ -40,16 +42,27 @@ handshake(Socket, TlsOpts, Timeout) ->
     end.
 
 %% @doc The server options for a listener: falco's defaults under the
-%% user's `tls_opts' (which win), ALPN from `Protocols'.
+%% user's `tls_opts' (which win), ALPN from `Protocols'. Only defaults that
+%% fit the configured `versions' are added: renegotiation and session-id
+%% reuse exist up to TLS 1.2 only, and OTP's ssl refuses them in a
+%% TLS-1.3-only configuration; the default cipher list holds only suites of
+%% the configured versions.
 -spec tls_options([ssl:tls_server_option()], [http1 | h2]) -> [ssl:tls_server_option()].
 tls_options(UserOpts, Protocols) ->
-    Defaults = [{versions, ['tlsv1.3', 'tlsv1.2']},
-                {ciphers, default_ciphers()},
-                {honor_cipher_order, true},
-                {secure_renegotiate, true},
-                {client_renegotiation, false},
-                {reuse_sessions, true},
-                {alpn_preferred_protocols, alpn_ids(Protocols)}],
+    Versions = proplists:get_value(versions, UserOpts, ?DEFAULT_VERSIONS),
+    Ciphers = case default_ciphers(Versions) of
+                  [] -> [];
+                  Suites -> [{ciphers, Suites}]
+              end,
+    Pre13 = case lists:any(fun(V) -> V =/= 'tlsv1.3' end, Versions) of
+                true -> [{secure_renegotiate, true},
+                         {client_renegotiation, false},
+                         {reuse_sessions, true}];
+                false -> []
+            end,
+    Defaults = [{versions, ?DEFAULT_VERSIONS} | Ciphers]
+        ++ [{honor_cipher_order, true} | Pre13]
+        ++ [{alpn_preferred_protocols, alpn_ids(Protocols)}],
     UserKeys = [K || {K, _} <- UserOpts],
     UserOpts ++ [O || O = {K, _} <- Defaults, not lists:member(K, UserKeys)].
 
@@ -59,10 +72,20 @@ tls_options(UserOpts, Protocols) ->
 alpn_ids(Protocols) ->
     [<<"h2">> || lists:member(h2, Protocols)] ++ [<<"http/1.1">> || lists:member(http1, Protocols)].
 
-%% @doc AEAD suites with an ephemeral key exchange (TLS 1.3 suites all are).
+%% @doc The default suites for falco's default versions (TLS 1.3 and 1.2).
 -spec default_ciphers() -> [ssl:erl_cipher_suite()].
 default_ciphers() ->
-    All = lists:usort(ssl:cipher_suites(default, 'tlsv1.3') ++ ssl:cipher_suites(default, 'tlsv1.2')),
+    default_ciphers(?DEFAULT_VERSIONS).
+
+%% @doc AEAD suites with an ephemeral key exchange (TLS 1.3 suites all are)
+%% of the given versions; none for versions before TLS 1.2, which have no
+%% AEAD suites.
+-spec default_ciphers([atom()]) -> [ssl:erl_cipher_suite()].
+default_ciphers(Versions) ->
+    %% ssl:cipher_suites(default, 'tlsv1.3') lists the TLS 1.2 suites too.
+    All = lists:usort([S || V <- ['tlsv1.3', 'tlsv1.2'], lists:member(V, Versions),
+                            S <- ssl:cipher_suites(default, V),
+                            (V =:= 'tlsv1.3') =:= (maps:get(key_exchange, S) =:= any)]),
     Suites = ssl:filter_cipher_suites(
                All, [{mac, fun(aead) -> true; (_) -> false end},
                      {key_exchange, fun(K) -> lists:member(K, [any, ecdhe_ecdsa, ecdhe_rsa]) end},

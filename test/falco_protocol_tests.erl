@@ -85,6 +85,22 @@ tls_options_test() ->
                                   andalso C =/= aes_128_ccm_8 andalso C =/= aes_256_ccm_8
                       end, Ciphers)),
     ?assertMatch(#{key_exchange := any}, hd(Ciphers)),
+    %% TLS 1.3 only: no TLS-1.2-only defaults (OTP's ssl refuses them) and
+    %% only TLS 1.3 suites; TLS 1.2 only: no TLS 1.3 suites.
+    Only13 = falco_transport:tls_options([{certfile, "c"}, {keyfile, "k"},
+                                          {versions, ['tlsv1.3']}], [h2]),
+    ?assertEqual([], [K || {K, _} <- Only13, lists:member(K, [secure_renegotiate,
+                                                                client_renegotiation,
+                                                                reuse_sessions])]),
+    ?assert(lists:all(fun(#{key_exchange := KE}) -> KE =:= any end,
+                      proplists:get_value(ciphers, Only13))),
+    ?assertEqual([<<"h2">>], proplists:get_value(alpn_preferred_protocols, Only13)),
+    Only12 = falco_transport:tls_options([{versions, ['tlsv1.2']}], [http1]),
+    ?assertEqual(true, proplists:get_value(secure_renegotiate, Only12)),
+    ?assert(lists:all(fun(#{key_exchange := KE}) -> KE =/= any end,
+                      proplists:get_value(ciphers, Only12))),
+    ?assertEqual(false, lists:keymember(ciphers, 1,
+                                        falco_transport:tls_options([{versions, ['tlsv1.1']}], [http1]))),
     ?assertEqual({tcp, tcp_closed, tcp_error, tcp_passive}, falco_transport:messages(gen_tcp)),
     ?assertEqual({ssl, ssl_closed, ssl_error, ssl_passive}, falco_transport:messages(ssl)).
 
