@@ -9,11 +9,12 @@
 
 -export([all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
 -export([curl_prior_knowledge/1, curl_prior_knowledge_post/1, curl_upgrade/1, curl_tls_alpn/1,
-         curl_tls_http11/1, nghttp_h2c/1, nghttp_tls/1, h2load_h2c/1, python_h2/1]).
+         curl_tls_http11/1, nghttp_h2c/1, nghttp_tls/1, h2load_h2c/1, python_h2/1,
+         tls13_only_listener/1]).
 
 all() ->
     [curl_prior_knowledge, curl_prior_knowledge_post, curl_upgrade, curl_tls_alpn,
-     curl_tls_http11, nghttp_h2c, nghttp_tls, h2load_h2c, python_h2].
+     curl_tls_http11, nghttp_h2c, nghttp_tls, h2load_h2c, python_h2, tls13_only_listener].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
@@ -29,7 +30,7 @@ init_per_suite(Config) ->
     {ok, _} = falco:start_listener(clients_tls, Base#{transport => tls, tls_opts => TlsOpts}),
     {ok, Tcp} = falco:port(clients_tcp),
     {ok, Tls} = falco:port(clients_tls),
-    [{tcp_port, Tcp}, {tls_port, Tls} | Config].
+    [{tcp_port, Tcp}, {tls_port, Tls}, {tls_opts, TlsOpts} | Config].
 
 end_per_suite(Config) ->
     ok = falco:stop_listener(clients_tcp),
@@ -37,6 +38,7 @@ end_per_suite(Config) ->
     Config.
 
 tools(curl_tls_http11) -> ["curl"];
+tools(tls13_only_listener) -> [];
 tools(Case) ->
     case atom_to_list(Case) of
         "curl" ++ _ -> ["curl"];
@@ -156,3 +158,28 @@ python_h2(Config) ->
               ++ " 2>&1; echo exit=$?"),
     {match, _} = re:run(Out, "ok concurrent gets\nok post with trailers\n"
                              "ok streamed response with trailers\nexit=0").
+
+%% A TLS-1.3-only listener serves (falco once added TLS-1.2-only defaults
+%% that OTP's ssl refused on every handshake), and refuses a 1.2 client.
+tls13_only_listener(Config) ->
+    TlsOpts = [{versions, ['tlsv1.3']} | ?config(tls_opts, Config)],
+    {ok, _} = falco:start_listener(clients_tls13, #{port => 0, ip => {127, 0, 0, 1},
+                                                    handler => fun handle/1,
+                                                    transport => tls, tls_opts => TlsOpts}),
+    try
+        {ok, Port} = falco:port(clients_tls13),
+        {ok, S} = ssl:connect({127, 0, 0, 1}, Port, [binary, {active, false},
+                                                     {versions, ['tlsv1.3']},
+                                                     {verify, verify_none},
+                                                     {alpn_advertised_protocols, [<<"http/1.1">>]}],
+                              5000),
+        {ok, [{protocol, 'tlsv1.3'}]} = ssl:connection_information(S, [protocol]),
+        ok = ssl:send(S, <<"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n">>),
+        {ok, <<"HTTP/1.1 200", _/binary>>} = ssl:recv(S, 0, 5000),
+        _ = ssl:close(S),
+        {error, _} = ssl:connect({127, 0, 0, 1}, Port, [binary, {active, false},
+                                                        {versions, ['tlsv1.2']},
+                                                        {verify, verify_none}], 5000)
+    after
+        ok = falco:stop_listener(clients_tls13)
+    end.
