@@ -11,7 +11,7 @@
 -type tag() :: term().
 
 -type action() :: {send, iodata()}
-                | {request, stream_id(), map() | {error, falco_errors:reason()}}
+                | {request, stream_id(), map() | {error, falco_errors:reason(), binary() | undefined}}
                 | {data, stream_id(), binary(), fin()}
                 | {trailers, stream_id(), headers()}
                 | {reset, stream_id(), term()}
