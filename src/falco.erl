@@ -27,6 +27,7 @@ start_listener(Name, Opts) when is_atom(Name) ->
                         %% The supervisor wraps a failed start with its child
                         %% record; users get the reason alone.
                         {error, {{listen_failed, _, _} = Reason, _Child}} -> {error, Reason};
+                        {error, {{invalid_option, _, _} = Reason, _Child}} -> {error, Reason};
                         {error, Reason} -> {error, Reason}
                     end;
                 {error, _} = Error ->

@@ -6,7 +6,9 @@
 %% socket is born owned by the process that serves it: no ownership
 %% transfer and no hand-off message. On gen_tcp's socket backend each of
 %% those is a call through the socket's own server process, and under load
-%% every such hop waits its turn behind the busy connections.
+%% every such hop waits its turn behind the busy connections. For TLS the
+%% accept is `ssl:transport_accept/1' (TCP only, in the same waiting
+%% process); the handshake follows in that process, never in the acceptor.
 %%
 %% `max_connections' is enforced with a shared counter the connections
 %% decrement when they end: at the limit the acceptor starts no waiting
@@ -20,12 +22,12 @@
 -export([start_link/4, init/4, accept/4]).
 
 %% @doc Starts an acceptor for listener `Name'.
--spec start_link(atom(), inet:socket(), map(), counters:counters_ref()) -> {ok, pid()}.
+-spec start_link(atom(), falco_transport:socket(), map(), counters:counters_ref()) -> {ok, pid()}.
 start_link(Name, LSock, Conf, Counter) ->
     {ok, proc_lib:spawn_link(?MODULE, init, [self(), Name, LSock, Conf#{falco_counter => Counter}])}.
 
 %% @private
--spec init(pid(), atom(), inet:socket(), map()) -> no_return().
+-spec init(pid(), atom(), falco_transport:socket(), map()) -> no_return().
 init(Parent, Name, LSock, Conf) ->
     process_flag(trap_exit, true),
     put(falco_parent, Parent),
@@ -66,13 +68,14 @@ failed(_Name, _Reason) ->
     ok.
 
 %% @doc Runs in a new connection process: accepts one connection on
-%% `LSock', takes a connection slot and tells `Acceptor', which then starts
-%% the next waiting process. `stop' when accepting failed (the acceptor is
-%% told why). The caller gives the slot back when the connection ends.
--spec accept(pid(), inet:socket(), counters:counters_ref(), pos_integer() | infinity) ->
-          {ok, inet:socket()} | stop.
-accept(Acceptor, LSock, Counter, Max) ->
-    case gen_tcp:accept(LSock) of
+%% `LSock' (`tcp' or `tls', as the listener's `transport' says), takes a
+%% connection slot and tells `Acceptor', which then starts the next waiting
+%% process. `stop' when accepting failed (the acceptor is told why). The
+%% caller gives the slot back when the connection ends.
+-spec accept(pid(), falco_transport:socket(), map(), counters:counters_ref()) ->
+          {ok, falco_transport:socket()} | stop.
+accept(Acceptor, LSock, #{transport := Kind, max_connections := Max}, Counter) ->
+    case falco_transport:accept(Kind, LSock) of
         {ok, Sock} ->
             ok = claim_slot(Counter, Max),
             Acceptor ! {falco_accepted, self()},

@@ -31,14 +31,14 @@
 %% @doc Spawns a connection process, linked to the caller (the acceptor),
 %% that accepts a connection on `LSock' itself ({@link
 %% falco_acceptor:accept/4}) and serves it.
--spec start(atom(), inet:socket(), map(), counters:counters_ref()) -> pid().
+-spec start(atom(), falco_transport:socket(), map(), counters:counters_ref()) -> pid().
 start(Name, LSock, Conf, Counter) ->
     proc_lib:spawn_link(?MODULE, init, [self(), Name, LSock, Conf, Counter]).
 
 %% @private
--spec init(pid(), atom(), inet:socket(), map(), counters:counters_ref()) -> ok.
+-spec init(pid(), atom(), falco_transport:socket(), map(), counters:counters_ref()) -> ok.
 init(Acceptor, Name, LSock, Conf, Counter) ->
-    case falco_acceptor:accept(Acceptor, LSock, Counter, maps:get(max_connections, Conf)) of
+    case falco_acceptor:accept(Acceptor, LSock, Conf, Counter) of
         {ok, Socket} ->
             try
                 C = #conn{socket = Socket, transport = gen_tcp, scheme = http, peer = undefined,
@@ -56,20 +56,20 @@ init(Acceptor, Name, LSock, Conf, Counter) ->
             ok
     end.
 
-%% TLS handshake (here, never in the acceptor), then the protocol from
-%% the one decision table, falco_protocol:select/3.
+%% TLS handshake (here, never in the acceptor: the acceptor only took the
+%% TCP connection with ssl:transport_accept/1), then the protocol from the
+%% one decision table, falco_protocol:select/3.
 start(C = #conn{socket = Socket, conf = #{transport := tcp, protocols := Protocols}}) ->
     protocol(falco_protocol:select(tcp, connect, Protocols),
              C#conn{peer = falco_transport:peername(gen_tcp, Socket)}, <<>>);
 start(C = #conn{socket = Socket, conf = Conf = #{transport := tls, protocols := Protocols}}) ->
-    case falco_transport:handshake(Socket, maps:get(tls_server_opts, Conf),
-                                   maps:get(handshake_timeout, Conf)) of
+    case falco_transport:handshake(Socket, maps:get(handshake_timeout, Conf)) of
         {ok, TlsSocket, Alpn} ->
             protocol(falco_protocol:select(tls, {alpn, Alpn}, Protocols),
                      C#conn{socket = TlsSocket, transport = ssl, scheme = https,
                             peer = falco_transport:peername(ssl, TlsSocket)}, <<>>);
         {error, _} ->
-            _ = gen_tcp:close(Socket),
+            _ = ssl:close(Socket),
             ok
     end.
 

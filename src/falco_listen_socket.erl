@@ -1,5 +1,5 @@
-%% @doc Holds a listener's listen socket and closes it when the listener
-%% stops.
+%% @doc Holds a listener's listen socket (`gen_tcp' or `ssl') and closes it
+%% when the listener stops.
 %%
 %% The listener supervisor opens the socket in its own init (so a port in
 %% use fails the start) and starts this process first, so that on shutdown
@@ -10,32 +10,35 @@
 -module(falco_listen_socket).
 -behaviour(gen_server).
 
--export([start_link/1]).
+-export([start_link/2]).
 -export([init/1, handle_call/3, handle_cast/2, terminate/2]).
 
-%% @doc Starts the holder of `LSock'.
--spec start_link(inet:socket()) -> {ok, pid()} | ignore | {error, term()}.
-start_link(LSock) ->
-    gen_server:start_link(?MODULE, LSock, []).
+-type state() :: {falco_transport:kind(), falco_transport:socket()}.
+
+%% @doc Starts the holder of `LSock', a `tcp' or `tls' listen socket.
+-spec start_link(falco_transport:kind(), falco_transport:socket()) ->
+          {ok, pid()} | ignore | {error, term()}.
+start_link(Kind, LSock) ->
+    gen_server:start_link(?MODULE, {Kind, LSock}, []).
 
 %% @private
--spec init(inet:socket()) -> {ok, inet:socket()}.
-init(LSock) ->
+-spec init(state()) -> {ok, state()}.
+init(State) ->
     process_flag(trap_exit, true),
-    {ok, LSock}.
+    {ok, State}.
 
 %% @private
--spec handle_call(term(), gen_server:from(), inet:socket()) -> {reply, ok, inet:socket()}.
-handle_call(_Request, _From, LSock) ->
-    {reply, ok, LSock}.
+-spec handle_call(term(), gen_server:from(), state()) -> {reply, ok, state()}.
+handle_call(_Request, _From, State) ->
+    {reply, ok, State}.
 
 %% @private
--spec handle_cast(term(), inet:socket()) -> {noreply, inet:socket()}.
-handle_cast(_Msg, LSock) ->
-    {noreply, LSock}.
+-spec handle_cast(term(), state()) -> {noreply, state()}.
+handle_cast(_Msg, State) ->
+    {noreply, State}.
 
 %% @private
--spec terminate(term(), inet:socket()) -> ok.
-terminate(_Reason, LSock) ->
-    _ = gen_tcp:close(LSock),
+-spec terminate(term(), state()) -> ok.
+terminate(_Reason, {Kind, LSock}) ->
+    _ = falco_transport:close(Kind, LSock),
     ok.

@@ -1,6 +1,8 @@
 %% @doc One listener: the supervisor owns the listen socket (opened in
-%% init, so it lives exactly as long as this tree) and supervises the pool
-%% of acceptors sharing it. Connections are linked to the acceptor that
+%% init, so it lives exactly as long as this tree; for TLS an `ssl' listen
+%% socket, so the server options are checked and processed once, here, and
+%% a bad one fails the start with `{invalid_option, tls_opts, Reason}') and
+%% supervises the pool of acceptors sharing it. Connections are linked to the acceptor that
 %% accepted them, so stopping the listener stops its connections too.
 %%
 %% The listener's handler is settled here, once: with `routes' the compiled
@@ -60,9 +62,10 @@ init({Name, Conf0}) ->
                 {backlog, Backlog}, {nodelay, NoDelay}, {send_timeout, SendTimeout},
                 {send_timeout_close, true}, {keepalive, true},
                 {buffer, 65536}],
-    case gen_tcp:listen(Port, SockOpts) of
+    Kind = maps:get(transport, Conf),
+    case falco_transport:listen(Kind, Port, SockOpts, maps:get(tls_server_opts, Conf, [])) of
         {ok, LSock} ->
-            {ok, Actual} = inet:port(LSock),
+            {ok, Actual} = sockport(Kind, LSock),
             Counter = counters:new(1, [atomics]),
             true = ets:insert(?TABLE, {Name, Actual, Counter, self()}),
             Conf1 = Conf#{handler => handler(Name, Conf0)},
@@ -72,16 +75,25 @@ init({Name, Conf0}) ->
                          || I <- lists:seq(1, N)],
             %% First child: on shutdown it goes last and closes the socket.
             Holder = #{id => listen_socket,
-                       start => {falco_listen_socket, start_link, [LSock]},
+                       start => {falco_listen_socket, start_link, [Kind, LSock]},
                        shutdown => 5000},
             {ok, {#{strategy => one_for_all, intensity => 10, period => 10},
                   [Holder | Acceptors]}};
+        {error, {tls_opts, Reason}} ->
+            %% ssl refused the options: the listener cannot serve anyone.
+            exit({invalid_option, tls_opts, Reason});
         {error, Reason} ->
             %% Makes start_link return {error, {listen_failed, Port, Reason}}.
             exit({listen_failed, Port, Reason})
     end.
 
-%% TLS listeners: the ssl application, and the server options computed once.
+sockport(tcp, LSock) -> inet:port(LSock);
+sockport(tls, LSock) ->
+    {ok, {_, Port}} = ssl:sockname(LSock),
+    {ok, Port}.
+
+%% TLS listeners: the ssl application, and the server options computed once
+%% (ssl processes them once more, once, in ssl:listen/2).
 tls_conf(Conf = #{transport := tls, tls_opts := TlsOpts, protocols := Protocols}) ->
     {ok, _} = application:ensure_all_started(ssl),
     Conf#{tls_server_opts => falco_transport:tls_options(TlsOpts, Protocols)};

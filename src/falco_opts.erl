@@ -92,20 +92,66 @@ validate(Opts) when is_map(Opts) ->
 validate(Opts) ->
     {error, {invalid_options, Opts}}.
 
-%% A TLS listener needs a certificate and its key.
+%% A TLS listener needs a certificate and its key. The rest of `tls_opts'
+%% is checked by ssl itself when the listen socket opens (ssl:listen/2 in
+%% falco_listener_sup); what ssl would not catch, or would catch only per
+%% connection, is checked here: an empty `versions' (ssl:listen/2 does not
+%% return on it), PEM files without a certificate or a key, socket options
+%% (falco sets those from its own listener options; in `tls_opts' they
+%% would reach the socket behind falco's back) and `{handshake, hello}'
+%% (falco runs full handshakes).
 check_tls(Conf = #{transport := tls, tls_opts := TlsOpts}) ->
     HasCert = lists:any(fun({K, _}) -> lists:member(K, [certfile, cert, certs_keys]) end, TlsOpts),
     HasKey = lists:any(fun({K, _}) -> lists:member(K, [keyfile, key, certs_keys]) end, TlsOpts),
     Missing = [{K, F} || {K, F} <- TlsOpts, K =:= certfile orelse K =:= keyfile
                                                 orelse K =:= cacertfile,
                          not filelib:is_regular(F)],
+    Bad = [{versions, V} || {versions, V} <- TlsOpts, not (is_list(V) andalso V =/= [])]
+        ++ [Problem || Missing =:= [], {K, F} <- TlsOpts, K =:= certfile orelse K =:= keyfile,
+                       Problem <- pem_problem(K, F)]
+        ++ [{socket_option, K} || {K, _} <- TlsOpts, lists:member(K, socket_options())]
+        ++ [{handshake, V} || {handshake, V} <- TlsOpts, V =/= full],
     case HasCert andalso HasKey of
-        true when Missing =:= [] -> {ok, finish(Conf)};
+        true when Missing =:= [], Bad =:= [] -> {ok, finish(Conf)};
+        true when Missing =:= [] -> {error, {invalid_option, tls_opts, hd(Bad)}};
         true -> {error, {invalid_option, tls_opts, {file_not_found, hd(Missing)}}};
         false -> {error, {invalid_option, tls_opts, missing_certificate_or_key}}
     end;
 check_tls(Conf) ->
     {ok, finish(Conf)}.
+
+%% OTP 25's ssl reads certfile and keyfile only when a connection needs
+%% them, so a file that holds no certificate, or no private key, would fail
+%% every handshake: it is looked at here. (Whether the key matches the
+%% certificate is still found out by the first handshake.)
+pem_problem(Kind, File) ->
+    Types = [Type || {Type, _, _} <- pem_entries(File)],
+    Wanted = case Kind of
+                 certfile -> ['Certificate'];
+                 keyfile -> ['RSAPrivateKey', 'DSAPrivateKey', 'ECPrivateKey', 'PrivateKeyInfo']
+             end,
+    case [T || T <- Types, lists:member(T, Wanted)] of
+        [] when Kind =:= certfile -> [{no_certificate, {certfile, File}}];
+        [] -> [{no_private_key, {keyfile, File}}];
+        _ -> []
+    end.
+
+pem_entries(File) ->
+    try
+        {ok, Pem} = file:read_file(File),
+        public_key:pem_decode(Pem)
+    catch
+        _:_ -> []
+    end.
+
+%% gen_tcp/inet options: the listener's own options set them.
+socket_options() ->
+    [active, mode, packet, packet_size, header, deliver, line_delimiter, exit_on_close,
+     show_econnreset, ip, ifaddr, port, fd, backlog, reuseaddr, reuseport, reuseport_lb,
+     nodelay, send_timeout, send_timeout_close, inet_backend, inet, inet6, local, buffer,
+     recbuf, sndbuf, keepalive, linger, tos, tclass, priority, high_watermark,
+     low_watermark, high_msgq_watermark, low_msgq_watermark, delay_send, dontroute,
+     ipv6_v6only, netns, bind_to_device, raw, debug, tcp_module].
 
 finish(Conf) ->
     Limits = maps:with([max_request_line, max_header_line, max_header_block, max_header_count],

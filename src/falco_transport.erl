@@ -4,34 +4,112 @@
 %% A connection's transport is the module itself (`gen_tcp' or `ssl'):
 %% both export `send/2', `recv/3', `close/1' and `shutdown/2' with the same
 %% meaning, so the HTTP/1.1 loop calls `T:send(Sock, Data)' whatever it
-%% runs over. The few calls that differ (`setopts', `peername', the active
-%% mode messages) go through this module.
+%% runs over. The few calls that differ (listen, accept, `setopts',
+%% `peername', the active mode messages) go through this module, keyed by
+%% the listener's `tcp | tls'.
 %%
-%% TLS: the listen socket and the accept are plain TCP; the handshake runs
-%% in the connection process ({@link handshake/3}, with a timeout), never in
-%% an acceptor, so a slow or silent client cannot hold an acceptor. Defaults
-%% are modern (RFC 9325, RFC 9113 §9.2): TLS 1.3 and 1.2 only, AEAD cipher
-%% suites with forward secrecy (no CBC, no static RSA, no truncated CCM_8
-%% tags), the server's cipher order, no client-initiated renegotiation, and
-%% ALPN advertising the listener's protocols in order (h2, http/1.1). Any of
-%% these can be overridden through `tls_opts', whose entries win.
+%% TLS: the listen socket is an `ssl' one ({@link listen/4}), so ssl
+%% checks and processes the server options once per listener, when it
+%% starts: a bad option fails the start, not every connection, and no
+%% connection pays for parsing them again. An acceptor only takes the TCP
+%% connection ({@link accept/2}: `ssl:transport_accept/1', no handshake);
+%% the handshake runs in the connection process ({@link handshake/2}, with a
+%% timeout), never in an acceptor, so a slow or silent client cannot hold
+%% an acceptor. Defaults are modern (RFC 9325, RFC 9113 §9.2): TLS 1.3 and
+%% 1.2 only, AEAD cipher suites with forward secrecy (no CBC, no static RSA,
+%% no truncated CCM_8 tags), the server's cipher order, no client-initiated
+%% renegotiation, and ALPN advertising the listener's protocols in order
+%% (h2, http/1.1). Any of these can be overridden through `tls_opts', whose
+%% entries win; only defaults that fit the configured `versions' are added.
 -module(falco_transport).
 
--export([handshake/3, tls_options/2, alpn_ids/1, setopts/3, peername/2, messages/1,
+-export([listen/4, accept/2, close/2, handshake/2]).
+-export([tls_options/2, alpn_ids/1, setopts/3, peername/2, messages/1,
          default_ciphers/0, default_ciphers/1]).
 
 -define(DEFAULT_VERSIONS, ['tlsv1.3', 'tlsv1.2']).
 
 -type transport() :: gen_tcp | ssl.
 -type socket() :: inet:socket() | ssl:sslsocket().
--export_type([transport/0, socket/0]).
+-type kind() :: tcp | tls.
+-export_type([transport/0, socket/0, kind/0]).
 
-%% @doc Runs the TLS handshake on an accepted TCP socket. Returns the TLS
-%% socket and the ALPN protocol the client chose (`undefined' if none).
--spec handshake(inet:socket(), [ssl:tls_server_option()], timeout()) ->
+%% @doc Opens a listener's listen socket. TLS: `ssl:listen/2' with the
+%% socket options and the full server options ({@link tls_options/2}), so
+%% ssl validates them here; a rejected option comes back as
+%% `{error, {tls_opts, Reason}}', an error of the socket itself (a port in
+%% use) as it is.
+-spec listen(kind(), inet:port_number(), [gen_tcp:listen_option()], [ssl:tls_server_option()]) ->
+          {ok, socket()} | {error, term()}.
+listen(tcp, Port, SockOpts, _TlsOpts) ->
+    gen_tcp:listen(Port, SockOpts);
+listen(tls, Port, SockOpts0, TlsOpts) ->
+    %% gen_tcp honours `{inet_backend, _}' only as its first option, and
+    %% OTP 25's ssl:listen/2 hands the socket options on to gen_tcp in
+    %% reverse order: the backend goes last here to come first there. Should
+    %% an ssl keep the order, the second try has it first.
+    {Backend, SockOpts} = lists:partition(fun(O) -> element(1, O) =:= inet_backend end,
+                                          [O || O <- SockOpts0, is_tuple(O)]),
+    Atoms = [O || O <- SockOpts0, is_atom(O)],
+    Tries = case Backend of
+                [] -> [Atoms ++ SockOpts];
+                _ -> [Atoms ++ SockOpts ++ Backend, Backend ++ Atoms ++ SockOpts]
+            end,
+    ssl_listen(Port, Tries, TlsOpts).
+
+ssl_listen(Port, [Opts | Tries], TlsOpts) ->
+    try ssl:listen(Port, Opts ++ TlsOpts) of
+        {ok, LSock} -> {ok, LSock};
+        {error, {options, dependency, Why}} -> {error, {tls_opts, {dependency, Why}}};
+        {error, {options, Why}} -> {error, {tls_opts, Why}};
+        {error, Reason} when is_atom(Reason) -> {error, Reason};
+        {error, Reason} -> {error, {tls_opts, Reason}}
+    catch
+        %% ssl hands options it does not know to gen_tcp, which exits.
+        _:badarg when Tries =/= [] ->
+            ssl_listen(Port, Tries, TlsOpts);
+        _:badarg ->
+            {error, {tls_opts, {unknown_options, unknown_tls_options(TlsOpts)}}}
+    end.
+
+%% The server options of OTP 25's ssl (the option names of ssl(3)); used
+%% only to name the culprits once ssl has refused an option list, so an
+%% option that a newer ssl adds is never refused by falco itself.
+unknown_tls_options(TlsOpts) ->
+    Known = [alpn_advertised_protocols, alpn_preferred_protocols, anti_replay,
+             beast_mitigation, cacertfile, cacerts, cb_info, cert, certfile, certs_keys,
+             certificate_authorities, ciphers, client_preferred_next_protocols,
+             client_renegotiation, cookie, crl_cache, crl_check, customize_hostname_check, depth,
+             dh, dhfile, early_data, eccs, erl_dist, fail_if_no_peer_cert, fallback, handshake,
+             hibernate_after, honor_cipher_order, honor_ecc_order, keep_secrets, key,
+             key_update_at, keyfile, log_level, max_fragment_length, max_handshake_size,
+             middlebox_comp_mode, next_protocols_advertised, ocsp_nonce, ocsp_responder_certs,
+             ocsp_stapling, padding_check, partial_chain, password, protocol, psk_identity,
+             receiver_spawn_opts, renegotiate_at, reuse_session, reuse_sessions,
+             secure_renegotiate, sender_spawn_opts, server_name_indication, session_tickets,
+             signature_algs, signature_algs_cert, sni_fun, sni_hosts, srp_identity,
+             supported_groups, use_ticket, user_lookup_fun, verify, verify_fun, versions],
+    [K || {K, _} <- TlsOpts, not lists:member(K, Known)].
+
+%% @doc Takes the next connection from a listen socket. TLS: the TCP
+%% accept only (`ssl:transport_accept/1'); the handshake is the
+%% connection's ({@link handshake/2}).
+-spec accept(kind(), socket()) -> {ok, socket()} | {error, term()}.
+accept(tcp, LSock) -> gen_tcp:accept(LSock);
+accept(tls, LSock) -> ssl:transport_accept(LSock).
+
+%% @doc Closes a socket, listening or accepted.
+-spec close(kind(), socket()) -> ok | {error, term()}.
+close(tcp, Sock) -> gen_tcp:close(Sock);
+close(tls, Sock) -> ssl:close(Sock).
+
+%% @doc Runs the TLS handshake on a socket from {@link accept/2}, with the
+%% options given to the listen socket. Returns the socket and the ALPN
+%% protocol the client chose (`undefined' if none).
+-spec handshake(ssl:sslsocket(), timeout()) ->
           {ok, ssl:sslsocket(), binary() | undefined} | {error, term()}.
-handshake(Socket, TlsOpts, Timeout) ->
-    case ssl:handshake(Socket, TlsOpts, Timeout) of
+handshake(Socket, Timeout) ->
+    case ssl:handshake(Socket, Timeout) of
         {ok, TlsSocket} ->
             case ssl:negotiated_protocol(TlsSocket) of
                 {ok, Proto} -> {ok, TlsSocket, Proto};

@@ -1,0 +1,239 @@
+%% TLS listeners: protocol versions (TLS 1.3 only, TLS 1.2 only, both),
+%% the check of `tls_opts' when the listener starts (ssl:listen/2 processes
+%% them once, so a bad option is a start error rather than a failure of
+%% every handshake), max_connections and the listen socket's life over TLS.
+%% Clients: OTP's ssl, and curl where installed (skipped without it unless
+%% FALCO_REQUIRE_TOOLS=1).
+-module(tls_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+
+-export([all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
+-export([tls13_only/1, tls13_only_curl/1, tls12_only/1, both_versions/1, bad_options/1,
+         max_connections/1, stop_closes_listen_socket/1]).
+
+all() ->
+    [tls13_only, tls13_only_curl, tls12_only, both_versions, bad_options, max_connections,
+     stop_closes_listen_socket].
+
+init_per_suite(Config) ->
+    {ok, _} = application:ensure_all_started(falco),
+    {ok, _} = application:ensure_all_started(ssl),
+    Key = [{key, {namedCurve, secp256r1}}, {digest, sha256}],
+    Data = public_key:pkix_test_data(#{server_chain => #{root => Key, intermediates => [],
+                                                         peer => Key},
+                                       client_chain => #{root => Key, intermediates => [],
+                                                         peer => Key}}),
+    TlsOpts = [{K, V} || {K, V} <- maps:get(server_config, Data), K =/= cacerts],
+    [{tls_opts, TlsOpts} | Config].
+
+end_per_suite(Config) ->
+    Config.
+
+init_per_testcase(tls13_only_curl, Config) ->
+    case os:find_executable("curl") of
+        false ->
+            case os:getenv("FALCO_REQUIRE_TOOLS") of
+                "1" -> ct:fail({missing_tools, ["curl"]});
+                _ -> {skip, {missing_tools, ["curl"]}}
+            end;
+        _ ->
+            Config
+    end;
+init_per_testcase(_, Config) ->
+    Config.
+
+end_per_testcase(_, Config) ->
+    _ = falco:stop_listener(tls_l),
+    Config.
+
+handle(Req) ->
+    {200, [{<<"content-type">>, <<"text/plain">>}],
+     iolist_to_binary(["hello ", falco_req:scheme(Req) =:= https andalso "https",
+                       " ", integer_to_list(element(1, falco_req:version(Req)))])}.
+
+start(Extra, Config) ->
+    start(Extra, [], Config).
+
+start(Extra, TlsExtra, Config) ->
+    {ok, _} = falco:start_listener(tls_l, maps:merge(#{port => 0, ip => {127, 0, 0, 1},
+                                                       handler => fun handle/1,
+                                                       transport => tls,
+                                                       tls_opts => ?config(tls_opts, Config)
+                                                           ++ TlsExtra},
+                                                     Extra)),
+    {ok, Port} = falco:port(tls_l),
+    Port.
+
+connect(Port, Versions) ->
+    ssl:connect({127, 0, 0, 1}, Port, [binary, {active, false}, {verify, verify_none},
+                                       {versions, Versions},
+                                       {alpn_advertised_protocols, [<<"http/1.1">>]}], 5000).
+
+%% One HTTP/1.1 request over an established TLS connection.
+get_hello(S) ->
+    ok = ssl:send(S, <<"GET /hello HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n">>),
+    Resp = recv_all(S, <<>>),
+    {match, _} = re:run(Resp, "^HTTP/1.1 200 OK\r\n"),
+    [_, Body] = binary:split(Resp, <<"\r\n\r\n">>),
+    Body.
+
+recv_all(S, Acc) ->
+    case ssl:recv(S, 0, 5000) of
+        {ok, Data} -> recv_all(S, <<Acc/binary, Data/binary>>);
+        {error, closed} -> Acc
+    end.
+
+protocol(S) ->
+    {ok, [{protocol, P}]} = ssl:connection_information(S, [protocol]),
+    P.
+
+%% `versions => ['tlsv1.3']' alone: falco adds none of its TLS-1.2-only
+%% defaults (OTP's ssl refuses them with TLS 1.3 only, which used to fail
+%% every handshake), serves TLS 1.3 clients and refuses TLS 1.2 ones.
+tls13_only(Config) ->
+    Port = start(#{}, [{versions, ['tlsv1.3']}], Config),
+    {ok, S} = connect(Port, ['tlsv1.3']),
+    'tlsv1.3' = protocol(S),
+    {ok, <<"http/1.1">>} = ssl:negotiated_protocol(S),
+    <<"hello https 1">> = get_hello(S),
+    ok = ssl:close(S),
+    {error, _} = connect(Port, ['tlsv1.2']),
+    %% and h2 by ALPN over TLS 1.3
+    C = falco_test_h2_client:connect(Port, #{transport => tls}),
+    {Id, C1} = falco_test_h2_client:request(C, <<"GET">>, <<"/hello">>),
+    {ok, #{status := 200, body := Body}, C2} = falco_test_h2_client:response(C1, Id),
+    <<"hello https 2">> = iolist_to_binary(Body),
+    ok = falco_test_h2_client:close(C2).
+
+%% The same with a real client: curl, forced to TLS 1.3.
+tls13_only_curl(Config) ->
+    Port = start(#{}, [{versions, ['tlsv1.3']}], Config),
+    Url = "https://127.0.0.1:" ++ integer_to_list(Port) ++ "/hello",
+    "hello https 2|2" = cmd("curl -sk --tlsv1.3 --http2 -w '|%{http_version}' " ++ Url),
+    "hello https 1|1.1" = cmd("curl -sk --tlsv1.3 --http1.1 -w '|%{http_version}' " ++ Url),
+    %% a client that stops at TLS 1.2 gets no answer
+    Refused = cmd("curl -sk --tlsv1.2 --tls-max 1.2 -o /dev/null -w '%{http_code}' " ++ Url),
+    "000" = Refused.
+
+cmd(Args) ->
+    Out = os:cmd(Args),
+    ct:log("~ts~n~ts", [Args, Out]),
+    Out.
+
+%% `versions => ['tlsv1.2']': TLS 1.2 with falco's TLS 1.2 defaults (no
+%% client-initiated renegotiation, AEAD suites with ECDHE only).
+tls12_only(Config) ->
+    Port = start(#{}, [{versions, ['tlsv1.2']}], Config),
+    {ok, S} = connect(Port, ['tlsv1.2']),
+    'tlsv1.2' = protocol(S),
+    {ok, [{selected_cipher_suite, #{mac := aead, key_exchange := KE}}]} =
+        ssl:connection_information(S, [selected_cipher_suite]),
+    true = lists:member(KE, [ecdhe_ecdsa, ecdhe_rsa]),
+    {error, _} = ssl:renegotiate(S),
+    ok = ssl:close(S),
+    {ok, S2} = connect(Port, ['tlsv1.2']),
+    <<"hello https 1">> = get_hello(S2),
+    ok = ssl:close(S2),
+    {error, _} = connect(Port, ['tlsv1.3']).
+
+%% The default: both versions, the client's highest wins.
+both_versions(Config) ->
+    Port = start(#{}, Config),
+    {ok, S} = connect(Port, ['tlsv1.3', 'tlsv1.2']),
+    'tlsv1.3' = protocol(S),
+    <<"hello https 1">> = get_hello(S),
+    {ok, S2} = connect(Port, ['tlsv1.2']),
+    'tlsv1.2' = protocol(S2),
+    <<"hello https 1">> = get_hello(S2).
+
+%% A bad `tls_opts' fails falco:start_listener/2 with a reason naming it,
+%% and leaves no listener behind.
+bad_options(Config) ->
+    Bad = fun(Extra) ->
+                  {error, {invalid_option, tls_opts, Reason}} =
+                      falco:start_listener(tls_l, #{port => 0, ip => {127, 0, 0, 1},
+                                                    handler => fun handle/1, transport => tls,
+                                                    tls_opts => ?config(tls_opts, Config) ++ Extra}),
+                  {error, not_found} = falco:port(tls_l),
+                  Reason
+          end,
+    %% an option ssl does not know
+    {unknown_options, [no_such_option]} = Bad([{no_such_option, 1}]),
+    %% a bad value
+    {verify, maybe} = Bad([{verify, maybe}]),
+    {'tlsv1.9', _} = Bad([{versions, ['tlsv1.9']}]),
+    %% options that do not fit the versions
+    {dependency, {reuse_sessions, _}} = Bad([{versions, ['tlsv1.3']}, {reuse_sessions, true}]),
+    {dependency, {secure_renegotiate, _}} =
+        Bad([{versions, ['tlsv1.3']}, {secure_renegotiate, true}]),
+    {dependency, {session_tickets, _}} = Bad([{versions, ['tlsv1.2']}, {session_tickets, stateless}]),
+    %% what falco refuses itself
+    {versions, []} = Bad([{versions, []}]),
+    {socket_option, active} = Bad([{active, true}]),
+    {socket_option, packet} = Bad([{packet, 4}]),
+    {handshake, hello} = Bad([{handshake, hello}]),
+    %% files that hold no certificate, or no key (ssl would read them only
+    %% per connection)
+    Junk = filename:join(?config(priv_dir, Config), "junk.pem"),
+    ok = file:write_file(Junk, <<"not a PEM file\n">>),
+    CertPem = filename:join(?config(priv_dir, Config), "cert.pem"),
+    KeyPem = filename:join(?config(priv_dir, Config), "key.pem"),
+    {_, CertDer} = lists:keyfind(cert, 1, ?config(tls_opts, Config)),
+    {_, {KeyType, KeyDer}} = lists:keyfind(key, 1, ?config(tls_opts, Config)),
+    ok = file:write_file(CertPem, public_key:pem_encode([{'Certificate', CertDer, not_encrypted}])),
+    ok = file:write_file(KeyPem, public_key:pem_encode([{KeyType, KeyDer, not_encrypted}])),
+    Files = fun(Cert, Key) ->
+                    {error, {invalid_option, tls_opts, R}} =
+                        falco:start_listener(tls_l, #{port => 0, ip => {127, 0, 0, 1},
+                                                      handler => fun handle/1, transport => tls,
+                                                      tls_opts => [{certfile, Cert}, {keyfile, Key}]}),
+                    R
+            end,
+    {no_certificate, {certfile, Junk}} = Files(Junk, KeyPem),
+    {no_certificate, {certfile, KeyPem}} = Files(KeyPem, KeyPem),
+    {no_private_key, {keyfile, CertPem}} = Files(CertPem, CertPem),
+    {ok, _} = falco:start_listener(tls_l, #{port => 0, ip => {127, 0, 0, 1}, handler => fun handle/1,
+                                            transport => tls,
+                                            tls_opts => [{certfile, CertPem}, {keyfile, KeyPem}]}),
+    {ok, FilePort} = falco:port(tls_l),
+    {ok, S} = connect(FilePort, ['tlsv1.3']),
+    <<"hello https 1">> = get_hello(S),
+    ok = falco:stop_listener(tls_l),
+    %% a good list still starts
+    _ = start(#{}, [{versions, ['tlsv1.3']}, {session_tickets, disabled}], Config).
+
+%% max_connections holds over TLS: with one slot taken, the next client's
+%% handshake waits (its TCP connection sits unserved) until the slot frees.
+max_connections(Config) ->
+    Port = start(#{max_connections => 1, num_acceptors => 1}, Config),
+    {ok, S1} = connect(Port, ['tlsv1.3']),
+    {ok, 1} = falco:connections(tls_l),
+    Self = self(),
+    Pid = spawn_link(fun() ->
+                             R = connect(Port, ['tlsv1.3']),
+                             _ = [ok = ssl:controlling_process(S, Self) || {ok, S} <- [R]],
+                             Self ! {second, R}
+                     end),
+    receive {second, Early} -> ct:fail({served_over_the_limit, Early})
+    after 500 -> ok
+    end,
+    ok = ssl:close(S1),
+    receive
+        {second, {ok, S2}} ->
+            <<"hello https 1">> = get_hello(S2)
+    after 5000 ->
+        ct:fail({second_not_served, Pid})
+    end.
+
+%% Stopping the listener closes the ssl listen socket at once: the port
+%% refuses connections and a new listener can bind it again.
+stop_closes_listen_socket(Config) ->
+    Port = start(#{}, Config),
+    {ok, S} = connect(Port, ['tlsv1.3']),
+    ok = ssl:close(S),
+    ok = falco:stop_listener(tls_l),
+    {error, econnrefused} = gen_tcp:connect({127, 0, 0, 1}, Port, [], 1000),
+    Port = start(#{port => Port}, Config),
+    {ok, S2} = connect(Port, ['tlsv1.3']),
+    <<"hello https 1">> = get_hello(S2).
