@@ -4,7 +4,8 @@
 %% every other fixture, with cowboy's default stream handler (what users
 %% get). Keep-alive is effectively unlimited. varied_paths_router goes
 %% through cowboy's own router with the 100 routes; every other scenario
-%% uses one catch-all route.
+%% uses one catch-all route. tls_handshake: cowboy:start_tls/3 with
+%% bench_tls's options (cowboy adds ALPN h2 and http/1.1).
 -module(bench_cowboy).
 
 -export([start/2, version/0, init/2]).
@@ -21,13 +22,21 @@ start(Port, Scenario) ->
                  _ -> [{'_', ?MODULE, Scenario}]
              end,
     Dispatch = cowboy_router:compile([{'_', Routes}]),
-    case cowboy:start_clear(bench,
-                            #{socket_opts => [{ip, {127, 0, 0, 1}}, {port, Port}],
-                              num_acceptors => 10, max_connections => infinity},
-                            #{env => #{dispatch => Dispatch},
-                              max_keepalive => 1000000000,
-                              idle_timeout => 60000,
-                              request_timeout => 60000}) of
+    Trans = #{socket_opts => [{ip, {127, 0, 0, 1}}, {port, Port}],
+              num_acceptors => 10, max_connections => infinity},
+    Proto = #{env => #{dispatch => Dispatch},
+              max_keepalive => 1000000000,
+              idle_timeout => 60000,
+              request_timeout => 60000},
+    Started = case Scenario of
+                  tls_handshake ->
+                      {ok, _} = application:ensure_all_started(ssl),
+                      cowboy:start_tls(bench, Trans#{socket_opts => maps:get(socket_opts, Trans)
+                                                         ++ bench_tls:server_opts()}, Proto);
+                  _ ->
+                      cowboy:start_clear(bench, Trans, Proto)
+              end,
+    case Started of
         {ok, _} -> ok;
         Error -> Error
     end.

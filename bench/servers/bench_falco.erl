@@ -4,7 +4,7 @@
 %% limit raised so no run is cut short by a default. varied_paths_router
 %% goes through falco's router (falco_router) with the 100 routes, as
 %% cowboy's fixture goes through cowboy_router; every other scenario uses
-%% one handler.
+%% one handler. tls_handshake runs a TLS listener with bench_tls's options.
 -module(bench_falco).
 
 -export([start/2, start/3, version/0, handle/2]).
@@ -27,10 +27,15 @@ start(Port, Scenario, Extra) ->
                    _ ->
                        #{handler => {?MODULE, Scenario}}
                end,
-    Opts = maps:merge(Extra, Dispatch#{port => Port, ip => {127, 0, 0, 1},
-                                       max_keep_alive_requests => infinity,
-                                       max_connections => 100000,
-                                       max_body => ?MAX_BODY}),
+    Tls = case Scenario of
+              tls_handshake -> #{transport => tls, tls_opts => bench_tls:server_opts()};
+              _ -> #{}
+          end,
+    Opts = maps:merge(maps:merge(Extra, Tls),
+                      Dispatch#{port => Port, ip => {127, 0, 0, 1},
+                                max_keep_alive_requests => infinity,
+                                max_connections => 100000,
+                                max_body => ?MAX_BODY}),
     case falco:start_listener(bench, Opts) of
         {ok, _} -> ok;
         Error -> Error

@@ -28,6 +28,8 @@ run(Opts) ->
             io:format(standard_error, "bench: ~s~n", [Msg]),
             2;
         Scenarios ->
+            %% The TLS scenarios' test certificate, made once (bench_tls).
+            _ = [ok = bench_tls:ensure(maps:get(tls_dir, Ctx0)) || lists:any(fun tls/1, Scenarios)],
             {Servers, Skipped, Ctx} = resolve(maps:get(servers, Opts), Ctx0),
             [io:format("bench: skipping ~s: ~s~n", [S, Why]) || {S, Why} <- Skipped],
             [io:format("bench: ~s has no cleartext HTTP/2: its cells will show a dash~n", [S])
@@ -43,6 +45,8 @@ run(Opts) ->
                     matrix(Servers, Skipped, Scenarios, Ctx)
             end
     end.
+
+tls(Sc) -> maps:get(tls, Sc, false).
 
 scenarios(#{scenarios := [list], protocol := P}) ->
     [io:format("~-20s ~s~n", [N, maps:get(what, bench_scenarios:find(N))])
@@ -71,6 +75,7 @@ context(Opts) ->
                             "" -> filename:join(Root, "_build/default/lib/falco/ebin");
                             E -> filename:absname(E)
                         end,
+          tls_dir => filename:join(Work, "tls"),
           erl_flags => Flags, pin => bench_proc:pin(?SERVER_CORE),
           load_pin => bench_proc:pin(?LOAD_CORE), clk_tck => bench_proc:clk_tck()}.
 
@@ -178,12 +183,16 @@ short(Why) ->
     end.
 
 unsupported(Sv, Name, Ctx = #{protocol := h2}) ->
-    case bench_servers:h2_capable(Sv, Ctx) of
-        true -> bench_scenarios:unsupported(Sv, Name);
-        false -> "no cleartext HTTP/2"
+    case {bench_servers:h2_capable(Sv, Ctx), tls(bench_scenarios:find(Name))} of
+        {true, _} -> bench_scenarios:unsupported(Sv, Name);
+        {false, false} -> "no cleartext HTTP/2";
+        {false, true} -> bench_servers:no_h2_tls(Sv)
     end;
 unsupported(Sv, Name, _) ->
-    bench_scenarios:unsupported(Sv, Name).
+    case maps:get(only, bench_scenarios:find(Name), any) of
+        h2 -> "an HTTP/2 scenario (--protocol h2)";
+        _ -> bench_scenarios:unsupported(Sv, Name)
+    end.
 
 progress(I, Total, #{server := Sv, scenario := Sc, run := R} = Res, T0) ->
     Elapsed = erlang:monotonic_time(second) - T0,
@@ -230,7 +239,7 @@ measure_running(Sc = #{name := Name}, H = #{os_pid := Pid}, Port, Path, Ctx) ->
         ok ->
             Script = bench_wrk:script(Sc, filename:join(maps:get(bench_dir, Ctx), "lua"),
                                       filename:join(maps:get(work, Ctx), "lua")),
-            Url = "http://127.0.0.1:" ++ integer_to_list(Port) ++ Path,
+            Url = bench_h2load:url(Sc, Port, Path),
             Clients = case maps:get(clients, Sc) of
                           undefined -> maps:get(clients, Ctx);
                           C -> C

@@ -100,7 +100,8 @@ header(#{ctx := Ctx, machine := M, loadgen := Wrk, skipped := Skipped, servers :
                || Skipped =/= []],
     ["# falco benchmark results, ", case maps:get(protocol, Ctx) of
                                          h1 -> "HTTP/1.1";
-                                         h2 -> "HTTP/2 (cleartext, prior knowledge)"
+                                         h2 -> "HTTP/2 (cleartext with prior knowledge; "
+                                                   "TLS 1.3 with ALPN h2 in tls_handshake)"
                                      end, "\n\n",
      "Written by bench/run; every number below was measured in the run described here.\n\n",
      "| | |\n|---|---|\n",

@@ -21,12 +21,13 @@ names(h1) ->
      upload_1mb, upload_20mb, pipelined, varied_paths_router, gzip_response,
      streaming_response, head, etag_304, connection_storm, short_sessions, slow_handler];
 names(h2) ->
-    [hello, json, echo, headers_heavy, multi_stream, large_response].
+    [hello, json, echo, headers_heavy, multi_stream, large_response, tls_handshake].
 
 %% @doc One scenario. Keys: name, what, method, path, headers, body
 %% (binary or {rep, Line, Count}), lua (extra script or none), clients
 %% (undefined = the --clients value), expect (status, body, content-type
-%% prefix, content-encoding) and note.
+%% prefix, content-encoding) and note; optionally tls (served over TLS,
+%% see bench_tls) and only (h2: no HTTP/1.1 form).
 -spec find(atom()) -> map() | undefined.
 find(hello) ->
     s(hello, "GET /hello, 13-byte text/plain body", get, "/hello", #{},
@@ -105,6 +106,13 @@ find(multi_stream) ->
     (s(multi_stream, "HTTP/2 only: GET /hello, 10 connections x 100 concurrent streams",
        get, "/hello", #{streams => 100, clients => 10}, ok(<<"text/plain">>, bench_fx:hello())))
         #{note => "h2load -c 10 -m 100"};
+find(tls_handshake) ->
+    (s(tls_handshake, "HTTP/2 only: GET /hello over TLS 1.3, a new connection (full handshake) "
+       "per request", get, "/hello", #{tls => true, only => h2}, ok(<<"text/plain">>, bench_fx:hello())))
+        #{note => "h2load runs back to back, each --clients connections with one request each "
+                  "(-c C -n C); TLS 1.3, TLS_AES_128_GCM_SHA256, x25519, ECDSA P-256 "
+                  "certificate, no session tickets, for every server (bench_tls); req/s = "
+                  "handshakes/s; latency: max time to first byte, percentiles unknown"};
 find(_) ->
     undefined.
 

@@ -10,7 +10,8 @@
 %% from Debian's packages (or --peer-libs).
 -module(bench_servers).
 
--export([available/2, start/4, command/2, stop/1, default_erl_flags/0, h2_capable/2]).
+-export([available/2, start/4, command/2, stop/1, default_erl_flags/0, h2_capable/2,
+         no_h2_tls/1]).
 
 %% Emulator flags of every server BEAM (see bench/README.md for why).
 -spec default_erl_flags() -> string().
@@ -24,6 +25,16 @@ h2_capable(cowboy, _) -> true;
 h2_capable(falco_inet, Ctx) -> h2_capable(falco, Ctx);
 h2_capable(falco, Ctx) -> filelib:wildcard(filename:join(maps:get(falco_ebin, Ctx), "falco_http2*.beam")) =/= [];
 h2_capable(_, _) -> false.
+
+%% @doc Why a server without HTTP/2 in the bench cannot serve the HTTP/2
+%% TLS scenarios (tls_handshake): shown in its "—" cells.
+-spec no_h2_tls(atom()) -> string().
+no_h2_tls(inets) -> "httpd has no HTTP/2";
+no_h2_tls(elli) -> "elli has no HTTP/2";
+no_h2_tls(mochiweb) -> "mochiweb has no HTTP/2";
+no_h2_tls(yaws) -> "yaws has no HTTP/2";
+no_h2_tls(nginx) -> "nginx is set up for cleartext static files only";
+no_h2_tls(_) -> "no HTTP/2 over TLS".
 
 %% @doc `{ok, Version, CodePaths}' when the server can run, else `{skip, Why}'.
 -spec available(atom(), map()) -> {ok, string(), [file:filename()]} | {skip, string()}.
@@ -138,8 +149,10 @@ start(Server, Scenario, Port, Ctx) ->
            ["-eval", "bench_serve:main()", "-extra",
             atom_to_list(Server), atom_to_list(Scenario), integer_to_list(Port)],
     Log = log_file(Server, Scenario, Ctx),
+    %% BENCH_TLS_DIR: the test certificate of the TLS scenarios (bench_tls).
     P = open_port({spawn_executable, hd(Args)},
-                  [{args, tl(Args)}, {line, 16384}, binary, exit_status, stderr_to_stdout, use_stdio]),
+                  [{args, tl(Args)}, {line, 16384}, binary, exit_status, stderr_to_stdout, use_stdio,
+                   {env, [{bench_tls:env(), maps:get(tls_dir, Ctx)}]}]),
     H = #{server => Server, port => P, tcp_port => Port, log => Log},
     case await(H, 30000) of
         {ok, <<"ready ", Rest/binary>>} ->
