@@ -40,7 +40,8 @@
 
 -define(BODY, falco_http1_body).
 -define(WIDE, falco_http1_wide_buffer).
--define(BUFFER, 65536).
+-define(BUFFER, 8192).
+-define(WIDEN_ABOVE, 65536).
 -define(WIDE_BUFFER, 262144).
 %% An unread body up to this size is read and dropped to keep the
 %% connection; a larger one closes it (RFC 9112 §9.3: a server may close
@@ -306,13 +307,15 @@ pull(B = #body{framing = {chunked, C0}, buf = Buf, read = Read}, S = #h1s{max_bo
 pull(B = #body{framing = done}, _S) ->
     B.
 
-%% recv(S, 0) returns at most one socket buffer: the listener's 64 KB
-%% (falco_listener_sup), which costs a hello nothing but made a 20 MB
-%% upload take 320 reads. A body larger than that widens the buffer to
-%% 256 KB until the request is done: 7.7 -> 3.1 ms of CPU per streamed
-%% 20 MB upload, 2026-11-22. Reads stay recv(0), so body_timeout remains a
-%% bound on each wait, never on the whole body.
-widen(Left, #h1s{transport = T, socket = Sock}) when Left > ?BUFFER ->
+%% recv(S, 0) returns at most one socket buffer, and on gen_tcp's socket
+%% backend it allocates the whole buffer whatever arrived. The listener's
+%% is 8 KB (falco_listener_sup): with 64 KB, 50 keep-alive connections held
+%% 57 -> 350 MB of mostly empty read buffers until their next GC
+%% (pipelined bench, 2026-11-23). A body of more than 64 KB widens the
+%% buffer to 256 KB until the request is done: 7.7 -> 3.1 ms of CPU per
+%% streamed 20 MB upload, 2026-11-22. Reads stay recv(0), so body_timeout
+%% remains a bound on each wait, never on the whole body.
+widen(Left, #h1s{transport = T, socket = Sock}) when Left > ?WIDEN_ABOVE ->
     case get(?WIDE) of
         true -> ok;
         undefined ->

@@ -61,7 +61,10 @@ init({Name, Conf0}) ->
     SockOpts = [{inet_backend, Backend}, binary, Family, {ip, Ip}, {active, false}, {packet, raw}, {reuseaddr, true},
                 {backlog, Backlog}, {nodelay, NoDelay}, {send_timeout, SendTimeout},
                 {send_timeout_close, true}, {keepalive, true},
-                {buffer, 65536}],
+                %% On the socket backend every recv(0) allocates a whole
+                %% buffer, however few bytes arrived: 8 KB holds a request
+                %% head; large bodies widen it (falco_http1_stream).
+                {buffer, 8192}],
     Kind = maps:get(transport, Conf),
     case falco_transport:listen(Kind, Port, SockOpts, maps:get(tls_server_opts, Conf, [])) of
         {ok, LSock} ->

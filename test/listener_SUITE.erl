@@ -26,7 +26,7 @@
          idle_timeout_closes/1, idle_after_extra_crlf/1, body_timeout_408/1,
          body_timeout_between_reads/1,
          send_timeout_stalled_client/1, emfile_backoff/1, ipv6_listener/1,
-         max_keep_alive_requests/1,
+         max_keep_alive_requests/1, read_buffers_stay_small/1,
          limit_request_line_414/1, limit_header_line_431/1, limit_header_block_431/1,
          limit_header_count_431/1, limit_body_413/1, limit_body_413_while_uploading/1,
          limit_body_chunked_413/1,
@@ -54,7 +54,7 @@ groups() ->
                         idle_timeout_closes, idle_after_extra_crlf, body_timeout_408,
                         body_timeout_between_reads,
                         send_timeout_stalled_client, emfile_backoff,
-                        max_keep_alive_requests]},
+                        max_keep_alive_requests, read_buffers_stay_small]},
      {limits, [], [limit_request_line_414, limit_header_line_431, limit_header_block_431,
                    limit_header_count_431, limit_body_413, limit_body_413_while_uploading,
                    limit_body_chunked_413,
@@ -617,6 +617,33 @@ max_keep_alive_requests(Config) ->
     ?assertEqual([false, false, true], Rs),
     ok = ?C:expect_closed(Sock, 2000),
     ?C:close(Sock).
+
+%% Small requests on kept-alive connections do not pin large read buffers:
+%% on gen_tcp's socket backend each recv allocates the whole socket buffer,
+%% so the listener's buffer is kept small (8 KB) and only a large body
+%% widens it. With a 64 KB buffer a connection held megabytes of mostly
+%% empty buffers between its garbage collections.
+read_buffers_stay_small(Config) ->
+    Port = start(read_buffers_stay_small, Config, #{}),
+    Socks = [?C:connect(Port) || _ <- lists:seq(1, 4)],
+    Batch = binary:copy(<<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>, 16),
+    Peak = lists:max(
+             [begin
+                  [?C:send(S, Batch) || S <- Socks],
+                  [{ok, #{status := 200}} = ?C:recv_response(S) || S <- Socks,
+                                                                   _ <- lists:seq(1, 16)],
+                  lists:max([0 | [conn_binary(P) || P <- processes()]])
+              end || _ <- lists:seq(1, 60)]),
+    ct:log("peak binary bytes referenced by a connection process: ~p", [Peak]),
+    ?assert(Peak < 1024 * 1024),
+    [?C:close(S) || S <- Socks],
+    ok.
+
+conn_binary(P) ->
+    case {proc_lib:initial_call(P), process_info(P, binary)} of
+        {{falco_http1_conn, init, _}, {binary, Bins}} -> lists:sum([Size || {_, Size, _} <- Bins]);
+        _ -> 0
+    end.
 
 %% -- limits --------------------------------------------------------------------------
 
