@@ -147,9 +147,11 @@ chunk_ext(Bin) ->
         <<";", R0/binary>> ->
             case token(bws(R0), 0) of
                 {ok, R1} ->
+                    %% BWS before "=" only: whitespace that ends the
+                    %% line after a name is as invalid as after a value.
                     case bws(R1) of
                         <<"=", R2/binary>> -> ext_value(bws(R2));
-                        R3 -> chunk_ext(R3)
+                        _ -> chunk_ext(R1)
                     end;
                 error -> error
             end;
