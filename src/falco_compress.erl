@@ -105,7 +105,7 @@ no_transform(undefined) -> false;
 no_transform(CC) -> lists:member(<<"no-transform">>, falco_text:list(CC)).
 
 full({Status, Headers, Body}, Req, Opts) ->
-    case body_size(Body) of
+    case falco_pipeline:body_size(Body) of
         error ->
             %% Not iodata: left for the pipeline to refuse.
             {Status, Headers, Body};
@@ -126,13 +126,6 @@ full({Status, Headers, Body}, Req, Opts) ->
                         false -> {Status, vary(Headers), Body}
                     end
             end
-    end.
-
-body_size(Body) ->
-    try iolist_size(Body) of
-        Size -> {ok, Size}
-    catch
-        error:badarg -> error
     end.
 
 %% The coding to use: the client's first choice if it is worth compressing,

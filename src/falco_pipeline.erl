@@ -9,7 +9,7 @@
 %% that hits a limit while reading the body gets that limit's status.
 -module(falco_pipeline).
 
--export([run/4, error_reply/4, check_fields/1]).
+-export([run/4, error_reply/4, check_fields/1, body_size/1]).
 
 %% @doc Runs `Handler' for `Req' and answers it on stream `Mod'/`S'.
 -spec run(falco_req:req(), falco_handler:handler(), module(), falco_stream:state()) ->
@@ -94,6 +94,9 @@ send_full(Status, Fields0, Body, Req, Mod, S) ->
             bad_response(Req, {bad_body, Body}, Mod, S)
     end.
 
+%% @doc The size of a full reply's body, or `error' when it is not iodata
+%% (a bad handler return, answered with 500).
+-spec body_size(term()) -> {ok, non_neg_integer()} | error.
 body_size(Body) ->
     try iolist_size(Body) of
         Size -> {ok, Size}
