@@ -23,12 +23,7 @@ init_per_suite(Config) ->
         H2spec ->
             {ok, _} = application:ensure_all_started(falco),
             {ok, _} = application:ensure_all_started(ssl),
-            Key = [{key, {namedCurve, secp256r1}}, {digest, sha256}],
-            Data = public_key:pkix_test_data(#{server_chain => #{root => Key, intermediates => [],
-                                                                 peer => Key},
-                                               client_chain => #{root => Key, intermediates => [],
-                                                                 peer => Key}}),
-            TlsOpts = [{K, V} || {K, V} <- maps:get(server_config, Data), K =/= cacerts],
+            TlsOpts = falco_test_tls:server_opts(),
             Base = #{port => 0, ip => {127, 0, 0, 1}, handler => fun handle/1},
             {ok, _} = falco:start_listener(h2spec_h2c, Base#{protocols => [h2]}),
             {ok, _} = falco:start_listener(h2spec_tls, Base#{transport => tls,

@@ -65,12 +65,7 @@ init_per_suite(Config) ->
     File = filename:join(?config(priv_dir, Config), "payload.bin"),
     ok = file:write_file(File, crypto:strong_rand_bytes(200000)),
     ok = file:write_file(File ++ ".empty", <<>>),
-    Key = [{key, {namedCurve, secp256r1}}, {digest, sha256}],
-    Data = public_key:pkix_test_data(#{server_chain => #{root => Key, intermediates => [],
-                                                         peer => Key},
-                                       client_chain => #{root => Key, intermediates => [],
-                                                         peer => Key}}),
-    TlsOpts = [{K, V} || {K, V} <- maps:get(server_config, Data), K =/= cacerts],
+    TlsOpts = falco_test_tls:server_opts(),
     [{file, File}, {tls_opts, TlsOpts} | Config].
 
 end_per_suite(Config) ->

@@ -19,12 +19,7 @@ all() ->
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
     {ok, _} = application:ensure_all_started(ssl),
-    Key = [{key, {namedCurve, secp256r1}}, {digest, sha256}],
-    Data = public_key:pkix_test_data(#{server_chain => #{root => Key, intermediates => [],
-                                                         peer => Key},
-                                       client_chain => #{root => Key, intermediates => [],
-                                                         peer => Key}}),
-    TlsOpts = [{K, V} || {K, V} <- maps:get(server_config, Data), K =/= cacerts],
+    TlsOpts = falco_test_tls:server_opts(),
     [{tls_opts, TlsOpts} | Config].
 
 end_per_suite(Config) ->
