@@ -31,7 +31,7 @@ ensure(Dir) ->
             _ = application:load(public_key),
             Today = calendar:universal_time(),
             Days = calendar:date_to_gregorian_days(element(1, Today)),
-            Date = fun(D) -> {Y, M, Dd} = calendar:gregorian_days_to_date(D), {Y, M, Dd} end,
+            Date = fun calendar:gregorian_days_to_date/1,
             #{cert := Der, key := PrivKey} =
                 public_key:pkix_test_root_cert("falco bench",
                                                [{key, {namedCurve, secp256r1}}, {digest, sha256},
