@@ -74,7 +74,7 @@ port(Name) ->
 -spec connections(atom()) -> {ok, non_neg_integer()} | {error, not_found}.
 connections(Name) ->
     case falco_listener_sup:info(Name) of
-        {ok, _, Counter} -> {ok, counters:get(Counter, 1)};
+        {ok, _, Slots} -> {ok, falco_slots:connections(Slots)};
         Error -> Error
     end.
 

@@ -130,6 +130,11 @@ connections(Name) ->
 
 now_ms() -> erlang:monotonic_time(millisecond).
 
+%% The acceptors of a listener: listener_sup > acceptor_sup > acceptor.
+acceptors(Sup) ->
+    {acceptors, AccSup, supervisor, _} = lists:keyfind(acceptors, 1, supervisor:which_children(Sup)),
+    [Pid || {{acceptor, _}, Pid, supervisor, _} <- supervisor:which_children(AccSup)].
+
 %% -- lifecycle -----------------------------------------------------------------
 
 %% start_listener/2 + port/1 + stop_listener/1: after the stop the port
@@ -222,7 +227,7 @@ listener_crash_restarted(Config) ->
                                              handler => echo(?config(recorder, Config)),
                                              num_acceptors => 2, max_connections => 1}),
     {ok, Port} = falco:port(Name),
-    Acceptors = [Pid || {{acceptor, _}, Pid, _, _} <- supervisor:which_children(Sup)],
+    Acceptors = acceptors(Sup),
     ?assertEqual(2, length(Acceptors)),
     A = ?C:connect(Port),
     ?C:send(A, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
@@ -641,7 +646,7 @@ read_buffers_stay_small(Config) ->
 
 conn_binary(P) ->
     case {proc_lib:initial_call(P), process_info(P, binary)} of
-        {{falco_http1_conn, init, _}, {binary, Bins}} -> lists:sum([Size || {_, Size, _} <- Bins]);
+        {{falco_conn, init, _}, {binary, Bins}} -> lists:sum([Size || {_, Size, _} <- Bins]);
         _ -> 0
     end.
 

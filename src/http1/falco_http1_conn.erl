@@ -3,8 +3,10 @@
 %% pipelining; responses leave in request order because requests are
 %% handled one after another).
 %%
-%% The socket is passive: a `recv' per read, no mailbox traffic. Time
-%% limits: `idle_timeout' while waiting for the first byte of a request
+%% Entered from {@link falco_conn} once the protocol is known. While a
+%% request is read and answered the socket is passive (a `recv' per read,
+%% no mailbox traffic); between requests it waits in `{active, once}' mode
+%% in a `receive', where it answers `sys' messages. Time limits: `idle_timeout' while waiting for the first byte of a request
 %% (keep-alive), `request_timeout' for the whole head counted from its first
 %% byte (so a slowloris client that trickles bytes still gets 408 and is
 %% closed), and `body_timeout' for each body read. A parse error is answered
@@ -12,98 +14,45 @@
 %% no further byte can be trusted (RFC 9112 §11.2).
 -module(falco_http1_conn).
 
--export([start/4, init/5]).
+-export([enter/2]).
+-export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
 
--record(conn, {socket :: inet:socket() | ssl:sslsocket(),
-               transport :: gen_tcp | ssl,
-               scheme :: http | https,
+-record(conn, {socket :: falco_transport:socket(),
+               transport :: falco_transport:transport(),
+               tags :: {atom(), atom(), atom(), atom()},
                parent :: pid(),
-               peer :: {inet:ip_address(), inet:port_number()} | undefined,
-               listener :: atom(),
+               ctx :: falco_conn:ctx(),
                handler :: falco_handler:handler(),
                conf :: map(),
                limits :: falco_http1:limits(),
                served = 0 :: non_neg_integer(),
                max_requests :: pos_integer() | infinity,
                idle_timeout :: timeout(),
-               request_timeout :: timeout()}).
+               request_timeout :: timeout(),
+               debug = [] :: [sys:dbg_opt()]}).
 
-%% @doc Spawns a connection process, linked to the caller (the acceptor),
-%% that accepts a connection on `LSock' itself ({@link
-%% falco_acceptor:accept/4}) and serves it.
--spec start(atom(), falco_transport:socket(), map(), counters:counters_ref()) -> pid().
-start(Name, LSock, Conf, Counter) ->
-    proc_lib:spawn_link(?MODULE, init, [self(), Name, LSock, Conf, Counter]).
-
-%% @private
--spec init(pid(), atom(), falco_transport:socket(), map(), counters:counters_ref()) -> ok.
-init(Acceptor, Name, LSock, Conf, Counter) ->
-    case falco_acceptor:accept(Acceptor, LSock, Conf, Counter) of
-        {ok, Socket} ->
-            try
-                C = #conn{socket = Socket, transport = gen_tcp, scheme = http, peer = undefined,
-                          parent = Acceptor,
-                          listener = Name, handler = maps:get(handler, Conf), conf = Conf,
-                          limits = maps:get(limits, Conf),
-                          max_requests = maps:get(max_keep_alive_requests, Conf),
-                          idle_timeout = maps:get(idle_timeout, Conf),
-                          request_timeout = maps:get(request_timeout, Conf)},
-                start(C)
-            after
-                counters:sub(Counter, 1, 1)
-            end;
-        stop ->
-            ok
-    end.
-
-%% TLS handshake (here, never in the acceptor: the acceptor only took the
-%% TCP connection with ssl:transport_accept/1), then the protocol from the
-%% one decision table, falco_protocol:select/3.
-start(C = #conn{socket = Socket, conf = #{transport := tcp, protocols := Protocols}}) ->
-    protocol(falco_protocol:select(tcp, connect, Protocols),
-             C#conn{peer = falco_transport:peername(gen_tcp, Socket)}, <<>>);
-start(C = #conn{socket = Socket, conf = Conf = #{transport := tls, protocols := Protocols}}) ->
-    case falco_transport:handshake(Socket, maps:get(handshake_timeout, Conf)) of
-        {ok, TlsSocket, Alpn} ->
-            protocol(falco_protocol:select(tls, {alpn, Alpn}, Protocols),
-                     C#conn{socket = TlsSocket, transport = ssl, scheme = https,
-                            peer = falco_transport:peername(ssl, TlsSocket)}, <<>>);
-        {error, _} ->
-            _ = ssl:close(Socket),
-            ok
-    end.
-
-protocol(http1, C, Buf) -> wait(C, Buf);
-protocol(h2, C, Buf) -> http2(C, {preface, Buf});
-protocol(detect, C, Buf) -> detect(C, Buf);
-protocol(close, C, _) -> close(C).
-
-%% Cleartext with both protocols: the first bytes tell (RFC 9113 §3.3).
-detect(C = #conn{socket = Sock, transport = T, idle_timeout = Idle, conf = Conf}, Buf) ->
-    case falco_protocol:preface(Buf) of
-        more ->
-            case T:recv(Sock, 0, Idle) of
-                {ok, Data} -> detect(C, <<Buf/binary, Data/binary>>);
-                {error, _} -> close(C)
-            end;
-        Seen ->
-            protocol(falco_protocol:select(tcp, Seen, maps:get(protocols, Conf)), C, Buf)
-    end.
-
-http2(C = #conn{socket = Sock, transport = T, parent = Parent}, Start) ->
-    Ctx = #{listener => C#conn.listener, handler => C#conn.handler, conf => C#conn.conf,
-            peer => C#conn.peer, scheme => C#conn.scheme},
-    falco_http2_conn:enter(Sock, T, Ctx, Start, Parent).
+%% @doc Serves HTTP/1.1 on the connection of `Ctx' ({@link falco_conn}),
+%% `Buf' being bytes already read, until it closes (`closed') or a request
+%% asks to switch protocols (`{upgrade, h2c, Settings, Req, Rest}': the 101
+%% is sent, the caller continues with HTTP/2).
+-spec enter(falco_conn:ctx(), binary()) ->
+          closed | {upgrade, h2c, falco_http2_frame:settings(), map(), binary()}.
+enter(Ctx = #{socket := Socket, transport := T, parent := Parent, handler := Handler,
+              conf := Conf}, Buf) ->
+    C = #conn{socket = Socket, transport = T, tags = falco_transport:messages(T),
+              parent = Parent, ctx = Ctx, handler = Handler, conf = Conf,
+              limits = maps:get(limits, Conf),
+              max_requests = maps:get(max_keep_alive_requests, Conf),
+              idle_timeout = maps:get(idle_timeout, Conf),
+              request_timeout = maps:get(request_timeout, Conf)},
+    wait(C, Buf).
 
 %% Between requests: the next head may already be buffered (pipelining).
 %% Bytes that are only empty lines (RFC 9112 §2.2: some clients send a CRLF
 %% after a body) do not start a request: the connection stays idle, so it
 %% gets idle_timeout and a silent close, never an unsolicited 408.
-wait(C = #conn{socket = Sock, transport = T, idle_timeout = Idle}, <<>>) ->
-    case T:recv(Sock, 0, Idle) of
-        {ok, Data} -> wait(C, Data);
-        {error, _} -> close(C)
-    end;
+wait(C, <<>>) ->
+    idle(C);
 wait(C, Buf) ->
     case only_crlf(Buf) of
         true -> wait(C, <<>>);
@@ -113,13 +62,12 @@ wait(C, Buf) ->
 only_crlf(<<"\r\n", Rest/binary>>) -> only_crlf(Rest);
 only_crlf(Bin) -> Bin =:= <<>>.
 
-deadline(#conn{request_timeout = infinity}) -> infinity;
-deadline(#conn{request_timeout = T}) -> erlang:monotonic_time(millisecond) + T.
+deadline(#conn{request_timeout = T}) -> falco_transport:deadline(T).
 
 head(C, {ok, Request, Rest}, _Deadline) ->
     request(C, Request, Rest);
 head(C = #conn{socket = Sock, transport = T}, {more, Cont}, Deadline) ->
-    case T:recv(Sock, 0, remaining(Deadline)) of
+    case T:recv(Sock, 0, falco_transport:remaining(Deadline)) of
         {ok, Data} -> head(C, falco_http1:parse_more(Data, Cont), Deadline);
         {error, timeout} -> reject(C, request_timeout);
         {error, _} -> close(C)
@@ -127,12 +75,13 @@ head(C = #conn{socket = Sock, transport = T}, {more, Cont}, Deadline) ->
 head(C, {error, Reason}, _Deadline) ->
     reject(C, Reason).
 
-remaining(infinity) -> infinity;
-remaining(Deadline) -> max(0, Deadline - erlang:monotonic_time(millisecond)).
+request(C = #conn{conf = Conf}, Request, Rest) ->
+    case falco_pipeline:precheck(Request, Conf) of
+        ok -> upgrade(C, Request, Rest);
+        {error, Reason} -> reject(C, Reason, Request)
+    end.
 
-request(C, #{body := {length, N}}, _Rest) when N > map_get(max_body, C#conn.conf) ->
-    reject(C, content_too_large);
-request(C = #conn{transport = gen_tcp, conf = #{protocols := Protocols}}, Request, Rest) ->
+upgrade(C = #conn{transport = gen_tcp, conf = #{protocols := Protocols}}, Request, Rest) ->
     %% RFC 7540 §3.2: HTTP/1.1 Upgrade to h2c, answered on stream 1.
     case falco_protocol:h2c_settings(Request) of
         {ok, Settings} ->
@@ -143,16 +92,14 @@ request(C = #conn{transport = gen_tcp, conf = #{protocols := Protocols}}, Reques
         no ->
             serve(C, Request, Rest)
     end;
-request(C, Request, Rest) ->
+upgrade(C, Request, Rest) ->
     serve(C, Request, Rest).
 
 upgrade_h2c(C = #conn{socket = Sock, transport = T}, Request, Settings, Rest) ->
     case T:send(Sock, <<"HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\n"
                         "upgrade: h2c\r\n\r\n">>) of
         ok ->
-            Req = Request#{peer => C#conn.peer, scheme => C#conn.scheme,
-                           listener => C#conn.listener},
-            http2(C, {upgrade, Settings, Req, Rest});
+            {upgrade, h2c, Settings, request(Request, C), Rest};
         {error, _} ->
             close(C)
     end.
@@ -164,8 +111,7 @@ serve(C = #conn{socket = Sock, transport = T, conf = Conf, served = Served,
     KeepAlive = KeepAlive0 andalso Served + 1 < Max,
     S0 = falco_http1_stream:new(Sock, T, Version, KeepAlive, Conf),
     ok = falco_http1_stream:body_init(Framing, Rest, Continue, S0),
-    Req = Request#{peer => C#conn.peer, scheme => C#conn.scheme, listener => C#conn.listener,
-                   stream => {falco_http1_stream, S0}},
+    Req = (request(Request, C))#{stream => {falco_http1_stream, S0}},
     case falco_pipeline:run(Req, C#conn.handler, falco_http1_stream, S0) of
         {ok, S} ->
             case falco_http1_stream:body_finish(S) of
@@ -182,29 +128,21 @@ serve(C = #conn{socket = Sock, transport = T, conf = Conf, served = Served,
             close(C)
     end.
 
-%% An error status, then close: framing is in doubt (RFC 9112 §11.2).
-reject(C = #conn{socket = Sock, transport = T}, Reason) ->
-    Body = falco_errors:body(Reason),
-    Head = falco_http1_encode:head(falco_errors:status(Reason),
-                                   [{<<"content-type">>, <<"text/plain">>},
-                                    {<<"content-length">>, integer_to_binary(byte_size(Body))},
-                                    {<<"date">>, falco_clock:date()},
-                                    {<<"connection">>, <<"close">>}]),
-    _ = T:send(Sock, [Head, Body]),
+%% An error status, then close: framing is in doubt (RFC 9112 §11.2). The
+%% reply is the pipeline's, as for every protocol; `Request' is what is
+%% known of the request (its method: no content in a reply to HEAD).
+reject(C, Reason) ->
+    reject(C, Reason, #{}).
+
+reject(C = #conn{socket = Sock, transport = T, conf = Conf}, Reason, Request) ->
+    S = falco_http1_stream:new(Sock, T, {1, 1}, false, Conf),
+    _ = falco_pipeline:error_reply(Reason, Request, falco_http1_stream, S),
     close(C).
 
-%% Lingering close (RFC 9112 §9.6): stop sending, read what the client
-%% still had in flight for a moment, then close. Closing with unread bytes
-%% would make the kernel send a reset that can destroy our last response
-%% before the client reads it. The second is the real bound; the byte budget
-%% is only a backstop, large enough to drain a fast upload (a 413 for a big
-%% body is exactly when the client is still sending: with a 64 KB budget the
-%% reset destroyed the 413 in two runs of six on loopback, 2026-11-22).
+%% Lingering close (RFC 9112 §9.6), the one rule of falco_transport.
 close(#conn{socket = Sock, transport = T}) ->
-    _ = T:shutdown(Sock, write),
-    linger(T, Sock, erlang:monotonic_time(millisecond) + 1000, 64 * 1024 * 1024),
-    _ = T:close(Sock),
-    ok.
+    ok = falco_transport:linger_close(T, Sock),
+    closed.
 
 %% The client asked to close (`Connection: close', or 1.0 without
 %% keep-alive), its request was read to the end and nothing follows it: it
@@ -213,12 +151,73 @@ close(#conn{socket = Sock, transport = T}) ->
 %% client.
 quick_close(#conn{socket = Sock, transport = T}) ->
     _ = T:close(Sock),
-    ok.
+    closed.
 
-linger(T, Sock, Deadline, Budget) when Budget > 0 ->
-    case T:recv(Sock, 0, remaining(Deadline)) of
-        {ok, Data} -> linger(T, Sock, Deadline, Budget - byte_size(Data));
-        {error, _} -> ok
-    end;
-linger(_, _, _, _) ->
-    ok.
+%% What every request of this connection carries.
+request(Request, #conn{ctx = #{peer := Peer, scheme := Scheme, listener := Listener}}) ->
+    Request#{peer => Peer, scheme => Scheme, listener => Listener}.
+
+%% -- waiting for the next request ---------------------------------------------
+
+%% Between requests the socket is in `{active, once}' mode and this process
+%% waits in `receive', so that it answers `sys' messages (and its parent)
+%% while idle; the message that brings the next bytes leaves the socket
+%% passive again for the rest of the request. Other messages are dropped
+%% here: nothing waits for them between requests.
+idle(C = #conn{idle_timeout = Idle}) ->
+    idle_again(C, falco_transport:deadline(Idle)).
+
+idle(C = #conn{socket = Sock, tags = {DataTag, ClosedTag, ErrorTag, _}, parent = Parent},
+     Deadline) ->
+    receive
+        {DataTag, Sock, Data} ->
+            case only_crlf(Data) of
+                %% Empty lines do not start a request, nor restart the wait.
+                true -> idle_again(C, Deadline);
+                false -> wait(C, Data)
+            end;
+        {ClosedTag, Sock} ->
+            quick_close(C);
+        {ErrorTag, Sock, _} ->
+            quick_close(C);
+        {system, From, Request} ->
+            sys:handle_system_msg(Request, From, Parent, ?MODULE, C#conn.debug, {idle, Deadline, C});
+        {'EXIT', Parent, Reason} ->
+            _ = quick_close(C),
+            exit(Reason);
+        _ ->
+            idle(C, Deadline)
+    after falco_transport:remaining(Deadline) ->
+        %% Nothing was asked, nothing is owed: a plain close.
+        quick_close(C)
+    end.
+
+idle_again(C = #conn{socket = Sock, transport = T}, Deadline) ->
+    case falco_transport:setopts(T, Sock, [{active, once}]) of
+        ok -> idle(C, Deadline);
+        {error, _} -> quick_close(C)
+    end.
+
+%% @private
+-spec system_continue(pid(), [sys:dbg_opt()], {idle, integer() | infinity, #conn{}}) ->
+          closed | {upgrade, h2c, falco_http2_frame:settings(), map(), binary()}.
+system_continue(_Parent, Debug, {idle, Deadline, C}) ->
+    idle(C#conn{debug = Debug}, Deadline).
+
+%% @private
+-spec system_terminate(term(), pid(), [sys:dbg_opt()], {idle, integer() | infinity, #conn{}}) ->
+          no_return().
+system_terminate(Reason, _Parent, _Debug, {idle, _, C}) ->
+    _ = quick_close(C),
+    exit(Reason).
+
+%% @private
+-spec system_code_change(term(), module(), term(), term()) -> {ok, term()}.
+system_code_change(State, _Module, _OldVsn, _Extra) ->
+    {ok, State}.
+
+%% @private
+-spec system_get_state({idle, integer() | infinity, #conn{}}) -> {ok, map()}.
+system_get_state({idle, _, #conn{ctx = Ctx, served = Served}}) ->
+    {ok, (maps:with([listener, peer, scheme], Ctx))#{protocol => http1, phase => idle,
+                                                       requests => Served}}.

@@ -14,11 +14,15 @@
 %%
 %% The process traps exits: a stream process that ends tells the machine
 %% (an unfinished response is reset with INTERNAL_ERROR), and the exit of
-%% the acceptor that owns this connection (the listener stopping) ends it.
-%% Streams are killed when the connection ends.
+%% its parent, the acceptor that supervises it (the listener stopping),
+%% ends it: a GOAWAY goes out, the streams are killed, and the process
+%% exits with its parent's reason (no crash report for `shutdown').
+%% The loop answers `sys' messages (it is entered from {@link falco_conn},
+%% an OTP special process).
 -module(falco_http2_conn).
 
--export([enter/5]).
+-export([enter/2]).
+-export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
 
 -define(ACTIVE_N, 100).
 -define(FLUSH_AFTER, 64).
@@ -32,24 +36,23 @@
             machine :: falco_http2_machine:state(),
             max_frame :: 16384..16777215,
             buf = <<>> :: binary(),
+            active = false :: boolean(),
             pids = #{} :: #{pid() => pos_integer()},
             ids = #{} :: #{pos_integer() => pid()},
             timers = #{} :: #{term() => reference()},
             out = [] :: [iodata()],
             out_n = 0 :: non_neg_integer(),
-            closing = false :: false | {true, term()}}).
+            closing = false :: false | {true, term()},
+            debug = [] :: [sys:dbg_opt()]}).
 
-%% @doc Runs an HTTP/2 connection in the calling process until it ends.
-%% `Ctx' holds `listener', `handler', `conf', `peer' and `scheme'; `Parent'
-%% is the acceptor (its exit ends the connection). `Start' is `{preface, Buf}' (the client preface is
-%% expected at the start of `Buf' and the bytes that follow) or
+%% @doc Runs HTTP/2 on the connection of `Ctx' ({@link falco_conn}) until
+%% it ends. `Start' is `{preface, Buf}' (the client preface is expected at
+%% the start of `Buf' and the bytes that follow) or
 %% `{upgrade, Settings, Req, Buf}' after a 101 to an `Upgrade: h2c' request.
--spec enter(falco_transport:socket(), falco_transport:transport(), map(),
-            {preface, binary()} | {upgrade, falco_http2_frame:settings(), map(), binary()},
-            pid()) -> ok.
-enter(Socket, Transport, Ctx, Start, Parent) ->
+-spec enter(falco_conn:ctx(),
+            {preface, binary()} | {upgrade, falco_http2_frame:settings(), map(), binary()}) -> ok.
+enter(Ctx = #{socket := Socket, transport := Transport, parent := Parent, conf := Conf}, Start) ->
     process_flag(trap_exit, true),
-    Conf = maps:get(conf, Ctx),
     {M0, Acts0} = falco_http2_machine:new(machine_opts(Conf)),
     %% What each stream process needs, and no more: it is copied at every spawn.
     StreamCtx = (maps:with([listener, handler, peer, scheme], Ctx))#{
@@ -68,8 +71,7 @@ enter(Socket, Transport, Ctx, Start, Parent) ->
                 end,
     case flush(C2) of
         {ok, C} ->
-            Deadline = erlang:monotonic_time(millisecond) + maps:get(h2_preface_timeout, Conf),
-            preface(C, Buf, Deadline);
+            preface(C, Buf, falco_transport:deadline(maps:get(h2_preface_timeout, Conf)));
         {error, C} ->
             terminate(C)
     end.
@@ -88,25 +90,20 @@ machine_opts(Conf) ->
       idle_timeout => maps:get(idle_timeout, Conf),
       flood_limits => maps:get(h2_flood_limits, Conf)}.
 
-%% §3.4: the client preface, read passively within h2_preface_timeout.
+%% §3.4: the client preface, read passively within h2_preface_timeout;
+%% the one preface check is falco_protocol's.
 preface(C = #c{socket = Sock, transport = T}, Buf, Deadline) ->
-    Preface = falco_http2_frame:preface(),
-    case Buf of
-        <<Preface:24/binary, Rest/binary>> ->
+    case falco_protocol:preface(Buf) of
+        preface ->
+            <<_:24/binary, Rest/binary>> = Buf,
             ok = falco_transport:setopts(T, Sock, [{active, ?ACTIVE_N}]),
-            next(frames(C#c{buf = Rest}));
-        _ when byte_size(Buf) < 24 ->
-            case binary:longest_common_prefix([Buf, Preface]) =:= byte_size(Buf) of
-                true ->
-                    Wait = max(0, Deadline - erlang:monotonic_time(millisecond)),
-                    case T:recv(Sock, 0, Wait) of
-                        {ok, Data} -> preface(C, <<Buf/binary, Data/binary>>, Deadline);
-                        {error, _} -> terminate(C)
-                    end;
-                false ->
-                    bad_preface(C)
+            next(frames(C#c{buf = Rest, active = true}));
+        more ->
+            case T:recv(Sock, 0, falco_transport:remaining(Deadline)) of
+                {ok, Data} -> preface(C, <<Buf/binary, Data/binary>>, Deadline);
+                {error, _} -> terminate(C)
             end;
-        _ ->
+        no_preface ->
             bad_preface(C)
     end.
 
@@ -118,16 +115,27 @@ bad_preface(C = #c{machine = M0}) ->
 %% -- the loop --------------------------------------------------------------------
 
 loop(C = #c{out = []}) ->
-    receive Msg -> next(handle(Msg, C)) end;
+    receive Msg -> message(Msg, C) end;
 loop(C) ->
     receive
-        Msg -> next(handle(Msg, C))
+        Msg -> message(Msg, C)
     after 0 ->
         case flush(C) of
             {ok, C1} -> loop(C1);
             {error, C1} -> terminate(C1)
         end
     end.
+
+message({system, From, Request}, C = #c{parent = Parent, debug = Debug}) ->
+    sys:handle_system_msg(Request, From, Parent, ?MODULE, Debug, C);
+message({'EXIT', Parent, Reason}, C = #c{parent = Parent}) ->
+    %% The listener is stopping: tell the client, which may retry the
+    %% streams we did not process (RFC 9113 §6.8).
+    {M, Acts} = falco_http2_machine:goaway(C#c.machine),
+    _ = finish(exec(Acts, C#c{machine = M})),
+    exit(Reason);
+message(Msg, C) ->
+    next(handle(Msg, C)).
 
 next(C = #c{closing = {true, _}}) ->
     finish(C);
@@ -162,9 +170,6 @@ handle({'EXIT', Pid, _}, C = #c{pids = Pids, ids = Ids, machine = M0}) when is_m
     Id = maps:get(Pid, Pids),
     {M, Acts} = falco_http2_machine:stream_exited(Id, M0),
     exec(Acts, C#c{machine = M, pids = maps:remove(Pid, Pids), ids = maps:remove(Id, Ids)});
-handle({'EXIT', Parent, Reason}, C = #c{parent = Parent}) ->
-    kill_streams(C),
-    exit(Reason);
 handle(_, C) ->
     C.
 
@@ -278,24 +283,16 @@ flush(C = #c{out = Out, socket = Sock, transport = T}) ->
     end.
 
 %% The machine asked to close (a GOAWAY is in the output) or the socket
-%% is gone: write what is left, stop the streams, close. A short lingering
-%% read keeps a reset from destroying the GOAWAY before the client reads it.
-finish(C = #c{socket = Sock, transport = T}) ->
+%% is gone: write what is left, stop the streams, close with the lingering
+%% close of falco_transport, which keeps a reset from destroying the GOAWAY
+%% before the client reads it.
+finish(C = #c{socket = Sock, transport = T, active = Active}) ->
     _ = flush(C),
     kill_streams(C),
-    _ = falco_transport:setopts(T, Sock, [{active, false}]),
-    _ = T:shutdown(Sock, write),
-    linger(T, Sock, erlang:monotonic_time(millisecond) + 1000, 1024 * 1024),
-    _ = T:close(Sock),
-    ok.
-
-linger(T, Sock, Deadline, Budget) when Budget > 0 ->
-    case T:recv(Sock, 0, max(0, Deadline - erlang:monotonic_time(millisecond))) of
-        {ok, Data} -> linger(T, Sock, Deadline, Budget - byte_size(Data));
-        {error, _} -> ok
-    end;
-linger(_, _, _, _) ->
-    ok.
+    case Active of
+        false -> falco_transport:linger_close(T, Sock);
+        true -> falco_transport:linger_close_active(T, Sock)
+    end.
 
 terminate(C = #c{socket = Sock, transport = T}) ->
     kill_streams(C),
@@ -305,3 +302,28 @@ terminate(C = #c{socket = Sock, transport = T}) ->
 kill_streams(#c{pids = Pids}) ->
     _ = [exit(Pid, kill) || Pid <- maps:keys(Pids)],
     ok.
+
+%% -- sys ------------------------------------------------------------------------------
+
+%% @private
+-spec system_continue(pid(), [sys:dbg_opt()], #c{}) -> ok.
+system_continue(_Parent, Debug, C) ->
+    loop(C#c{debug = Debug}).
+
+%% @private
+-spec system_terminate(term(), pid(), [sys:dbg_opt()], #c{}) -> no_return().
+system_terminate(Reason, _Parent, _Debug, C) ->
+    _ = terminate(C),
+    exit(Reason).
+
+%% @private
+-spec system_code_change(#c{}, module(), term(), term()) -> {ok, #c{}}.
+system_code_change(C, _Module, _OldVsn, _Extra) ->
+    {ok, C}.
+
+%% @private
+-spec system_get_state(#c{}) -> {ok, map()}.
+system_get_state(#c{ctx = Ctx, machine = M, pids = Pids}) ->
+    {ok, (maps:with([listener, peer, scheme], Ctx))#{
+           protocol => h2, streams => falco_http2_machine:active_streams(M),
+           stream_processes => maps:keys(Pids)}}.

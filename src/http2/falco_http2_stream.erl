@@ -64,20 +64,24 @@ init(Conn, Id, Req0, Ctx = #{max_body := MaxBody, body_timeout := BodyTimeout}) 
         {error, Reason, Method} ->
             _ = put(?BODY, #body{fin = true}),
             result(falco_pipeline:error_reply(Reason, #{method => Method}, ?MODULE, S));
-        #{body := {length, N}} when N > S#h2s.max_body ->
-            %% As over HTTP/1.1: refused before the handler runs.
-            _ = put(?BODY, #body{fin = true}),
-            result(falco_pipeline:error_reply(content_too_large, Req0, ?MODULE, S));
         _ ->
-            Body = maps:get(body, Req0),
-            #{headers := Headers} = Req0,
-            Continue = Body =/= none andalso Body =/= {length, 0}
-                andalso has_continue(Headers),
-            _ = put(?BODY, #body{fin = Body =:= none, continue = Continue}),
-            Req = Req0#{peer => maps:get(peer, Ctx), scheme => maps:get(scheme, Ctx),
-                        listener => maps:get(listener, Ctx), stream => {?MODULE, S}},
-            result(falco_pipeline:run(Req, maps:get(handler, Ctx), ?MODULE, S))
+            case falco_pipeline:precheck(Req0, Ctx) of
+                ok ->
+                    run(Req0, Ctx, S);
+                {error, Reason} ->
+                    _ = put(?BODY, #body{fin = true}),
+                    result(falco_pipeline:error_reply(Reason, Req0, ?MODULE, S))
+            end
     end.
+
+run(Req0, Ctx, S) ->
+    Body = maps:get(body, Req0),
+    #{headers := Headers} = Req0,
+    Continue = Body =/= none andalso Body =/= {length, 0} andalso has_continue(Headers),
+    _ = put(?BODY, #body{fin = Body =:= none, continue = Continue}),
+    Req = Req0#{peer => maps:get(peer, Ctx), scheme => maps:get(scheme, Ctx),
+                listener => maps:get(listener, Ctx), stream => {?MODULE, S}},
+    result(falco_pipeline:run(Req, maps:get(handler, Ctx), ?MODULE, S)).
 
 %% When the pipeline could not finish the response (a streamed reply
 %% crashed), the process ends and the connection resets the stream.

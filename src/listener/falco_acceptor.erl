@@ -1,111 +1,184 @@
-%% @doc An acceptor: keeps one connection process waiting in `accept' on
-%% the shared listen socket, and starts the next one as soon as that one
-%% has a connection.
+%% @doc An acceptor, and the supervisor of the connections it accepted.
 %%
-%% The connection process accepts for itself ({@link accept/4}), so the
+%% It keeps one connection process ({@link falco_conn}) waiting in `accept'
+%% on the shared listen socket and starts the next one as soon as that one
+%% has a connection. The connection process accepts for itself, so the
 %% socket is born owned by the process that serves it: no ownership
-%% transfer and no hand-off message. On gen_tcp's socket backend each of
-%% those is a call through the socket's own server process, and under load
-%% every such hop waits its turn behind the busy connections. For TLS the
-%% accept is `ssl:transport_accept/1' (TCP only, in the same waiting
-%% process); the handshake follows in that process, never in the acceptor.
+%% transfer and no hand-off message (on gen_tcp's socket backend each of
+%% those is a call through the socket's own server process).
 %%
-%% `max_connections' is enforced with a shared counter the connections
-%% decrement when they end: at the limit the acceptor starts no waiting
-%% process (the kernel backlog holds the queue) and looks again every
+%% It is an OTP special process (proc_lib, `sys'): it traps exits, is the
+%% parent of every connection process it started, and answers
+%% `supervisor:which_children/1' and `supervisor:count_children/1' with
+%% them. A connection that ends is forgotten at once (its exit message is
+%% the next one handled, never scanned past). When its own supervisor stops
+%% it, it asks each connection to stop (`shutdown') and waits for them, at
+%% most `shutdown_timeout', before killing what is left; no crash report
+%% is written for a listener that stops.
+%%
+%% `max_connections': a slot ({@link falco_slots}) is taken before a
+%% process starts waiting in accept and given back when that process ends
+%% (seen here, whatever way it ends). At the limit no process waits, the
+%% kernel backlog holds the queue, and the acceptor looks again every
 %% 10 ms. On `emfile' or `enfile' it backs off 100 ms instead of spinning.
-%% It traps exits so a connection that dies abnormally never takes the
-%% acceptor (and its siblings) down; those exit messages are dropped on
-%% every turn.
 -module(falco_acceptor).
 
--export([start_link/4, init/4, accept/4]).
+-export([start_link/5, init/6]).
+-export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
 
-%% @doc Starts an acceptor for listener `Name'.
--spec start_link(atom(), falco_transport:socket(), map(), counters:counters_ref()) -> {ok, pid()}.
-start_link(Name, LSock, Conf, Counter) ->
-    {ok, proc_lib:spawn_link(?MODULE, init, [self(), Name, LSock, Conf#{falco_counter => Counter}])}.
+-record(acc, {parent :: pid(),
+              name :: atom(),
+              lsock :: falco_transport:socket(),
+              conf :: map(),
+              slots :: falco_slots:slots(),
+              index :: pos_integer(),
+              max :: pos_integer() | infinity,
+              waiting :: pid() | undefined,
+              retry :: reference() | undefined,
+              conns = #{} :: #{pid() => true}}).
+
+-define(FULL_RETRY, 10).
+-define(EMFILE_RETRY, 100).
+
+%% @doc Starts acceptor `Index' of listener `Name'.
+-spec start_link(atom(), falco_transport:socket(), map(), falco_slots:slots(), pos_integer()) ->
+          {ok, pid()}.
+start_link(Name, LSock, Conf, Slots, Index) ->
+    proc_lib:start_link(?MODULE, init, [self(), Name, LSock, Conf, Slots, Index]).
 
 %% @private
--spec init(pid(), atom(), falco_transport:socket(), map()) -> no_return().
-init(Parent, Name, LSock, Conf) ->
+-spec init(pid(), atom(), falco_transport:socket(), map(), falco_slots:slots(), pos_integer()) ->
+          no_return().
+init(Parent, Name, LSock, Conf, Slots, Index) ->
     process_flag(trap_exit, true),
-    put(falco_parent, Parent),
-    loop(Name, LSock, Conf, maps:get(falco_counter, Conf), maps:get(max_connections, Conf)).
+    ok = falco_slots:reset(Slots, Index),
+    proc_lib:init_ack(Parent, {ok, self()}),
+    S = #acc{parent = Parent, name = Name, lsock = LSock, conf = Conf, slots = Slots,
+             index = Index, max = maps:get(max_connections, Conf)},
+    loop(next(S), []).
 
-loop(Name, LSock, Conf, Counter, Max) ->
-    flush_exits(get(falco_parent)),
-    case counters:get(Counter, 1) >= Max of
+%% Starts a waiting process if none waits, a slot is free and no retry is
+%% pending; otherwise a timer brings us back.
+next(S = #acc{waiting = undefined, retry = undefined, slots = Slots, index = I, max = Max}) ->
+    case falco_slots:claim(Slots, I, Max) of
         true ->
-            receive after 10 -> ok end;
+            S#acc{waiting = falco_conn:start_link(S#acc.name, S#acc.lsock, S#acc.conf)};
         false ->
-            wait_accepted(Name, falco_http1_conn:start(Name, LSock, Conf, Counter))
-    end,
-    loop(Name, LSock, Conf, Counter, Max).
+            retry(?FULL_RETRY, S)
+    end;
+next(S) ->
+    S.
 
-%% The connection process is in accept; it reports how that went.
-wait_accepted(Name, Pid) ->
-    Parent = get(falco_parent),
+retry(Ms, S) ->
+    S#acc{retry = erlang:start_timer(Ms, self(), retry)}.
+
+loop(S = #acc{parent = Parent, retry = Retry}, Debug) ->
     receive
-        {falco_accepted, Pid} ->
-            ok;
-        {falco_accept_failed, Pid, Reason} ->
-            failed(Name, Reason);
+        {falco_accepted, Pid} when Pid =:= S#acc.waiting ->
+            ok = falco_slots:accepted(S#acc.slots, S#acc.index),
+            loop(next(S#acc{waiting = undefined, conns = (S#acc.conns)#{Pid => true}}), Debug);
+        {falco_accept_failed, Pid, Reason} when Pid =:= S#acc.waiting ->
+            %% It ends by itself; its exit gives the slot back.
+            loop(accept_failed(Reason, S), Debug);
         {'EXIT', Parent, Reason} ->
-            exit(Reason);
+            terminate(Reason, S);
         {'EXIT', Pid, _} ->
-            ok
+            loop(next(exited(Pid, S)), Debug);
+        {timeout, Retry, retry} ->
+            loop(next(S#acc{retry = undefined}), Debug);
+        {system, From, Request} ->
+            sys:handle_system_msg(Request, From, Parent, ?MODULE, Debug, S);
+        {'$gen_call', From, Request} ->
+            _ = gen:reply(From, supervisor_call(Request, S)),
+            loop(S, Debug);
+        _ ->
+            loop(S, Debug)
     end.
 
-failed(Name, Reason) when Reason =:= emfile; Reason =:= enfile ->
-    logger:warning("falco: listener ~p out of file descriptors (~p); "
-                   "backing off 100 ms", [Name, Reason]),
-    receive after 100 -> ok end;
-failed(_Name, closed) ->
-    %% The listener is gone; take our connections with us.
-    exit(shutdown);
-failed(_Name, _Reason) ->
-    ok.
+accept_failed(Reason, S) when Reason =:= emfile; Reason =:= enfile ->
+    logger:warning("falco: listener ~p out of file descriptors (~p); backing off ~b ms",
+                   [S#acc.name, Reason, ?EMFILE_RETRY]),
+    retry(?EMFILE_RETRY, S);
+accept_failed(closed, S) ->
+    %% The listen socket is gone: this listener cannot serve anyone; our
+    %% supervisors decide what comes next.
+    terminate({shutdown, listen_socket_closed}, S);
+accept_failed(_Reason, S) ->
+    S.
 
-%% @doc Runs in a new connection process: accepts one connection on
-%% `LSock' (`tcp' or `tls', as the listener's `transport' says), takes a
-%% connection slot and tells `Acceptor', which then starts the next waiting
-%% process. `stop' when accepting failed (the acceptor is told why). The
-%% caller gives the slot back when the connection ends.
--spec accept(pid(), falco_transport:socket(), map(), counters:counters_ref()) ->
-          {ok, falco_transport:socket()} | stop.
-accept(Acceptor, LSock, #{transport := Kind, max_connections := Max}, Counter) ->
-    case falco_transport:accept(Kind, LSock) of
-        {ok, Sock} ->
-            ok = claim_slot(Counter, Max),
-            Acceptor ! {falco_accepted, self()},
-            {ok, Sock};
-        {error, Reason} ->
-            Acceptor ! {falco_accept_failed, self(), Reason},
-            stop
+exited(Pid, S = #acc{waiting = Pid, slots = Slots, index = I}) ->
+    ok = falco_slots:release(Slots, I, waiting),
+    S#acc{waiting = undefined};
+exited(Pid, S = #acc{conns = Conns, slots = Slots, index = I}) ->
+    case maps:take(Pid, Conns) of
+        {true, Rest} ->
+            ok = falco_slots:release(Slots, I, connection),
+            S#acc{conns = Rest};
+        error ->
+            S
     end.
 
-%% The other acceptors' processes were waiting in accept too, so the limit
-%% checked before this one started may have been reached meanwhile: take a
-%% slot only if one is free (add, then check, so two can never both take
-%% the last one), else hold the accepted socket unserved and look again
-%% every 10 ms.
-claim_slot(Counter, Max) ->
-    counters:add(Counter, 1, 1),
-    case counters:get(Counter, 1) > Max of
-        true ->
-            counters:sub(Counter, 1, 1),
-            receive after 10 -> ok end,
-            claim_slot(Counter, Max);
-        false ->
-            ok
-    end.
+%% The calls of `supervisor' that make sense for a pool of identical
+%% temporary workers: which_children and count_children.
+supervisor_call(which_children, #acc{conns = Conns}) ->
+    [{undefined, Pid, worker, [falco_conn]} || Pid <- maps:keys(Conns)];
+supervisor_call(count_children, #acc{conns = Conns}) ->
+    N = map_size(Conns),
+    [{specs, 1}, {active, N}, {supervisors, 0}, {workers, N}];
+supervisor_call(_, _) ->
+    {error, not_supported}.
 
-%% Exits of connections are dropped; the exit of our supervisor is obeyed.
-flush_exits(Parent) ->
+%% Stops the waiting process and every connection: `shutdown' first, then
+%% `kill' for what is still there after shutdown_timeout.
+-spec terminate(term(), #acc{}) -> no_return().
+terminate(Reason, S = #acc{waiting = Waiting, conns = Conns, conf = Conf}) ->
+    Pids = [P || P <- [Waiting], is_pid(P)] ++ maps:keys(Conns),
+    Mons = maps:from_list([{monitor(process, P), P} || P <- Pids]),
+    _ = [exit(P, shutdown) || P <- Pids],
+    Deadline = falco_transport:deadline(maps:get(shutdown_timeout, Conf)),
+    await_down(Mons, Deadline),
+    _ = S,
+    exit(Reason).
+
+await_down(Mons, _Deadline) when map_size(Mons) =:= 0 ->
+    ok;
+await_down(Mons, Deadline) ->
+    Wait = falco_transport:remaining(Deadline),
     receive
-        {'EXIT', Parent, Reason} -> exit(Reason);
-        {'EXIT', _, _} -> flush_exits(Parent)
-    after 0 ->
-        ok
+        {'DOWN', Ref, process, _, _} -> await_down(maps:remove(Ref, Mons), Deadline)
+    after Wait ->
+        _ = [exit(P, kill) || P <- maps:values(Mons)],
+        await_killed(Mons)
     end.
+
+await_killed(Mons) when map_size(Mons) =:= 0 ->
+    ok;
+await_killed(Mons) ->
+    receive
+        {'DOWN', Ref, process, _, _} -> await_killed(maps:remove(Ref, Mons))
+    end.
+
+%% -- sys ------------------------------------------------------------------------
+
+%% @private
+-spec system_continue(pid(), [sys:dbg_opt()], #acc{}) -> no_return().
+system_continue(_Parent, Debug, S) ->
+    loop(S, Debug).
+
+%% @private
+-spec system_terminate(term(), pid(), [sys:dbg_opt()], #acc{}) -> no_return().
+system_terminate(Reason, _Parent, _Debug, S) ->
+    terminate(Reason, S).
+
+%% @private
+-spec system_code_change(#acc{}, module(), term(), term()) -> {ok, #acc{}}.
+system_code_change(S, _Module, _OldVsn, _Extra) ->
+    {ok, S}.
+
+%% @private
+-spec system_get_state(#acc{}) -> {ok, map()}.
+system_get_state(#acc{name = Name, index = I, waiting = Waiting, conns = Conns, max = Max,
+                      retry = Retry}) ->
+    {ok, #{listener => Name, acceptor => I, waiting => Waiting,
+           connections => map_size(Conns), max_connections => Max,
+           backing_off => Retry =/= undefined}}.

@@ -1,9 +1,13 @@
 %% @doc One listener: the supervisor owns the listen socket (opened in
 %% init, so it lives exactly as long as this tree; for TLS an `ssl' listen
 %% socket, so the server options are checked and processed once, here, and
-%% a bad one fails the start with `{invalid_option, tls_opts, Reason}') and
-%% supervises the pool of acceptors sharing it. Connections are linked to the acceptor that
-%% accepted them, so stopping the listener stops its connections too.
+%% a bad one fails the start with `{invalid_option, tls_opts, Reason}').
+%%
+%% Its children, `rest_for_one': the socket's holder ({@link
+%% falco_listen_socket}, first, so it is stopped last and closes the socket)
+%% and the acceptors' supervisor ({@link falco_acceptor_sup}), under which
+%% each acceptor supervises the connections it accepted ({@link
+%% falco_acceptor}, {@link falco_conn}).
 %%
 %% The listener's handler is settled here, once: with `routes' the compiled
 %% router is installed under the listener's name ({@link falco_router:install/2})
@@ -26,16 +30,16 @@ start_link(Name, Opts) ->
         {error, _} = Error -> Error
     end.
 
-%% @doc The listen port and connection counter of a running listener.
+%% @doc The listen port and connection slots of a running listener.
 %% A listener in a user's supervision tree is stopped without falco being
 %% told, so a row whose supervisor is gone is stale: it is dropped here
 %% rather than reporting a port the listener no longer holds.
--spec info(atom()) -> {ok, inet:port_number(), counters:counters_ref()} | {error, not_found}.
+-spec info(atom()) -> {ok, inet:port_number(), falco_slots:slots()} | {error, not_found}.
 info(Name) ->
     try ets:lookup(?TABLE, Name) of
-        [{_, Port, Counter, Sup} = Row] ->
+        [{_, Port, Slots, Sup} = Row] ->
             case is_process_alive(Sup) of
-                true -> {ok, Port, Counter};
+                true -> {ok, Port, Slots};
                 false ->
                     _ = ets:delete_object(?TABLE, Row),
                     {error, not_found}
@@ -69,19 +73,19 @@ init({Name, Conf0}) ->
     case falco_transport:listen(Kind, Port, SockOpts, maps:get(tls_server_opts, Conf, [])) of
         {ok, LSock} ->
             {ok, Actual} = sockport(Kind, LSock),
-            Counter = counters:new(1, [atomics]),
-            true = ets:insert(?TABLE, {Name, Actual, Counter, self()}),
+            Slots = falco_slots:new(N),
+            true = ets:insert(?TABLE, {Name, Actual, Slots, self()}),
             Conf1 = Conf#{handler => handler(Name, Conf0)},
-            Acceptors = [#{id => {acceptor, I},
-                           start => {falco_acceptor, start_link, [Name, LSock, Conf1, Counter]},
-                           shutdown => brutal_kill}
-                         || I <- lists:seq(1, N)],
             %% First child: on shutdown it goes last and closes the socket.
             Holder = #{id => listen_socket,
                        start => {falco_listen_socket, start_link, [Kind, LSock]},
                        shutdown => 5000},
-            {ok, {#{strategy => one_for_all, intensity => 10, period => 10},
-                  [Holder | Acceptors]}};
+            Acceptors = #{id => acceptors,
+                          start => {falco_acceptor_sup, start_link, [Name, LSock, Conf1, Slots]},
+                          type => supervisor,
+                          shutdown => infinity},
+            {ok, {#{strategy => rest_for_one, intensity => 10, period => 10},
+                  [Holder, Acceptors]}};
         {error, {tls_opts, Reason}} ->
             %% ssl refused the options: the listener cannot serve anyone.
             exit({invalid_option, tls_opts, Reason});

@@ -50,6 +50,7 @@ defaults() ->
       transport => tcp,
       tls_opts => [],
       handshake_timeout => 10000,
+      shutdown_timeout => 5000,
       protocols => [http1, h2],
       h2_max_concurrent_streams => 100,
       h2_initial_window_size => 65535,
@@ -188,7 +189,8 @@ valid(max_header_count, V) -> is_integer(V) andalso V >= 0;
 valid(transport, V) -> V =:= tcp orelse V =:= tls;
 valid(tls_opts, V) -> is_list(V) andalso lists:all(fun(O) -> is_tuple(O) andalso tuple_size(O) =:= 2
                                                              andalso is_atom(element(1, O)) end, V);
-valid(handshake_timeout, V) -> V =:= infinity orelse (is_integer(V) andalso V >= 0);
+valid(K, V) when K =:= handshake_timeout; K =:= shutdown_timeout ->
+    V =:= infinity orelse (is_integer(V) andalso V >= 0);
 valid(protocols, V) -> valid_protocols(V);
 valid(h2_max_concurrent_streams, V) -> is_integer(V) andalso V >= 0 andalso V =< 16#7fffffff;
 valid(h2_initial_window_size, V) -> is_integer(V) andalso V >= 1 andalso V =< 16#7fffffff;

@@ -9,7 +9,17 @@
 %% that hits a limit while reading the body gets that limit's status.
 -module(falco_pipeline).
 
--export([run/4, error_reply/4, check_fields/1, body_size/1]).
+-export([run/4, precheck/2, error_reply/4, check_fields/1, body_size/1]).
+
+%% @doc The checks made before any handler runs, the same for every
+%% protocol: a body announced (Content-Length) larger than `max_body' is
+%% refused with 413 before a byte of it is read (RFC 9110 §15.5.14).
+-spec precheck(map(), #{max_body := non_neg_integer(), atom() => term()}) ->
+          ok | {error, falco_errors:reason()}.
+precheck(#{body := {length, N}}, #{max_body := Max}) when N > Max ->
+    {error, content_too_large};
+precheck(_Request, _Conf) ->
+    ok.
 
 %% @doc Runs `Handler' for `Req' and answers it on stream `Mod'/`S'.
 -spec run(falco_req:req(), falco_handler:handler(), module(), falco_stream:state()) ->

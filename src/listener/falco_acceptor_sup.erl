@@ -1,0 +1,28 @@
+%% @doc The acceptors of one listener, restarted one by one: an acceptor
+%% that dies takes only its own connections with it ({@link
+%% falco_acceptor} is their supervisor), and a new one takes its place on
+%% the same listen socket.
+-module(falco_acceptor_sup).
+-behaviour(supervisor).
+
+-export([start_link/4]).
+-export([init/1]).
+
+%% @doc Starts the `num_acceptors' acceptors of listener `Name' on `LSock'.
+-spec start_link(atom(), falco_transport:socket(), map(), falco_slots:slots()) ->
+          {ok, pid()} | ignore | {error, term()}.
+start_link(Name, LSock, Conf, Slots) ->
+    supervisor:start_link(?MODULE, {Name, LSock, Conf, Slots}).
+
+%% @private
+-spec init({atom(), falco_transport:socket(), map(), falco_slots:slots()}) ->
+          {ok, {supervisor:sup_flags(), [supervisor:child_spec()]}}.
+init({Name, LSock, Conf = #{num_acceptors := N}, Slots}) ->
+    %% An acceptor is the supervisor of its connections: it bounds its own
+    %% shutdown (falco_acceptor), so it is given all the time it needs.
+    Acceptors = [#{id => {acceptor, I},
+                   start => {falco_acceptor, start_link, [Name, LSock, Conf, Slots, I]},
+                   type => supervisor,
+                   shutdown => infinity}
+                 || I <- lists:seq(1, N)],
+    {ok, {#{strategy => one_for_one, intensity => 10, period => 10}, Acceptors}}.

@@ -1,0 +1,94 @@
+%% @doc The connection entry point: one process per connection, from
+%% `accept' to close.
+%%
+%% Started by an acceptor ({@link falco_acceptor}, its supervisor), it
+%% waits in `accept' on the listen socket itself, tells the acceptor when
+%% it has a connection, runs the TLS handshake (with `handshake_timeout';
+%% never in the acceptor), and then picks the protocol from the one
+%% decision table ({@link falco_protocol:select/3}): after the handshake
+%% (ALPN), on the first bytes of a cleartext connection (the HTTP/2
+%% preface, read within `h2_preface_timeout') or on an HTTP/1.1 request
+%% asking to upgrade. It then hands the socket to that protocol's loop,
+%% {@link falco_http1_conn} or {@link falco_http2_conn}, which run in this
+%% same process; a loop that ends with an upgrade returns here and the next
+%% loop takes over. The loops are OTP special processes: each answers
+%% `sys' messages and obeys its parent's exit while it waits.
+-module(falco_conn).
+
+-export([start_link/3, init/4]).
+
+-type ctx() :: #{parent := pid(),
+                 listener := atom(),
+                 handler := falco_handler:handler(),
+                 conf := map(),
+                 socket := falco_transport:socket(),
+                 transport := falco_transport:transport(),
+                 scheme := http | https,
+                 peer := {inet:ip_address(), inet:port_number()} | undefined}.
+-export_type([ctx/0]).
+
+%% @doc Starts a connection process, linked to the calling acceptor, that
+%% accepts one connection on `LSock' and serves it.
+-spec start_link(atom(), falco_transport:socket(), map()) -> pid().
+start_link(Name, LSock, Conf) ->
+    proc_lib:spawn_link(?MODULE, init, [self(), Name, LSock, Conf]).
+
+%% @private
+-spec init(pid(), atom(), falco_transport:socket(), map()) -> ok.
+init(Parent, Name, LSock, Conf = #{transport := Kind}) ->
+    case falco_transport:accept(Kind, LSock) of
+        {ok, Socket} ->
+            Parent ! {falco_accepted, self()},
+            Ctx = #{parent => Parent, listener => Name, handler => maps:get(handler, Conf),
+                    conf => Conf, socket => Socket},
+            start(Kind, Ctx);
+        {error, Reason} ->
+            Parent ! {falco_accept_failed, self(), Reason},
+            ok
+    end.
+
+start(tcp, Ctx = #{socket := Socket, conf := #{protocols := Protocols}}) ->
+    protocol(falco_protocol:select(tcp, connect, Protocols),
+             Ctx#{transport => gen_tcp, scheme => http,
+                  peer => falco_transport:peername(gen_tcp, Socket)}, <<>>);
+start(tls, Ctx = #{socket := Socket, conf := Conf = #{protocols := Protocols}}) ->
+    case falco_transport:handshake(Socket, maps:get(handshake_timeout, Conf)) of
+        {ok, TlsSocket, Alpn} ->
+            protocol(falco_protocol:select(tls, {alpn, Alpn}, Protocols),
+                     Ctx#{socket => TlsSocket, transport => ssl, scheme => https,
+                          peer => falco_transport:peername(ssl, TlsSocket)}, <<>>);
+        {error, _} ->
+            _ = ssl:close(Socket),
+            ok
+    end.
+
+protocol(http1, Ctx, Buf) ->
+    after_http1(falco_http1_conn:enter(Ctx, Buf), Ctx);
+protocol(h2, Ctx, Buf) ->
+    falco_http2_conn:enter(Ctx, {preface, Buf});
+protocol(detect, Ctx = #{conf := Conf}, Buf) ->
+    Wait = min(maps:get(idle_timeout, Conf), maps:get(h2_preface_timeout, Conf)),
+    detect(Ctx, Buf, falco_transport:deadline(Wait));
+protocol(close, #{socket := Sock, transport := T}, _) ->
+    falco_transport:linger_close(T, Sock).
+
+%% The HTTP/1.1 loop ends, or asks for another protocol on this socket.
+after_http1(closed, _Ctx) ->
+    ok;
+after_http1({upgrade, h2c, Settings, Req, Rest}, Ctx) ->
+    falco_http2_conn:enter(Ctx, {upgrade, Settings, Req, Rest}).
+
+%% Cleartext with both protocols: the first bytes tell (RFC 9113 §3.3).
+%% One deadline for them all, so a client trickling bytes of something that
+%% still looks like the preface cannot hold the connection longer.
+detect(Ctx = #{socket := Sock, transport := T, conf := #{protocols := Protocols}}, Buf,
+       Deadline) ->
+    case falco_protocol:preface(Buf) of
+        more ->
+            case T:recv(Sock, 0, falco_transport:remaining(Deadline)) of
+                {ok, Data} -> detect(Ctx, <<Buf/binary, Data/binary>>, Deadline);
+                {error, _} -> falco_transport:linger_close(T, Sock)
+            end;
+        Seen ->
+            protocol(falco_protocol:select(tcp, Seen, Protocols), Ctx, Buf)
+    end.

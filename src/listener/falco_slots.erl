@@ -1,0 +1,77 @@
+%% @doc The connection slots of one listener (`max_connections').
+%%
+%% A slot is taken by an acceptor before it starts a process waiting in
+%% accept, and given back by the same acceptor when that process ends,
+%% whatever way it ends (even `kill'): the acceptor is the process's
+%% supervisor and sees its exit. A waiting process thus holds a slot too,
+%% so at most `max_connections' processes exist; {@link connections/1}
+%% reports only those that have a connection.
+%%
+%% One `counters' array per listener: the totals (slots, waiting) and each
+%% acceptor's own share. Should an acceptor die, its connections go with
+%% it, and its successor gives back the share it left ({@link reset/2}), so
+%% no slot is ever lost.
+-module(falco_slots).
+
+-export([new/1, reset/2, claim/3, accepted/2, release/3, connections/1]).
+
+-opaque slots() :: counters:counters_ref().
+-export_type([slots/0]).
+
+-define(TOTAL, 1).
+-define(WAITING, 2).
+-define(OWN(I), (1 + 2 * (I))).
+-define(OWN_WAITING(I), (2 + 2 * (I))).
+
+%% @doc Slots for a listener with `N' acceptors.
+-spec new(pos_integer()) -> slots().
+new(N) ->
+    counters:new(2 + 2 * N, [atomics]).
+
+%% @doc Gives back what a previous acceptor `I' held (it died with its
+%% connections); called when acceptor `I' starts.
+-spec reset(slots(), pos_integer()) -> ok.
+reset(C, I) ->
+    Own = counters:get(C, ?OWN(I)),
+    Waiting = counters:get(C, ?OWN_WAITING(I)),
+    ok = counters:sub(C, ?TOTAL, Own),
+    ok = counters:sub(C, ?WAITING, Waiting),
+    ok = counters:put(C, ?OWN(I), 0),
+    counters:put(C, ?OWN_WAITING(I), 0).
+
+%% @doc Takes a slot for a waiting process of acceptor `I' if fewer than
+%% `Max' are taken. Add first, then look: two acceptors can never both
+%% take the last slot (at worst both back off and try again).
+-spec claim(slots(), pos_integer(), pos_integer() | infinity) -> boolean().
+claim(C, I, Max) ->
+    ok = counters:add(C, ?TOTAL, 1),
+    case counters:get(C, ?TOTAL) > Max of
+        true ->
+            counters:sub(C, ?TOTAL, 1),
+            false;
+        false ->
+            ok = counters:add(C, ?WAITING, 1),
+            ok = counters:add(C, ?OWN(I), 1),
+            ok = counters:add(C, ?OWN_WAITING(I), 1),
+            true
+    end.
+
+%% @doc The waiting process of acceptor `I' has a connection.
+-spec accepted(slots(), pos_integer()) -> ok.
+accepted(C, I) ->
+    ok = counters:sub(C, ?WAITING, 1),
+    counters:sub(C, ?OWN_WAITING(I), 1).
+
+%% @doc A process of acceptor `I' ended: a waiting one or a connection.
+-spec release(slots(), pos_integer(), waiting | connection) -> ok.
+release(C, I, waiting) ->
+    ok = accepted(C, I),
+    release(C, I, connection);
+release(C, I, connection) ->
+    ok = counters:sub(C, ?TOTAL, 1),
+    counters:sub(C, ?OWN(I), 1).
+
+%% @doc The number of open connections.
+-spec connections(slots()) -> non_neg_integer().
+connections(C) ->
+    max(0, counters:get(C, ?TOTAL) - counters:get(C, ?WAITING)).
