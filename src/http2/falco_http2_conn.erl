@@ -53,7 +53,7 @@
             {preface, binary()} | {upgrade, falco_http2_frame:settings(), map(), binary()}) -> ok.
 enter(Ctx = #{socket := Socket, transport := Transport, parent := Parent, conf := Conf}, Start) ->
     process_flag(trap_exit, true),
-    {M0, Acts0} = falco_http2_machine:new(machine_opts(Conf)),
+    {M0, Acts0} = falco_http2_machine:new(falco_opts:http2_machine(Conf)),
     %% What each stream process needs, and no more: it is copied at every spawn.
     StreamCtx = (maps:with([listener, handler, peer, scheme], Ctx))#{
                   max_body => maps:get(max_body, Conf), body_timeout => maps:get(body_timeout, Conf)},
@@ -75,20 +75,6 @@ enter(Ctx = #{socket := Socket, transport := Transport, parent := Parent, conf :
         {error, C} ->
             terminate(C)
     end.
-
-machine_opts(Conf) ->
-    #{max_concurrent_streams => maps:get(h2_max_concurrent_streams, Conf),
-      initial_window_size => maps:get(h2_initial_window_size, Conf),
-      connection_window_size => maps:get(h2_connection_window_size, Conf),
-      max_frame_size => maps:get(h2_max_frame_size, Conf),
-      max_header_list_size => maps:get(h2_max_header_list_size, Conf),
-      max_header_block => maps:get(h2_max_header_block, Conf),
-      max_continuations => maps:get(h2_max_continuations, Conf),
-      max_header_count => maps:get(max_header_count, Conf),
-      settings_timeout => maps:get(h2_settings_timeout, Conf),
-      send_timeout => maps:get(send_timeout, Conf),
-      idle_timeout => maps:get(idle_timeout, Conf),
-      flood_limits => maps:get(h2_flood_limits, Conf)}.
 
 %% §3.4: the client preface, read passively within h2_preface_timeout;
 %% the one preface check is falco_protocol's.

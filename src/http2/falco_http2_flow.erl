@@ -3,7 +3,9 @@
 %% windows (RFC 9113 §5.2, §6.9) and frame size (§4.2).
 %%
 %% Pure, and private to the machine: it works on the machine's state (the
-%% records in falco_http2_machine.hrl) and adds actions to it. DATA waits
+%% records in falco_http2_machine.hrl) and adds actions to it; it never
+%% calls the machine (a stream whose queue it empties is noted in
+%% `settled' for the machine to close if both sides are done). DATA waits
 %% for both the stream's and the connection's send window and is cut to the
 %% client's SETTINGS_MAX_FRAME_SIZE; what does not fit stays in the stream's
 %% queue, the stream joins the blocked list (in order) with a stall timer,
@@ -119,13 +121,14 @@ block(S = #stream{id = Id}, M = #m{blocked = Blocked}) ->
                                    M#m{blocked = Blocked ++ [Id]}))
     end.
 
-after_send(S = #stream{id = Id, queue = []}, M = #m{blocked = Blocked}) ->
+after_send(S = #stream{id = Id, queue = []}, M0 = #m{blocked = Blocked, settled = Settled}) ->
+    M = M0#m{settled = [Id | Settled]},
     case lists:member(Id, Blocked) of
         true ->
-            falco_http2_machine:maybe_close(S, act({cancel_timer, {stall, Id}},
-                                                   M#m{blocked = lists:delete(Id, Blocked)}));
+            put_stream(S, act({cancel_timer, {stall, Id}},
+                              M#m{blocked = lists:delete(Id, Blocked)}));
         false ->
-            falco_http2_machine:maybe_close(S, M)
+            put_stream(S, M)
     end;
 after_send(S, M) ->
     put_stream(S, M).
@@ -144,15 +147,3 @@ flush_blocked(M = #m{blocked = Blocked}) ->
                    (_, Acc) ->
                         Acc
                 end, M, Blocked).
-
-put_stream(S = #stream{id = Id}, M = #m{streams = Streams}) ->
-    M#m{streams = Streams#{Id => S}}.
-
-send(Data, M = #m{out = Out}) ->
-    M#m{out = [{send, Data} | Out]}.
-
-act(Action, M = #m{out = Out}) ->
-    M#m{out = [Action | Out]}.
-
-reply(none, _, M) -> M;
-reply(Tag, Result, M) -> act({reply, Tag, Result}, M).

@@ -43,14 +43,14 @@
          send_headers/5, send_inform/3, send_data/5, send_trailers/4,
          consumed/3, stream_exited/2, reset_stream/3, timeout/2, goaway/1,
          max_frame_size/1, active_streams/1, default_opts/0]).
-%% for falco_http2_flow
--export([maybe_close/2]).
 
 -export_type([state/0, action/0, opts/0]).
 
 -include("falco_http2_machine.hrl").
 
 -define(CLOSED_MEMORY, 256).
+%% The window of the flood counters, ms.
+-define(FLOOD_WINDOW, 10000).
 %% How long a stream whose response is complete waits for the rest of a
 %% request body nobody will read before it is reset with NO_ERROR.
 -define(LINGER, 1000).
@@ -71,26 +71,11 @@
 
 -opaque state() :: #m{}.
 
-%% @doc The machine's options and their defaults.
+%% @doc The machine's options and their defaults: those of a listener
+%% ({@link falco_opts:defaults/0}, the one source), and `flood_window'.
 -spec default_opts() -> opts().
 default_opts() ->
-    #{max_concurrent_streams => 100,
-      initial_window_size => 65535,
-      connection_window_size => 1048576,
-      max_frame_size => 16384,
-      max_header_list_size => 32768,
-      max_header_block => 65536,
-      max_continuations => 32,
-      max_header_count => 100,
-      settings_timeout => 10000,
-      send_timeout => 30000,
-      idle_timeout => 60000,
-      flood_window => 10000,
-      flood_limits => default_flood_limits()}.
-
-default_flood_limits() ->
-    #{rst_stream => 500, ping => 1000, settings => 100, priority => 10000,
-      window_update => 10000, empty_data => 1000, stream_errors => 1000}.
+    (falco_opts:http2_machine(falco_opts:defaults()))#{flood_window => ?FLOOD_WINDOW}.
 
 %% @doc A new server connection: our SETTINGS (and a connection window
 %% larger than the default, if configured) go out at once (§3.4).
@@ -98,7 +83,7 @@ default_flood_limits() ->
 new(Opts0) ->
     Defaults = default_opts(),
     Opts1 = maps:merge(Defaults, Opts0),
-    Opts = Opts1#{flood_limits => maps:merge(default_flood_limits(),
+    Opts = Opts1#{flood_limits => maps:merge(maps:get(flood_limits, Defaults),
                                              maps:get(flood_limits, Opts1))},
     #{max_concurrent_streams := MaxStreams, initial_window_size := Window,
       max_frame_size := MaxFrame, max_header_list_size := MaxList,
@@ -182,21 +167,21 @@ in({settings, Settings}, M) ->
     case count(settings, M) of
         %% The ACK goes before any frame the new values let out (§6.5.3).
         {ok, M1} -> apply_remote_settings(Settings, send(falco_http2_frame:settings_ack(), M1));
-        Calm -> Calm
+        {calm, Calm} -> Calm
     end;
 in(settings_ack, M) ->
     settings_ack(M);
 in({ping, Opaque}, M) ->
     case count(ping, M) of
         {ok, M1} -> send(falco_http2_frame:ping_ack(Opaque), M1);
-        Calm -> Calm
+        {calm, Calm} -> Calm
     end;
 in({ping_ack, _}, M) ->
     M;
 in({window_update, Id, Inc}, M) ->
     case count(window_update, M) of
         {ok, M1} -> window_update(Id, Inc, M1);
-        Calm -> Calm
+        {calm, Calm} -> Calm
     end;
 in({rst_stream, Id, Code}, M) ->
     rst_stream(Id, Code, M);
@@ -210,7 +195,7 @@ in({priority, Id, _, Dep, _}, M) ->
             end;
         {ok, M1} ->
             M1;
-        Calm ->
+        {calm, Calm} ->
             Calm
     end;
 in({goaway, _, _, _}, M) ->
@@ -356,7 +341,7 @@ data(Id, Fin, Data, FlowSize, M0) ->
                         #{} -> stream_error(Id, stream_closed, M)
                     end
             end;
-        Calm ->
+        {calm, Calm} ->
             Calm
     end.
 
@@ -435,14 +420,14 @@ rst_stream(Id, Code, M0) ->
             remember_closed(Id, reset_received, M);
         {ok, M} ->
             M;
-        Calm ->
+        {calm, Calm} ->
             Calm
     end.
 
 window_update(0, Inc, M = #m{conn_send = Window}) ->
     case Window + Inc of
         W when W > ?MAX_WINDOW -> conn_error(flow_control_error, window_overflow, M);
-        W -> falco_http2_flow:flush_blocked(M#m{conn_send = W})
+        W -> settle(falco_http2_flow:flush_blocked(M#m{conn_send = W}))
     end;
 window_update(Id, _, M = #m{last_id = Last}) when Id > Last ->
     conn_error(protocol_error, window_update_on_idle_stream, M);
@@ -451,7 +436,7 @@ window_update(Id, Inc, M = #m{streams = Streams}) ->
         #{Id := S = #stream{send_window = Window}} ->
             case Window + Inc of
                 W when W > ?MAX_WINDOW -> stream_error(Id, flow_control_error, M);
-                W -> falco_http2_flow:flush_stream(S#stream{send_window = W}, M)
+                W -> settle(falco_http2_flow:flush_stream(S#stream{send_window = W}, M))
             end;
         #{} ->
             M
@@ -478,7 +463,8 @@ apply_remote_settings(Settings, M0) ->
                                end, M2#m.streams),
             Over = [Id || {Id, #stream{send_window = W}} <- maps:to_list(Streams), W > ?MAX_WINDOW],
             case Over of
-                [] -> falco_http2_flow:flush_blocked(M2#m{remote_window = New, streams = Streams});
+                [] -> settle(falco_http2_flow:flush_blocked(M2#m{remote_window = New,
+                                                                 streams = Streams}));
                 _ -> conn_error(flow_control_error, window_overflow, M2)
             end;
         #{} ->
@@ -505,7 +491,7 @@ settings_ack(M = #m{pending_local = [Settings | Rest], local_window = Old}) ->
 %% @doc Sends the response head of stream `Id' (`fin': no body follows).
 -spec send_headers(stream_id(), 100..999, headers(), fin(), state()) -> {state(), [action()]}.
 send_headers(Id, Status, Headers, Fin, M) ->
-    done(idle_check(falco_http2_flow:headers(Id, Status, Headers, Fin, M))).
+    done(idle_check(settle(falco_http2_flow:headers(Id, Status, Headers, Fin, M)))).
 
 %% @doc Sends an interim (1xx) response on stream `Id'.
 -spec send_inform(stream_id(), 100..199, state()) -> {state(), [action()]}.
@@ -517,19 +503,29 @@ send_inform(Id, Status, M) ->
 %% `none' nothing comes back.
 -spec send_data(stream_id(), iodata(), fin(), tag(), state()) -> {state(), [action()]}.
 send_data(Id, Data, Fin, Tag, M) ->
-    done(idle_check(falco_http2_flow:data(Id, Data, Fin, Tag, M))).
+    done(idle_check(settle(falco_http2_flow:data(Id, Data, Fin, Tag, M)))).
 
 %% @doc Ends stream `Id' with trailer fields (after any queued data).
 -spec send_trailers(stream_id(), headers(), tag(), state()) -> {state(), [action()]}.
 send_trailers(Id, Fields, Tag, M) ->
-    done(idle_check(falco_http2_flow:trailers(Id, Fields, Tag, M))).
+    done(idle_check(settle(falco_http2_flow:trailers(Id, Fields, Tag, M)))).
 
-%% @private Both sides done: the stream leaves. Our side done while the client
+%% The streams whose sends flow finished (oldest first) may now close.
+settle(M = #m{settled = []}) ->
+    M;
+settle(M0 = #m{settled = Ids}) ->
+    lists:foldr(fun(Id, M = #m{streams = Streams}) ->
+                        case Streams of
+                            #{Id := S} -> maybe_close(S, M);
+                            #{} -> M
+                        end
+                end, M0#m{settled = []}, Ids).
+
+%% Both sides done: the stream leaves. Our side done while the client
 %% still sends: §8.1 lets us stop it with RST_STREAM NO_ERROR, which we do
 %% after a short linger. Meanwhile the stream's frames are still checked
 %% (a client that ends it in time closes it normally) and its DATA counts
 %% against a window that is no longer given back.
--spec maybe_close(#stream{}, #m{}) -> #m{}.
 maybe_close(S = #stream{local = fin, queue = [], remote = fin}, M) ->
     forget(S, closed, M);
 maybe_close(S = #stream{id = Id, local = fin, queue = [], remote = open, lingering = false}, M) ->
@@ -540,8 +536,6 @@ maybe_close(S, M) ->
 stop_lingering(S = #stream{id = Id}, M) ->
     forget(S, reset_sent, send(falco_http2_frame:rst_stream(Id, no_error), M)).
 
-put_stream(S = #stream{id = Id}, M = #m{streams = Streams}) ->
-    M#m{streams = Streams#{Id => S}}.
 
 %% Removes a stream, failing its queued sends, and remembers how it closed.
 forget(#stream{id = Id, queue = Q, lingering = Lingering}, How,
@@ -659,14 +653,14 @@ stream_error(Id, Code, M0) ->
                 #{Id := S} -> forget(S, reset_sent, act({reset, Id, Code}, M2));
                 #{} -> remember_closed(Id, reset_sent, M2)
             end;
-        Calm ->
+        {calm, Calm} ->
             Calm
     end.
 
 count(Key, M = #m{counts = Counts, opts = #{flood_limits := Limits}}) ->
     N = maps:get(Key, Counts, 0) + 1,
     case N > maps:get(Key, Limits) of
-        true -> conn_error(enhance_your_calm, {flood, Key}, M);
+        true -> {calm, conn_error(enhance_your_calm, {flood, Key}, M)};
         false -> {ok, M#m{counts = Counts#{Key => N}}}
     end.
 
@@ -684,15 +678,6 @@ idle_check(M) ->
     M.
 
 %% -- action list ----------------------------------------------------------------------------
-
-send(Data, M = #m{out = Out}) ->
-    M#m{out = [{send, Data} | Out]}.
-
-act(Action, M = #m{out = Out}) ->
-    M#m{out = [Action | Out]}.
-
-reply(none, _, M) -> M;
-reply(Tag, Result, M) -> act({reply, Tag, Result}, M).
 
 done(M = #m{out = Out}) ->
     {M#m{out = []}, lists:reverse(Out)}.

@@ -1,6 +1,8 @@
-%% Records shared by falco_http2_machine (frames in, connection state)
-%% and falco_http2_flow (frames out: send queues and windows). Private to
-%% those two modules.
+%% Records and state helpers shared by falco_http2_machine (frames in,
+%% connection state) and falco_http2_flow (frames out: send queues and
+%% windows). Private to those two modules. The machine calls flow, never
+%% the reverse: flow notes the streams whose sends are done in `settled',
+%% and the machine decides whether they close.
 
 -define(MAX_WINDOW, 16#7fffffff).
 -define(DEFAULT_WINDOW, 65535).
@@ -61,4 +63,20 @@
             %% flood counters for the current window
             counts = #{} :: #{atom() => non_neg_integer()},
             idle = false :: boolean(),
+            %% streams whose queued sends flow has finished, newest first
+            settled = [] :: [stream_id()],
             out = [] :: [action()]}).
+
+%% -- state helpers, one definition for both modules ----------------------------
+
+put_stream(S = #stream{id = Id}, M = #m{streams = Streams}) ->
+    M#m{streams = Streams#{Id => S}}.
+
+send(Data, M = #m{out = Out}) ->
+    M#m{out = [{send, Data} | Out]}.
+
+act(Action, M = #m{out = Out}) ->
+    M#m{out = [Action | Out]}.
+
+reply(none, _, M) -> M;
+reply(Tag, Result, M) -> act({reply, Tag, Result}, M).

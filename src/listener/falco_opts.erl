@@ -19,7 +19,7 @@
 %% it once ({@link falco_middleware:check/1}).
 -module(falco_opts).
 
--export([validate/1, defaults/0]).
+-export([validate/1, defaults/0, http2_machine/1]).
 
 -type opts() :: #{handler => falco_handler:handler(),
                   routes => falco_router:routes(),
@@ -61,7 +61,10 @@ defaults() ->
       h2_max_continuations => 32,
       h2_settings_timeout => 10000,
       h2_preface_timeout => 10000,
-      h2_flood_limits => #{},
+      %% Per 10 s window; over a limit is a GOAWAY ENHANCE_YOUR_CALM
+      %% (falco_http2_machine, which merges a listener's own map over this one).
+      h2_flood_limits => #{rst_stream => 500, ping => 1000, settings => 100, priority => 10000,
+                           window_update => 10000, empty_data => 1000, stream_errors => 1000},
       middleware => [],
       router_opts => #{}}.
 
@@ -159,6 +162,23 @@ finish(Conf) ->
                        Conf),
     Conf#{limits => Limits#{max_empty_lines => 8}}.
 
+%% @doc The options of {@link falco_http2_machine} from a listener's
+%% configuration (every default is in {@link defaults/0}, nowhere else).
+-spec http2_machine(map()) -> falco_http2_machine:opts().
+http2_machine(Conf) ->
+    #{max_concurrent_streams => maps:get(h2_max_concurrent_streams, Conf),
+      initial_window_size => maps:get(h2_initial_window_size, Conf),
+      connection_window_size => maps:get(h2_connection_window_size, Conf),
+      max_frame_size => maps:get(h2_max_frame_size, Conf),
+      max_header_list_size => maps:get(h2_max_header_list_size, Conf),
+      max_header_block => maps:get(h2_max_header_block, Conf),
+      max_continuations => maps:get(h2_max_continuations, Conf),
+      max_header_count => maps:get(max_header_count, Conf),
+      settings_timeout => maps:get(h2_settings_timeout, Conf),
+      send_timeout => maps:get(send_timeout, Conf),
+      idle_timeout => maps:get(idle_timeout, Conf),
+      flood_limits => maps:get(h2_flood_limits, Conf)}.
+
 %% Routes are compiled, and checked, in router/1.
 router(Conf = #{routes := Routes, router_opts := RouterOpts}) ->
     case falco_router:compile(Routes, RouterOpts) of
@@ -200,7 +220,7 @@ valid(h2_max_continuations, V) -> is_integer(V) andalso V >= 0;
 valid(K, V) when K =:= h2_settings_timeout; K =:= h2_preface_timeout ->
     V =:= infinity orelse (is_integer(V) andalso V > 0);
 valid(h2_flood_limits, V) ->
-    Keys = [rst_stream, ping, settings, priority, window_update, empty_data, stream_errors],
+    Keys = maps:keys(maps:get(h2_flood_limits, defaults())),
     is_map(V) andalso lists:all(fun({K, N}) -> lists:member(K, Keys) andalso is_integer(N)
                                                    andalso N >= 0 end, maps:to_list(V));
 valid(max_body, V) -> is_integer(V) andalso V >= 0;
