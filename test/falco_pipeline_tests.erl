@@ -60,8 +60,8 @@ send_file(Status, Headers, Fd, Offset, Length, S) ->
     rec({file, Status, Headers, Offset, Length, Data}),
     {ok, S}.
 
-read_body(_, _S) ->
-    {ok, <<>>}.
+read_body(_, S) ->
+    {ok, <<>>, S}.
 
 trailers(_S) ->
     [].

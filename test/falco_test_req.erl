@@ -4,9 +4,10 @@
 %% gives it a body that its stream hands out in pieces of at most Piece
 %% bytes (the protocol's own piece size, whatever the reader asks for), so
 %% readers are exercised across arbitrary piece boundaries. The body state
-%% lives in the process dictionary, as in falco_http1_stream. The stream
-%% also records every response callback, so run/2 can push a handler's
-%% return through the real falco_pipeline and show what a client gets.
+%% is the stream state the request carries, as on the real protocols (each
+%% read returns the new state). The stream also records every response
+%% callback, so run/2 can push a handler's return through the real
+%% falco_pipeline and show what a client gets.
 -module(falco_test_req).
 -behaviour(falco_stream).
 
@@ -14,7 +15,6 @@
 -export([send_response/4, send_headers/3, send_data/2, send_end/2, send_file/6,
          read_body/2, trailers/1]).
 
--define(KEY, {?MODULE, body}).
 -define(OUT, {?MODULE, out}).
 
 new(Method, Path, Headers) ->
@@ -28,20 +28,18 @@ new(Method, Path0, Headers, Body) ->
     Req = #{method => Method, path => Path, qs => Qs, version => {1, 1},
             headers => [{string:lowercase(N), V} || {N, V} <- Headers],
             host => <<"localhost">>, port => 8080, peer => {{127, 0, 0, 1}, 40000},
-            scheme => http, body => {length, byte_size(Body)}, listener => test,
-            stream => {?MODULE, test}},
+            scheme => http, body => {length, byte_size(Body)}, listener => test},
     body(Req, Body, 7).
 
 body(Req, Body, Piece) ->
-    put(?KEY, {Body, Piece}),
-    Req#{body => {length, byte_size(Body)}}.
+    Req#{body => {length, byte_size(Body)}, stream => {?MODULE, {Body, Piece}}}.
 
 %% Runs a handler's response through falco_pipeline; returns
 %% {Status, Headers, BodyBinary} as the client would see it (a streamed
 %% body joined, trailers dropped).
 run(Req, Handler) ->
     put(?OUT, []),
-    {ok, _} = falco_pipeline:run(Req, Handler, ?MODULE, test),
+    {ok, _} = falco_pipeline:run(Req, Handler, ?MODULE, {<<>>, 1}),
     Out = lists:reverse(erase(?OUT)),
     case Out of
         [{response, S, H, B}] -> {S, H, iolist_to_binary(B)};
@@ -77,18 +75,14 @@ send_file(Status, Headers, Fd, Offset, Length, S) ->
     record({file, Status, Headers, Data}),
     {ok, S}.
 
-read_body(all, _S) ->
-    {Body, Piece} = get(?KEY),
-    put(?KEY, {<<>>, Piece}),
-    {ok, Body};
-read_body(Want, _S) ->
-    {Body, Piece} = get(?KEY),
+read_body(all, {Body, Piece}) ->
+    {ok, Body, {<<>>, Piece}};
+read_body(Want, {Body, Piece}) ->
     N = lists:min([Want, Piece, byte_size(Body)]),
     <<Data:N/binary, Rest/binary>> = Body,
-    put(?KEY, {Rest, Piece}),
     case Rest of
-        <<>> -> {ok, Data};
-        _ -> {more, Data}
+        <<>> -> {ok, Data, {Rest, Piece}};
+        _ -> {more, Data, {Rest, Piece}}
     end.
 
 trailers(_S) ->

@@ -71,8 +71,8 @@ handle(Req) ->
             {ok, Body, _} = falco_req:read_body(Req),
             {200, [{<<"x-version">>, Version}], Body};
         <<"/echo-trailers">> ->
-            {ok, Body, _} = falco_req:read_body(Req),
-            T = iolist_to_binary([[N, "=", V] || {N, V} <- falco_req:trailers(Req)]),
+            {ok, Body, Req1} = falco_req:read_body(Req),
+            T = iolist_to_binary([[N, "=", V] || {N, V} <- falco_req:trailers(Req1)]),
             {200, [], [Body, "|", T]};
         <<"/stream">> ->
             {stream, 200, [],

@@ -136,8 +136,8 @@ route(<<"/pieces">>, Req, _) ->
     Sizes = read_pieces(Req, []),
     {200, [], term_to_binary(Sizes)};
 route(<<"/trailers">>, Req, _) ->
-    {ok, Body, _} = falco_req:read_body(Req),
-    {200, [], term_to_binary({Body, falco_req:trailers(Req)})};
+    {ok, Body, Req1} = falco_req:read_body(Req),
+    {200, [], term_to_binary({Body, falco_req:trailers(Req1)})};
 route(<<"/crash">>, _Req, _) ->
     error(deliberate_crash);
 route(<<"/bad-response">>, _Req, _) ->

@@ -46,10 +46,23 @@
                   max_inflated => non_neg_integer()}.
 -type next() :: fun((falco_req:req()) -> falco_handler:response()).
 
+%% The inflating body stream: its state is carried by the request like
+%% any stream state (a read returns the new one).
+-record(inflate, {z :: zlib:zstream(),
+                  inner :: {module(), falco_stream:state()},
+                  pending = [] :: iodata(),
+                  queued = false :: boolean(),
+                  input_done = false :: boolean(),
+                  out = 0 :: non_neg_integer(),
+                  max :: non_neg_integer(),
+                  reads :: falco_stream:reads(),
+                  read_no = 0 :: non_neg_integer()}).
+-opaque state() :: #inflate{}.
+-export_type([state/0]).
+
 -define(MIN_SIZE, 1024).
 -define(MAX_INFLATED, 10485760).
 -define(READ, 65536).
--define(INFLATE, {?MODULE, inflate}).
 -define(TYPES, [<<"text/*">>, <<"application/json">>, <<"application/javascript">>,
                 <<"application/x-javascript">>, <<"application/ecmascript">>,
                 <<"application/xml">>, <<"application/xhtml+xml">>, <<"application/rss+xml">>,
@@ -73,7 +86,7 @@ call(Req0, Next, Opts) ->
         {ok, Req} ->
             Resp = try Next(Req)
                    after
-                       _ = inflate_done()
+                       ok = inflate_done(Req)
                    end,
             encode(Resp, Req, Opts);
         {error, Resp} ->
@@ -370,52 +383,46 @@ strip(Req = #{headers := Headers}) ->
     Req#{headers => [F || F = {N, _} <- Headers, N =/= <<"content-encoding">>,
                           N =/= <<"content-length">>]}.
 
--record(inflate, {z :: zlib:zstream(),
-                  inner :: {module(), falco_stream:state()},
-                  pending = [] :: iodata(),
-                  queued = false :: boolean(),
-                  input_done = false :: boolean(),
-                  out = 0 :: non_neg_integer(),
-                  max :: non_neg_integer()}).
-
 inflating(Coding, Req = #{stream := Inner}, Max) ->
     Z = zlib:open(),
     ok = zlib:inflateInit(Z, case Coding of <<"deflate">> -> 15; _ -> 31 end),
-    _ = put(?INFLATE, #inflate{z = Z, inner = Inner, max = Max}),
-    (strip(Req))#{stream => {?MODULE, inflate}}.
+    I = #inflate{z = Z, inner = Inner, max = Max, reads = falco_stream:reads()},
+    (strip(Req))#{stream => {?MODULE, I}}.
 
-inflate_done() ->
-    case erase(?INFLATE) of
-        #inflate{z = Z} -> zlib:close(Z);
-        undefined -> ok
-    end.
+%% The zlib stream is the same in every state of the request: the one the
+%% middleware made is the one to close.
+inflate_done(#{stream := {?MODULE, #inflate{z = Z}}}) ->
+    _ = zlib:close(Z),
+    ok;
+inflate_done(_Req) ->
+    ok.
 
 %% @private The request-body side of the stream interface, inflating.
--spec read_body(all | pos_integer(), inflate) -> falco_stream:body_result().
-read_body(all, inflate) ->
-    read_all([]);
-read_body(Want, inflate) ->
-    read_some(Want, get(?INFLATE)).
+-spec read_body(all | pos_integer(), state()) -> falco_stream:body_result().
+read_body(Want, I0 = #inflate{reads = Reads, read_no = No0}) ->
+    No = falco_stream:next_read(Reads, No0),
+    {Tag, Data, I} = case Want of
+                         all -> read_all(I0, []);
+                         _ -> read_some(Want, I0)
+                     end,
+    {Tag, Data, I#inflate{read_no = No}}.
 
-read_all(Acc) ->
-    case read_some(?READ, get(?INFLATE)) of
-        {more, Data} -> read_all([Acc, Data]);
-        {ok, Data} -> {ok, iolist_to_binary([Acc, Data])}
+read_all(I0, Acc) ->
+    case read_some(?READ, I0) of
+        {more, Data, I} -> read_all(I, [Acc, Data]);
+        {ok, Data, I} -> {ok, iolist_to_binary([Acc, Data]), I}
     end.
 
 read_some(Want, I = #inflate{pending = P, queued = Queued, input_done = InDone}) ->
     case iolist_size(P) of
         N when N >= Want ->
             <<Data:Want/binary, Rest/binary>> = iolist_to_binary(P),
-            _ = put(?INFLATE, I#inflate{pending = Rest}),
-            {more, Data};
+            {more, Data, I#inflate{pending = Rest}};
         _ when InDone, not Queued ->
-            _ = put(?INFLATE, I#inflate{pending = []}),
-            {ok, iolist_to_binary(P)};
+            {ok, iolist_to_binary(P), I#inflate{pending = []}};
         N when N > 0, not Queued ->
             %% Hand out what we have before reading (and waiting) again.
-            _ = put(?INFLATE, I#inflate{pending = []}),
-            {more, iolist_to_binary(P)};
+            {more, iolist_to_binary(P), I#inflate{pending = []}};
         _ ->
             read_some(Want, inflate_step(I))
     end.
@@ -423,10 +430,12 @@ read_some(Want, I = #inflate{pending = P, queued = Queued, input_done = InDone})
 %% One bounded step: inflate more of the queued input, or read more input.
 inflate_step(I = #inflate{z = Z, queued = true}) ->
     ended(inflated(safe_inflate(Z, []), I));
-inflate_step(I = #inflate{z = Z, inner = {Mod, S}}) ->
-    case Mod:read_body(?READ, S) of
-        {more, In} -> inflated(safe_inflate(Z, In), I);
-        {ok, In} -> ended(inflated(safe_inflate(Z, In), I#inflate{input_done = true}))
+inflate_step(I0 = #inflate{z = Z, inner = {Mod, S0}}) ->
+    case Mod:read_body(?READ, S0) of
+        {more, In, S} ->
+            inflated(safe_inflate(Z, In), I0#inflate{inner = {Mod, S}});
+        {ok, In, S} ->
+            ended(inflated(safe_inflate(Z, In), I0#inflate{inner = {Mod, S}, input_done = true}))
     end.
 
 %% All input read and inflated: a stream that did not end is truncated.
@@ -453,9 +462,8 @@ inflated({Tag, Out}, I = #inflate{out = Out0, max = Max, pending = P}) ->
     I#inflate{pending = [P | Out], out = Total, queued = Tag =:= continue}.
 
 %% @private
--spec trailers(inflate) -> [{binary(), binary()}].
-trailers(inflate) ->
-    #inflate{inner = {Mod, S}} = get(?INFLATE),
+-spec trailers(state()) -> [{binary(), binary()}].
+trailers(#inflate{inner = {Mod, S}}) ->
     Mod:trailers(S).
 
 %% -- helpers -----------------------------------------------------------------------

@@ -29,6 +29,7 @@
                max_requests :: pos_integer() | infinity,
                idle_timeout :: timeout(),
                request_timeout :: timeout(),
+               tracker :: falco_http1_stream:tracker(),
                debug = [] :: [sys:dbg_opt()]}).
 
 %% @doc Serves HTTP/1.1 on the connection of `Ctx' ({@link falco_conn}),
@@ -44,7 +45,8 @@ enter(Ctx = #{socket := Socket, transport := T, parent := Parent, handler := Han
               limits = maps:get(limits, Conf),
               max_requests = maps:get(max_keep_alive_requests, Conf),
               idle_timeout = maps:get(idle_timeout, Conf),
-              request_timeout = maps:get(request_timeout, Conf)},
+              request_timeout = maps:get(request_timeout, Conf),
+              tracker = falco_http1_stream:tracker()},
     wait(C, Buf).
 
 %% Between requests: the next head may already be buffered (pipelining).
@@ -105,24 +107,20 @@ upgrade_h2c(C = #conn{socket = Sock, transport = T}, Request, Settings, Rest) ->
     end.
 
 serve(C = #conn{socket = Sock, transport = T, conf = Conf, served = Served,
-                  max_requests = Max}, Request, Rest) ->
+                  max_requests = Max, tracker = Tracker}, Request, Rest) ->
     #{version := Version, keep_alive := KeepAlive0, body := Framing,
       expect_continue := Continue} = Request,
     KeepAlive = KeepAlive0 andalso Served + 1 < Max,
-    S0 = falco_http1_stream:new(Sock, T, Version, KeepAlive, Conf),
-    ok = falco_http1_stream:body_init(Framing, Rest, Continue, S0),
+    S0 = falco_http1_stream:with_body(Framing, Rest, Continue, Tracker,
+                                      falco_http1_stream:new(Sock, T, Version, KeepAlive, Conf)),
     Req = (request(Request, C))#{stream => {falco_http1_stream, S0}},
     case falco_pipeline:run(Req, C#conn.handler, falco_http1_stream, S0) of
         {ok, S} ->
             case falco_http1_stream:body_finish(S) of
-                {ok, Buf} ->
-                    case falco_http1_stream:closing(S) of
-                        false -> wait(C#conn{served = Served + 1}, Buf);
-                        true when not KeepAlive0, Buf =:= <<>> -> quick_close(C);
-                        true -> close(C)
-                    end;
-                close ->
-                    close(C)
+                {ok, Buf} -> wait(C#conn{served = Served + 1}, Buf);
+                %% The client asked to close and sent nothing more (§9.6).
+                {close, true} when not KeepAlive0 -> quick_close(C);
+                {close, _} -> close(C)
             end;
         {error, _} ->
             close(C)

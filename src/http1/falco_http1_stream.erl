@@ -7,17 +7,43 @@
 %% 1.1 peers and close-delimited for 1.0 peers; `Connection: close' is
 %% added when the connection will not persist.
 %%
-%% Body reading (RFC 9112 §6.3, §7.1; RFC 9110 §10.1.1): the body state
-%% lives in this process's dictionary, not in the request map, so a handler
-%% that reads the body and then returns without the updated request can
-%% never desynchronise the framing of the next request. `100 Continue' is
-%% sent on the first read that has to wait for the body.
+%% Body reading (RFC 9112 §6.3, §7.1; RFC 9110 §10.1.1): the body state is
+%% part of this stream state, which the request carries, so each read
+%% returns a new state (and {@link falco_req:read_body/1} a new request).
+%% `100 Continue' is sent on the first read that has to wait for the body.
+%%
+%% The connection must learn where the body ended to read the next
+%% request, though the handler returns a response, not its last request.
+%% So every read that touches the socket reports the new body state to the
+%% connection process in a message, numbered by a per-connection counter
+%% (the tracker); after the handler the connection takes the report whose
+%% number the counter holds ({@link body_finish/1}), and a missing report
+%% closes the connection: the framing of the next request is never
+%% guessed. A second counter numbers every read, so a read from a state
+%% that is not the latest raises instead of handing out bytes twice or
+%% reading the socket from the wrong place. No process dictionary is used,
+%% so nothing of one request outlives it.
 -module(falco_http1_stream).
 -behaviour(falco_stream).
 
--export([new/5, closing/1, body_init/4, body_finish/1]).
+-export([tracker/0, new/5, with_body/5, closing/1, body_finish/1]).
 -export([send_response/4, send_headers/3, send_data/2, send_end/2, send_file/6,
          read_body/2, trailers/1]).
+
+-record(body, {framing = done :: {length, non_neg_integer()}
+                                | {chunked, falco_http1_chunked:state()} | done,
+               buf = <<>> :: binary(),
+               pending = <<>> :: binary(),
+               read = 0 :: non_neg_integer(),
+               continue = none :: pending | none,
+               trailers = [] :: [{binary(), binary()}],
+               %% the socket's read buffer was widened for this body
+               wide = false :: boolean(),
+               %% the socket was read (or written, 100) since the last report
+               io = false :: boolean()}).
+
+%% The connection, its reports' tag and count, and the read count.
+-opaque tracker() :: {pid(), reference(), counters:counters_ref(), falco_stream:reads()}.
 
 -record(h1s, {socket :: inet:socket() | ssl:sslsocket(),
               transport :: gen_tcp | ssl,
@@ -27,19 +53,15 @@
               body_timeout :: timeout(),
               limits :: falco_http1:limits(),
               mode = full :: full | chunked | raw,
-              close = false :: boolean()}).
+              close = false :: boolean(),
+              body = #body{} :: #body{},
+              tracker :: tracker() | undefined,
+              %% the counters when this state was made
+              read_no = 0 :: non_neg_integer(),
+              report_no = 0 :: non_neg_integer()}).
 -opaque state() :: #h1s{}.
--export_type([state/0]).
+-export_type([state/0, tracker/0]).
 
--record(body, {framing :: {length, non_neg_integer()} | {chunked, falco_http1_chunked:state()} | done,
-               buf :: binary(),
-               pending = <<>> :: binary(),
-               read = 0 :: non_neg_integer(),
-               continue :: pending | none,
-               trailers = [] :: [{binary(), binary()}]}).
-
--define(BODY, falco_http1_body).
--define(WIDE, falco_http1_wide_buffer).
 -define(BUFFER, 8192).
 -define(WIDEN_ABOVE, 65536).
 -define(WIDE_BUFFER, 262144).
@@ -54,20 +76,24 @@
 %% upload of a large body is not cut off).
 -define(MAX_EXACT_READ, 65536).
 
-%% @doc The stream state for one request.
+%% @doc A connection's tracker of body reads (see the module doc); made
+%% once per connection, in the connection process.
+-spec tracker() -> tracker().
+tracker() ->
+    {self(), make_ref(), counters:new(1, [atomics]), falco_stream:reads()}.
+
+%% @doc The stream state for one request, without a body.
 -spec new(inet:socket() | ssl:sslsocket(), gen_tcp | ssl, {1, 0} | {1, 1}, boolean(), map()) -> state().
 new(Socket, Transport, Version, KeepAlive, #{max_body := MaxBody, body_timeout := BodyTimeout,
                                              limits := Limits}) ->
     #h1s{socket = Socket, transport = Transport, version = Version, keep_alive = KeepAlive,
          max_body = MaxBody, body_timeout = BodyTimeout, limits = Limits}.
 
-%% @doc Whether the connection must close after this response.
--spec closing(state()) -> boolean().
-closing(#h1s{close = Close}) -> Close.
-
-%% @doc Sets up body reading: the framing and the bytes already received.
--spec body_init(falco_http1:body_framing(), binary(), boolean(), state()) -> ok.
-body_init(Framing0, Buf, Continue, #h1s{limits = Limits}) ->
+%% @doc The request body: its framing, the bytes already received after the
+%% head, whether the client waits for `100 Continue', and the connection's
+%% tracker.
+-spec with_body(falco_http1:body_framing(), binary(), boolean(), tracker(), state()) -> state().
+with_body(Framing0, Buf, Continue, Tracker = {_, _, Reports, Reads}, S = #h1s{limits = Limits}) ->
     Framing = case Framing0 of
                   none -> done;
                   {length, 0} -> done;
@@ -78,37 +104,87 @@ body_init(Framing0, Buf, Continue, #h1s{limits = Limits}) ->
             true -> pending;
             false -> none
         end,
-    _ = put(?BODY, #body{framing = Framing, buf = Buf, continue = C}),
-    ok.
+    S#h1s{body = #body{framing = Framing, buf = Buf, continue = C}, tracker = Tracker,
+          read_no = falco_stream:read_count(Reads), report_no = counters:get(Reports, 1)}.
 
-%% @doc After the response: the bytes that follow the body (the next
-%% pipelined request), reading and dropping what the handler left unread,
-%% or `close' when that is unsafe or too large.
--spec body_finish(state()) -> {ok, binary()} | close.
-body_finish(S) ->
-    Result = finish_body(S),
-    ok = narrow(S),
-    Result.
+%% @doc Whether the connection must close after this response.
+-spec closing(state()) -> boolean().
+closing(#h1s{close = Close}) -> Close.
 
-finish_body(S) ->
-    case erase(?BODY) of
-        #body{framing = done, buf = Buf} ->
-            {ok, Buf};
-        #body{continue = pending} ->
-            %% The client may be waiting for 100 before sending: never guess.
-            close;
-        #body{framing = {length, Left}} when Left > ?MAX_DISCARD ->
-            close;
-        B ->
-            discard(B, S)
+%% @doc After the response (`S' is the state the pipeline returned), from
+%% the body state the handler's last read reported: `{ok, Rest}' with the
+%% bytes that follow the body (the next pipelined request), having read and
+%% dropped what the handler left unread (up to 1 MB); or `{close, Ended}'
+%% when the connection closes (the response said so, the rest of the body
+%% is too large or in doubt), `Ended' telling whether the request was read
+%% to its end with nothing after it. A closing connection does not drain
+%% the body first (RFC 9112 §9.6): the lingering close does what is needed.
+-spec body_finish(state()) -> {ok, binary()} | {close, boolean()}.
+body_finish(S = #h1s{close = Close}) ->
+    case latest(S) of
+        {ok, B} ->
+            case B of
+                _ when Close -> {close, ended(B)};
+                #body{framing = done, buf = Buf} -> ok = narrow(B, S), {ok, Buf};
+                #body{continue = pending} -> {close, false};
+                #body{framing = {length, Left}} when Left > ?MAX_DISCARD -> {close, false};
+                _ -> discard(B, S#h1s{max_body = B#body.read + ?MAX_DISCARD})
+            end;
+        lost ->
+            {close, false}
     end.
 
+%% Whether the bytes received end the body exactly (reads that took no
+%% bytes from the socket are not reported, so the body may be done only in
+%% the handler's state: the received bytes tell).
+ended(#body{framing = done, buf = Buf}) -> Buf =:= <<>>;
+ended(#body{framing = {length, N}, buf = Buf}) -> byte_size(Buf) =:= N;
+ended(#body{framing = {chunked, C}, buf = Buf}) ->
+    chunked_ended(falco_http1_chunked:decode(Buf, C)).
+
+chunked_ended({done, _, _, Rest}) -> Rest =:= <<>>;
+chunked_ended({more, Data, C}) ->
+    case iolist_size(Data) of
+        0 -> false;
+        _ -> chunked_ended(falco_http1_chunked:decode(<<>>, C))
+    end;
+chunked_ended({error, _}) -> false.
+
+%% The latest body state as far as the socket goes: this one if no read
+%% touched the socket since it was made, else the last report (reads that
+%% only took bytes already received change nothing the connection needs);
+%% all reports are taken out of the mailbox.
+latest(#h1s{tracker = undefined, body = B}) ->
+    {ok, B};
+latest(#h1s{tracker = {_, Ref, Reports, _}, report_no = No0, body = B0}) ->
+    Result = case counters:get(Reports, 1) of
+                 No0 ->
+                     {ok, B0};
+                 No ->
+                     receive
+                         {falco_http1_body, Ref, No, B} -> {ok, B}
+                     after 0 ->
+                         lost
+                     end
+             end,
+    ok = flush_reports(Ref),
+    Result.
+
+flush_reports(Ref) ->
+    receive
+        {falco_http1_body, Ref, _, _} -> flush_reports(Ref)
+    after 0 ->
+        ok
+    end.
+
+%% Drops the rest of an unread body, at most max_body (set by the caller
+%% to what was read plus 1 MB) in all.
 discard(B0, S) ->
-    try pull(B0#body{pending = <<>>}, S#h1s{max_body = B0#body.read + ?MAX_DISCARD}) of
-        #body{framing = done, buf = Buf} -> {ok, Buf};
+    try pull(B0#body{pending = <<>>}, S) of
+        #body{framing = done, buf = Buf} = B -> ok = narrow(B, S), {ok, Buf};
         B -> discard(B, S)
     catch
-        throw:{falco_error, _} -> close
+        throw:{falco_error, _} -> {close, false}
     end.
 
 %% -- responses ------------------------------------------------------------
@@ -215,63 +291,68 @@ send(S = #h1s{transport = T, socket = Sock}, Data) ->
 
 %% @private
 -spec read_body(all | pos_integer(), state()) -> falco_stream:body_result().
-read_body(all, S = #h1s{max_body = Max}) ->
-    B0 = get(?BODY),
-    case B0 of
-        #body{framing = {length, Left}, pending = <<>>, read = Read} when Read + Left > Max ->
-            throw({falco_error, content_too_large});
-        #body{framing = {length, Left}, pending = <<>>, buf = Buf, read = Read}
-          when byte_size(Buf) < Left, Left - byte_size(Buf) =< ?MAX_EXACT_READ ->
-            %% One exact-length recv: a single allocation for the whole body.
-            B = continue(B0, S),
-            Data = recv(S, Left - byte_size(Buf)),
-            _ = put(?BODY, B#body{framing = done, buf = <<>>, read = Read + Left}),
-            {ok, <<Buf/binary, Data/binary>>};
+read_body(Want, S = #h1s{tracker = undefined, body = B0}) ->
+    %% A state without a body (error replies, tests).
+    {Tag, Data, B} = read(Want, B0, S),
+    {Tag, Data, S#h1s{body = B}};
+read_body(Want, S = #h1s{tracker = {_, _, _, Reads}, read_no = No0, body = B0}) ->
+    No = falco_stream:next_read(Reads, No0),
+    {Tag, Data, B} = read(Want, B0, S),
+    {Tag, Data, report(B, S#h1s{read_no = No})}.
+
+%% After a read that touched the socket the connection is told the new body
+%% state (see the module doc).
+report(B = #body{io = false}, S) ->
+    S#h1s{body = B};
+report(B0, S = #h1s{tracker = {Conn, Ref, Reports, _}}) ->
+    B = B0#body{io = false},
+    ok = counters:add(Reports, 1, 1),
+    No = counters:get(Reports, 1),
+    Conn ! {falco_http1_body, Ref, No, B#body{pending = <<>>}},
+    S#h1s{body = B, report_no = No}.
+
+read(all, #body{framing = {length, Left}, pending = <<>>, read = Read}, #h1s{max_body = Max})
+  when Read + Left > Max ->
+    throw({falco_error, content_too_large});
+read(all, B0 = #body{framing = {length, Left}, pending = <<>>, buf = Buf, read = Read}, S)
+  when byte_size(Buf) < Left, Left - byte_size(Buf) =< ?MAX_EXACT_READ ->
+    %% One exact-length recv: a single allocation for the whole body.
+    B = continue(B0, S),
+    Data = recv(S, Left - byte_size(Buf)),
+    {ok, <<Buf/binary, Data/binary>>,
+     B#body{framing = done, buf = <<>>, read = Read + Left, io = true}};
+read(all, B, S) ->
+    read_all(B, S, []);
+read(_Want, B = #body{pending = <<>>, framing = done}, _S) ->
+    {ok, <<>>, B};
+read(Want, B = #body{pending = <<>>}, S) ->
+    read(Want, pull(B, S), S);
+read(Want, B = #body{pending = P, framing = F}, _S) ->
+    case P of
+        <<Data:Want/binary, Rest/binary>> when Rest =/= <<>> ->
+            {more, Data, B#body{pending = Rest}};
+        _ when F =:= done ->
+            {ok, P, B#body{pending = <<>>}};
         _ ->
-            read_all(B0, S, [])
-    end;
-read_body(Want, S) ->
-    case get(?BODY) of
-        #body{pending = <<>>, framing = done} ->
-            {ok, <<>>};
-        B0 = #body{pending = <<>>} ->
-            _ = put(?BODY, pull(B0, S)),
-            read_body(Want, S);
-        B = #body{pending = P, framing = F} ->
-            case P of
-                <<Data:Want/binary, Rest/binary>> when Rest =/= <<>> ->
-                    _ = put(?BODY, B#body{pending = Rest}),
-                    {more, Data};
-                _ ->
-                    _ = put(?BODY, B#body{pending = <<>>}),
-                    case F of
-                        done -> {ok, P};
-                        _ -> {more, P}
-                    end
-            end
+            {more, P, B#body{pending = <<>>}}
     end.
 
 read_all(B = #body{pending = P, framing = done}, _S, Acc) ->
-    _ = put(?BODY, B#body{pending = <<>>}),
-    {ok, iolist_to_binary(lists:reverse(Acc, [P]))};
+    {ok, iolist_to_binary(lists:reverse(Acc, [P])), B#body{pending = <<>>}};
 read_all(B = #body{pending = P}, S, Acc) ->
     read_all(pull(B#body{pending = <<>>}, S), S, [P | Acc]).
 
 %% @private
 -spec trailers(state()) -> [{binary(), binary()}].
-trailers(_S) ->
-    case get(?BODY) of
-        #body{trailers = T} -> T;
-        undefined -> []
-    end.
+trailers(#h1s{body = #body{trailers = T}}) ->
+    T.
 
 %% Moves at least some body bytes (or the end) into `pending', with at
 %% most one recv. Enforces max_body on everything read.
 pull(B = #body{framing = {length, Left}, buf = <<>>}, S) ->
-    B1 = continue(B, S),
-    ok = widen(Left, S),
+    B1 = widen(Left, continue(B, S), S),
     Data = recv(S, 0),
-    pull(B1#body{buf = Data}, S);
+    pull(B1#body{buf = Data, io = true}, S);
 pull(B = #body{framing = {length, Left}, buf = Buf, read = Read}, S) ->
     case Buf of
         <<Data:Left/binary, Rest/binary>> ->
@@ -291,10 +372,9 @@ pull(B = #body{framing = {chunked, C0}, buf = Buf, read = Read}, S = #h1s{max_bo
             end,
             case Size of
                 0 ->
-                    B1 = continue(B, S),
-                    ok = widen(infinity, S),
+                    B1 = widen(infinity, continue(B, S), S),
                     More = recv(S, 0),
-                    pull(B1#body{framing = {chunked, C}, buf = More}, S);
+                    pull(B1#body{framing = {chunked, C}, buf = More, io = true}, S);
                 _ ->
                     add(B#body{framing = {chunked, C}, buf = <<>>}, iolist_to_binary(Data), Read, S)
             end;
@@ -315,23 +395,21 @@ pull(B = #body{framing = done}, _S) ->
 %% buffer to 256 KB until the request is done: 7.7 -> 3.1 ms of CPU per
 %% streamed 20 MB upload, 2026-11-22. Reads stay recv(0), so body_timeout
 %% remains a bound on each wait, never on the whole body.
-widen(Left, #h1s{transport = T, socket = Sock}) when Left > ?WIDEN_ABOVE ->
-    case get(?WIDE) of
-        true -> ok;
-        undefined ->
-            _ = setopts(T, Sock, [{buffer, ?WIDE_BUFFER}]),
-            _ = put(?WIDE, true),
-            ok
-    end;
-widen(_Left, _S) ->
+widen(Left, B = #body{wide = false}, #h1s{transport = T, socket = Sock})
+  when Left > ?WIDEN_ABOVE ->
+    _ = setopts(T, Sock, [{buffer, ?WIDE_BUFFER}]),
+    B#body{wide = true, io = true};
+widen(_Left, B, _S) ->
+    B.
+
+narrow(#body{wide = true}, #h1s{transport = T, socket = Sock}) ->
+    _ = setopts(T, Sock, [{buffer, ?BUFFER}]),
+    ok;
+narrow(#body{wide = false}, _S) ->
     ok.
 
-narrow(#h1s{transport = T, socket = Sock}) ->
-    case erase(?WIDE) of
-        true -> _ = setopts(T, Sock, [{buffer, ?BUFFER}]), ok;
-        undefined -> ok
-    end.
-
+%% gen_tcp sockets take inet:setopts/2; ssl (and a test's transport
+%% module) its own.
 setopts(gen_tcp, Sock, Opts) -> inet:setopts(Sock, Opts);
 setopts(T, Sock, Opts) -> T:setopts(Sock, Opts).
 
@@ -343,7 +421,7 @@ add(B, Data, Read, #h1s{max_body = Max}) ->
 
 continue(B = #body{continue = pending}, #h1s{transport = T, socket = Sock}) ->
     _ = T:send(Sock, falco_http1_encode:continue()),
-    B#body{continue = none};
+    B#body{continue = none, io = true};
 continue(B, _S) ->
     B.
 

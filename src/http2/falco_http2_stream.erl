@@ -31,13 +31,9 @@
 -export([send_response/4, send_headers/3, send_data/2, send_end/2, send_file/6,
          read_body/2, trailers/1]).
 
--record(h2s, {conn :: pid(),
-              id :: pos_integer(),
-              max_body :: non_neg_integer(),
-              body_timeout :: timeout()}).
--opaque state() :: #h2s{}.
--export_type([state/0]).
-
+%% The request body as received so far: it is part of the stream state the
+%% request carries (a read returns the new state), never in the process
+%% dictionary.
 -record(body, {buf = [] :: [binary()],
                buf_size = 0 :: non_neg_integer(),
                fin = false :: boolean(),
@@ -45,7 +41,19 @@
                continue = false :: boolean(),
                trailers = [] :: [{binary(), binary()}]}).
 
--define(BODY, falco_h2_body).
+-record(h2s, {conn :: pid(),
+              id :: pos_integer(),
+              max_body :: non_neg_integer(),
+              body_timeout :: timeout(),
+              body = #body{fin = true} :: #body{},
+              %% reads so far (shared by every state of this stream), and
+              %% how many there were when this state was made
+              reads :: falco_stream:reads(),
+              read_no = 0 :: non_neg_integer(),
+              %% the stream's process: the body arrives in its mailbox
+              owner :: pid()}).
+-opaque state() :: #h2s{}.
+-export_type([state/0]).
 -define(FILE_CHUNK, 65536).
 
 %% @doc Starts the process for stream `Id', linked to the connection.
@@ -59,26 +67,23 @@ start(Conn, Id, Req, Ctx) ->
 -spec init(pid(), pos_integer(), map() | {error, falco_errors:reason(), binary() | undefined}, map()) ->
           ok | {error, term()}.
 init(Conn, Id, Req0, Ctx = #{max_body := MaxBody, body_timeout := BodyTimeout}) ->
-    S = #h2s{conn = Conn, id = Id, max_body = MaxBody, body_timeout = BodyTimeout},
+    S = #h2s{conn = Conn, id = Id, max_body = MaxBody, body_timeout = BodyTimeout,
+             reads = falco_stream:reads(), owner = self()},
     case Req0 of
         {error, Reason, Method} ->
-            _ = put(?BODY, #body{fin = true}),
             result(falco_pipeline:error_reply(Reason, #{method => Method}, ?MODULE, S));
         _ ->
             case falco_pipeline:precheck(Req0, Ctx) of
-                ok ->
-                    run(Req0, Ctx, S);
-                {error, Reason} ->
-                    _ = put(?BODY, #body{fin = true}),
-                    result(falco_pipeline:error_reply(Reason, Req0, ?MODULE, S))
+                ok -> run(Req0, Ctx, S);
+                {error, Reason} -> result(falco_pipeline:error_reply(Reason, Req0, ?MODULE, S))
             end
     end.
 
-run(Req0, Ctx, S) ->
+run(Req0, Ctx, S0) ->
     Body = maps:get(body, Req0),
     #{headers := Headers} = Req0,
     Continue = Body =/= none andalso Body =/= {length, 0} andalso has_continue(Headers),
-    _ = put(?BODY, #body{fin = Body =:= none, continue = Continue}),
+    S = S0#h2s{body = #body{fin = Body =:= none, continue = Continue}},
     Req = Req0#{peer => maps:get(peer, Ctx), scheme => maps:get(scheme, Ctx),
                 listener => maps:get(listener, Ctx), stream => {?MODULE, S}},
     result(falco_pipeline:run(Req, maps:get(handler, Ctx), ?MODULE, S)).
@@ -165,46 +170,51 @@ call({data, Data, Fin}, #h2s{conn = Conn, id = Id}) ->
 
 %% @private
 -spec read_body(all | pos_integer(), state()) -> falco_stream:body_result().
-read_body(all, S) ->
+read_body(_Want, #h2s{owner = Owner}) when Owner =/= self() ->
+    %% The body arrives as messages to the stream's process: another
+    %% process would wait for them in vain until body_timeout.
+    error({not_stream_process, "an HTTP/2 request body is read by the process that runs "
+                               "the handler"});
+read_body(Want, S = #h2s{reads = Reads, read_no = No0}) ->
+    No = falco_stream:next_read(Reads, No0),
+    {Tag, Data, S1} = read(Want, S),
+    {Tag, Data, S1#h2s{read_no = No}}.
+
+read(all, S) ->
     read_all(S, []);
-read_body(Want, S) ->
-    B = get(?BODY),
+read(Want, S = #h2s{body = B}) ->
     case B of
         #body{buf_size = 0, fin = true} ->
-            {ok, <<>>};
+            {ok, <<>>, S};
         #body{buf_size = 0} ->
-            _ = put(?BODY, wait(B, S)),
-            read_body(Want, S);
+            read(Want, S#h2s{body = wait(B, S)});
         #body{buf = Buf, buf_size = Size, fin = Fin} ->
             Data = iolist_to_binary(lists:reverse(Buf)),
             {Give, Keep} = case Size > Want of
                                true -> split_binary(Data, Want);
                                false -> {Data, <<>>}
                            end,
-            _ = put(?BODY, B#body{buf = [Keep || Keep =/= <<>>], buf_size = byte_size(Keep)}),
             consumed(byte_size(Give), S),
+            S1 = S#h2s{body = B#body{buf = [Keep || Keep =/= <<>>], buf_size = byte_size(Keep)}},
             case Keep =:= <<>> andalso Fin of
-                true -> {ok, Give};
-                false -> {more, Give}
+                true -> {ok, Give, S1};
+                false -> {more, Give, S1}
             end
     end.
 
-read_all(S, Acc) ->
-    case get(?BODY) of
-        #body{buf = Buf, fin = true} = B ->
-            _ = put(?BODY, B#body{buf = [], buf_size = 0}),
-            consumed(B#body.buf_size, S),
-            {ok, iolist_to_binary(lists:reverse(Acc, lists:reverse(Buf)))};
-        B = #body{buf = Buf, buf_size = Size} ->
-            consumed(Size, S),
-            B1 = wait(B#body{buf = [], buf_size = 0}, S),
-            _ = put(?BODY, B1),
-            read_all(S, lists:reverse(Buf, Acc))
+read_all(S = #h2s{body = B = #body{buf = Buf, buf_size = Size, fin = Fin}}, Acc) ->
+    consumed(Size, S),
+    Emptied = B#body{buf = [], buf_size = 0},
+    case Fin of
+        true ->
+            {ok, iolist_to_binary(lists:reverse(Acc, lists:reverse(Buf))), S#h2s{body = Emptied}};
+        false ->
+            read_all(S#h2s{body = wait(Emptied, S)}, lists:reverse(Buf, Acc))
     end.
 
 %% Waits for the next piece of body (or its end); enforces max_body on
 %% everything received.
-wait(B0, S = #h2s{conn = Conn, id = Id, body_timeout = Timeout, max_body = Max}) ->
+wait(B0, #h2s{conn = Conn, id = Id, body_timeout = Timeout, max_body = Max}) ->
     B = case B0#body.continue of
             true -> Conn ! {h2_stream, Id, {inform, 100}}, B0#body{continue = false};
             false -> B0
@@ -221,7 +231,6 @@ wait(B0, S = #h2s{conn = Conn, id = Id, body_timeout = Timeout, max_body = Max})
         {h2_trailers, Fields} ->
             B#body{fin = true, trailers = Fields}
     after Timeout ->
-        _ = S,
         throw({falco_error, body_timeout})
     end.
 
@@ -232,8 +241,5 @@ consumed(N, #h2s{conn = Conn, id = Id}) ->
 
 %% @private
 -spec trailers(state()) -> [{binary(), binary()}].
-trailers(_S) ->
-    case get(?BODY) of
-        #body{trailers = T} -> T;
-        _ -> []
-    end.
+trailers(#h2s{body = #body{trailers = T}}) ->
+    T.

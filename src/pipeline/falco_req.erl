@@ -5,7 +5,11 @@
 %% binaries as received (without surrounding whitespace), in arrival order.
 %% Body reads go through the protocol's stream ({@link falco_stream}) and
 %% may be done in full ({@link read_body/1}, bounded by the listener's
-%% `max_body') or piece by piece ({@link read_body/2}). The router
+%% `max_body') or piece by piece ({@link read_body/2}). Each read returns a
+%% new request that carries the body state: use it for the next read and
+%% for {@link trailers/1}. Reading again from a request an earlier read has
+%% replaced raises (the handler gets a 500 and the connection closes)
+%% rather than hand out bytes twice. The router
 %% ({@link falco_router}) stores the bindings of the matched route under
 %% `bindings', and the request id middleware ({@link falco_request_id})
 %% its id under `request_id'.
@@ -91,18 +95,20 @@ has_body(#{body := B}) -> B =/= none andalso B =/= {length, 0}.
 %% @doc Reads the whole body. Raises (and falco answers 413) if it is larger
 %% than the listener's `max_body'; 408 if the client is too slow.
 -spec read_body(req()) -> {ok, binary(), req()}.
-read_body(Req = #{stream := {Mod, S}}) ->
-    {ok, Data} = Mod:read_body(all, S),
-    {ok, Data, Req}.
+read_body(Req = #{stream := {Mod, S0}}) ->
+    {ok, Data, S} = Mod:read_body(all, S0),
+    {ok, Data, Req#{stream := {Mod, S}}}.
 
 %% @doc Reads the next piece of the body, at most `Length' bytes:
 %% `{more, Data, Req}' while more remains, `{ok, Data, Req}' at the end.
 -spec read_body(req(), #{length := pos_integer()}) -> {ok | more, binary(), req()}.
-read_body(Req = #{stream := {Mod, S}}, #{length := Length}) when is_integer(Length), Length > 0 ->
-    {Tag, Data} = Mod:read_body(Length, S),
-    {Tag, Data, Req}.
+read_body(Req = #{stream := {Mod, S0}}, #{length := Length})
+  when is_integer(Length), Length > 0 ->
+    {Tag, Data, S} = Mod:read_body(Length, S0),
+    {Tag, Data, Req#{stream := {Mod, S}}}.
 
-%% @doc Trailer fields that followed a chunked body (after it has been read).
+%% @doc Trailer fields that followed a chunked body, from the request the
+%% last read returned.
 -spec trailers(req()) -> [{binary(), binary()}].
 trailers(#{stream := {Mod, S}}) -> Mod:trailers(S).
 

@@ -7,12 +7,24 @@
 %% opaque state. Response fields arrive already checked and lowercased, with
 %% Date and (for full replies) Content-Length set; framing (chunked, DATA
 %% frames, connection management) is the protocol's business.
+%%
+%% The request-body state is part of the stream state, which the request
+%% carries (`stream => {Module, State}'): a read returns the new state, and
+%% {@link falco_req:read_body/1} the new request, which must be used for
+%% the next read. No body state lives anywhere else (no process
+%% dictionary), so nothing of one request outlives it.
 -module(falco_stream).
 
 -type state() :: term().
 -type headers() :: [{binary(), iodata()}].
--type body_result() :: {ok, binary()} | {more, binary()}.
+-type body_result() :: {ok | more, binary(), state()}.
 -export_type([state/0, headers/0, body_result/0]).
+
+-export([reads/0, read_count/1, next_read/2]).
+
+%% The reads of one request body, counted, shared by every state of it.
+-opaque reads() :: counters:counters_ref().
+-export_type([reads/0]).
 
 %% A complete response with its body (empty for HEAD, 204 and 304).
 -callback send_response(Status :: 100..999, headers(), Body :: iodata(), state()) ->
@@ -29,8 +41,41 @@
                     Length :: non_neg_integer(), state()) ->
     {ok, state()} | {error, term()}.
 %% Reads request body: `all' (bounded by the listener's max_body) or up to
-%% N bytes. `{more, Data}' means more remains. Raises
-%% `throw({falco_error, Reason})' on a limit, a timeout or a framing error.
+%% N bytes, with the state after the read. `{more, Data, S}' means more
+%% remains. Raises `throw({falco_error, Reason})' on a limit, a timeout, a
+%% framing error, or a read from a state a later read has replaced.
 -callback read_body(all | pos_integer(), state()) -> body_result().
-%% Trailer fields of a request body, once it has been read in full.
+%% Trailer fields of a request body, once it has been read in full (from
+%% the state the last read returned).
 -callback trailers(state()) -> [{binary(), binary()}].
+
+%% @doc A new read counter, for a stream module's states to share.
+-spec reads() -> reads().
+reads() ->
+    counters:new(1, []).
+
+%% @doc The number of reads so far.
+-spec read_count(reads()) -> non_neg_integer().
+read_count(Reads) ->
+    counters:get(Reads, 1).
+
+%% @doc The one rule for every stream module: a body read is allowed only
+%% from the state that the last read returned (`No' is the number of reads
+%% there were when that state was made); returns the number the new state
+%% gets. Otherwise it raises, the same on every protocol (the handler gets
+%% a 500): a stale state would hand out bytes twice or, on HTTP/1.1, read
+%% the socket from the wrong place.
+-spec next_read(reads(), non_neg_integer()) -> pos_integer().
+next_read(Reads, No) ->
+    case counters:get(Reads, 1) of
+        No ->
+            ok = counters:add(Reads, 1, 1),
+            No + 1;
+        _ ->
+            stale()
+    end.
+
+-spec stale() -> no_return().
+stale() ->
+    error({stale_request, "the request body was read from a request that a later read "
+                          "replaced; use the request read_body returns"}).
