@@ -52,7 +52,7 @@
          connection_close_in_list/1, http10_closes_by_default/1, http10_keep_alive/1,
          pipelined_in_order/1, pipelined_with_bodies/1, pipelined_unread_body_discarded/1,
          pipelined_partial_body_read/1, pipelined_after_rejection_not_served/1,
-         unread_large_body_closes/1,
+         unread_large_body_closes/1, close_without_draining_unread_body/1,
          head_split_byte_by_byte/1, idle_connection_closed/1, incomplete_head_408/1,
          incomplete_body_408/1, client_half_close/1
         ]).
@@ -98,7 +98,7 @@ groups() ->
                        connection_close_in_list, http10_closes_by_default, http10_keep_alive,
                        pipelined_in_order, pipelined_with_bodies,
                        pipelined_unread_body_discarded, pipelined_partial_body_read,
-                       unread_large_body_closes,
+                       unread_large_body_closes, close_without_draining_unread_body,
                        pipelined_after_rejection_not_served, head_split_byte_by_byte,
                        idle_connection_closed, incomplete_head_408, incomplete_body_408,
                        client_half_close]}].
@@ -771,6 +771,45 @@ unread_large_body_closes(Config) ->
     ?C:send(Sock, <<"POST /noread HTTP/1.1\r\n" ?HOST "Content-Length: 2000000\r\n\r\nsome">>),
     {ok, #{status := 200, body := <<"not read">>}} = ?C:recv_response(Sock),
     ok = ?C:expect_closed(Sock, 3000),
+    ?C:close(Sock).
+
+%% RFC 9112 §9.6: when the connection closes after this response (the
+%% client asked, with Connection: close or as a 1.0 client without
+%% keep-alive, or the server decided, for the last request
+%% max_keep_alive_requests allows), a body the handler left unread frames
+%% no further request: the server closes right after the response instead
+%% of first waiting up to body_timeout (10 s here) to read and drop it.
+close_without_draining_unread_body(_Config) ->
+    Name = rfc9112_no_drain,
+    {ok, _} = falco:start_listener(Name, #{port => 0, ip => {127, 0, 0, 1},
+                                           handler => fun(_) -> {200, [], <<"not read">>} end,
+                                           body_timeout => 10000,
+                                           max_keep_alive_requests => 2}),
+    try
+        {ok, Port} = falco:port(Name),
+        Partial = <<"Content-Length: 100\r\n\r\nabc">>,
+        Cases = [{[], <<"POST / HTTP/1.1\r\n" ?HOST "Connection: close\r\n", Partial/binary>>},
+                 {[], <<"POST / HTTP/1.1\r\n" ?HOST "Connection: close\r\n"
+                        "Transfer-Encoding: chunked\r\n\r\n64\r\nabc">>},
+                 {[], <<"POST / HTTP/1.0\r\n", Partial/binary>>},
+                 %% The second request is the last of max_keep_alive_requests.
+                 {[<<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>],
+                  <<"POST / HTTP/1.1\r\n" ?HOST, Partial/binary>>}],
+        [closed_without_draining(Port, Before, Raw) || {Before, Raw} <- Cases]
+    after
+        ok = falco:stop_listener(Name)
+    end.
+
+closed_without_draining(Port, Before, Raw) ->
+    Sock = ?C:connect(Port),
+    [begin
+         ?C:send(Sock, B),
+         {ok, #{status := 200}} = ?C:recv_response(Sock)
+     end || B <- Before],
+    ?C:send(Sock, Raw),
+    {ok, R = #{status := 200, body := <<"not read">>}} = ?C:recv_response(Sock),
+    ?assert(?C:has_token(<<"connection">>, <<"close">>, R)),
+    ?assertEqual(ok, ?C:expect_closed(Sock, 2000)),
     ?C:close(Sock).
 
 %% RFC 9112 §9.3.2, §11.2: after a rejected request the connection is

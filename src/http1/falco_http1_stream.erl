@@ -83,17 +83,25 @@ body_init(Framing0, Buf, Continue, #h1s{limits = Limits}) ->
 
 %% @doc After the response: the bytes that follow the body (the next
 %% pipelined request), reading and dropping what the handler left unread,
-%% or `close' when that is unsafe or too large.
+%% or `close' when that is unsafe or too large, or when the connection
+%% closes after this response anyway.
 -spec body_finish(state()) -> {ok, binary()} | close.
 body_finish(S) ->
     Result = finish_body(S),
     ok = narrow(S),
     Result.
 
-finish_body(S) ->
+finish_body(S = #h1s{close = Close}) ->
     case erase(?BODY) of
         #body{framing = done, buf = Buf} ->
             {ok, Buf};
+        #body{} when Close ->
+            %% RFC 9112 §9.6: the connection closes after this response
+            %% (the client asked, or we decided), so no further request
+            %% is framed after this body: reading it to the end would only
+            %% keep the socket open up to body_timeout per read. The
+            %% lingering close reads briefly what is still in flight.
+            close;
         #body{continue = pending} ->
             %% The client may be waiting for 100 before sending: never guess.
             close;
