@@ -79,6 +79,11 @@ field_syntax_test() ->
 %% RFC 9112 §3.2: Host rules.
 host_test() ->
     ?assertEqual({bad_request, missing_host}, err(<<"GET / HTTP/1.1\r\n\r\n">>)),
+    %% §3.2: "any HTTP/1.1 request message that lacks a Host header field",
+    %% absolute-form included (§3.2.2 only says which authority wins).
+    ?assertEqual({bad_request, missing_host}, err(<<"GET http://a.example/ HTTP/1.1\r\n\r\n">>)),
+    ?assertMatch({ok, #{host := <<"a.example">>, version := {1, 0}}, _},
+                 parse(<<"GET http://a.example/ HTTP/1.0\r\n\r\n">>)),
     ?assertEqual({bad_request, duplicate_host}, err(<<"GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n">>)),
     ?assertEqual({bad_request, invalid_host}, err(<<"GET / HTTP/1.1\r\nHost: a b\r\n\r\n">>)),
     ?assertEqual({bad_request, invalid_host}, err(<<"GET / HTTP/1.1\r\nHost: a:99999\r\n\r\n">>)),
@@ -202,18 +207,17 @@ absolute_form_empty_path_test() ->
     ?assertEqual({bad_request, invalid_target},
                  err(<<"GET http://?q HTTP/1.1\r\nHost: host\r\n\r\n">>)).
 
-%% RFC 9112 §3.2: a client sends an empty Host when the target URI has no
-%% authority; falco accepts it (host = <<>>) and still rejects invalid ones.
+%% RFC 9112 §3.3, RFC 9110 §4.2.1: an empty Host with an origin- or
+%% asterisk-form target leaves the target URI without an authority, which
+%% an http(s) URI must have; falco has no default host to use, so it is
+%% 400. An absolute-form target brings its own authority (§3.2.2).
 empty_host_test() ->
-    ?assertMatch({ok, #{host := <<>>, port := undefined}, _},
-                 parse(<<"GET / HTTP/1.1\r\nHost: \r\n\r\n">>)),
-    ?assertMatch({ok, #{host := <<>>, port := undefined}, _},
-                 parse(<<"GET / HTTP/1.1\r\nHost:\r\n\r\n">>)),
-    ?assertMatch({ok, #{host := <<>>, path := <<"*">>}, _},
-                 parse(<<"OPTIONS * HTTP/1.1\r\nHost: \r\n\r\n">>)),
-    ?assertMatch({ok, #{host := <<>>, version := {1, 0}}, _},
-                 parse(<<"GET / HTTP/1.0\r\nHost: \r\n\r\n">>)),
-    %% The absolute-form authority wins over an empty Host (§3.2.2).
+    [?assertEqual({bad_request, empty_host}, err(Req))
+     || Req <- [<<"GET / HTTP/1.1\r\nHost: \r\n\r\n">>,
+                <<"GET / HTTP/1.1\r\nHost:\r\n\r\n">>,
+                <<"GET / HTTP/1.1\r\nHost: \t \r\n\r\n">>,
+                <<"OPTIONS * HTTP/1.1\r\nHost: \r\n\r\n">>,
+                <<"GET / HTTP/1.0\r\nHost: \r\n\r\n">>]],
     ?assertMatch({ok, #{host := <<"a.example">>}, _},
                  parse(<<"GET http://a.example/ HTTP/1.1\r\nHost: \r\n\r\n">>)),
     ?assertEqual({bad_request, invalid_host}, err(<<"GET / HTTP/1.1\r\nHost: :80\r\n\r\n">>)),

@@ -326,9 +326,11 @@ asterisk_form_options(Config) ->
 asterisk_form_not_options(Config) ->
     rejected(Config, <<"GET * HTTP/1.1\r\n" ?HOST "\r\n">>, 400).
 
-%% RFC 9112 §3.2: a 1.1 request without Host MUST get 400.
+%% RFC 9112 §3.2: a 1.1 request without Host MUST get 400, also when its
+%% target is in absolute-form (§3.2.2 only says which authority is used).
 host_missing_http11(Config) ->
-    rejected(Config, <<"GET / HTTP/1.1\r\nX-A: b\r\n\r\n">>, 400).
+    rejected(Config, <<"GET / HTTP/1.1\r\nX-A: b\r\n\r\n">>, 400),
+    rejected(Config, <<"GET http://example.org/ HTTP/1.1\r\nX-A: b\r\n\r\n">>, 400).
 
 %% RFC 9112 §3.2: more than one Host field MUST get 400.
 host_duplicate(Config) ->
@@ -360,14 +362,17 @@ host_forms(Config) ->
     #{host := <<"example.org">>} =
         seen(Config, <<"GET https://EXAMPLE.org/x HTTP/1.1\r\n" ?HOST "\r\n">>).
 
-%% RFC 9112 §3.2: "If the authority component is missing or undefined for
-%% the target URI, then a client MUST send a Host header field with an empty
-%% field value." falco accepts it (host is <<>>); an invalid one stays 400.
+%% RFC 9112 §3.3, RFC 9110 §4.2.1: an empty Host with an origin- or
+%% asterisk-form target leaves the target URI with no authority, which an
+%% http(s) URI must have; falco has no configured default host, so 400.
+%% With an absolute-form target its authority is used (§3.2.2).
 host_empty(Config) ->
-    #{host := <<>>, port := undefined, path := <<"/e">>} =
-        seen(Config, <<"GET /e HTTP/1.1\r\nHost:\r\n\r\n">>),
-    #{host := <<>>} = seen(Config, <<"GET /e HTTP/1.1\r\nHost:  \r\n\r\n">>),
-    rejected(Config, <<"GET / HTTP/1.1\r\nHost: :8080\r\n\r\n">>, 400).
+    rejected(Config, <<"GET /e HTTP/1.1\r\nHost:\r\n\r\n">>, 400),
+    rejected(Config, <<"GET /e HTTP/1.1\r\nHost:  \r\n\r\n">>, 400),
+    rejected(Config, <<"OPTIONS * HTTP/1.1\r\nHost:\r\n\r\n">>, 400),
+    rejected(Config, <<"GET / HTTP/1.1\r\nHost: :8080\r\n\r\n">>, 400),
+    #{host := <<"example.org">>, path := <<"/e">>} =
+        seen(Config, <<"GET http://example.org/e HTTP/1.1\r\nHost:\r\n\r\n">>).
 
 %% RFC 9112 §3.2.2: absolute-form with an empty path ("http://host?q")
 %% stands for path "/" with the query kept.

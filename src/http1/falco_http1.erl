@@ -17,8 +17,9 @@
 %%     malformed ones 400 (§2.3);</li>
 %% <li>field names are tokens; whitespace before the colon (§5.1), obs-fold
 %%     (§5.2), NUL, CR, LF and other controls in values (RFC 9110 §5.5) are 400;</li>
-%% <li>Host: missing on 1.1, repeated or invalid is 400; empty is allowed (the
-%%     target has no authority) and gives host `<<>>' (§3.2);</li>
+%% <li>Host: missing on 1.1 (whatever the target form), repeated or invalid
+%%     is 400 (§3.2); empty is 400 unless the target is in absolute-form,
+%%     whose authority is used (§3.2.2, §3.3);</li>
 %% <li>Content-Length is digits only; differing repeats are 400 (§6.3);
 %%     Transfer-Encoding with Content-Length, on HTTP/1.0, or without chunked
 %%     last is 400; other codings are 501 (§6.1, §6.3).</li>
@@ -442,21 +443,25 @@ finish(Head = #head{version = Version}, Rest) ->
             Error
     end.
 
-%% RFC 9112 §3.2: Host is required on 1.1 and must be valid; the authority of
-%% an absolute-form target wins over it (§3.2.2).
+%% RFC 9112 §3.2: Host is required on every 1.1 request, absolute-form
+%% included, and must be valid; the authority of an absolute-form target
+%% wins over it (§3.2.2).
+host(#head{host = undefined, version = {1, 1}}) ->
+    {error, {bad_request, missing_host}};
 host(#head{abs_authority = {Host, Port}, host = H}) ->
     case H =:= undefined orelse H =:= <<>> orelse authority(H) =/= error of
         true -> {ok, Host, Port};
         false -> {error, {bad_request, invalid_host}}
     end;
-host(#head{host = undefined, version = {1, 1}}) ->
-    {error, {bad_request, missing_host}};
 host(#head{host = undefined}) ->
+    %% A 1.0 request may lack Host (§3.2 only requires it of 1.1).
     {ok, <<>>, undefined};
 host(#head{host = <<>>}) ->
-    %% §3.2: the client sends an empty Host when the target URI has no
-    %% authority; the request then names no host.
-    {ok, <<>>, undefined};
+    %% §3.3: with an origin- or asterisk-form target, an empty Host leaves
+    %% the target URI without an authority, which an http(s) URI must have
+    %% (RFC 9110 §4.2.1, §4.2.2). falco has no configured default host to
+    %% put there, so the request is rejected.
+    {error, {bad_request, empty_host}};
 host(#head{host = H}) ->
     case authority(H) of
         {ok, Host, Port} -> {ok, Host, Port};
