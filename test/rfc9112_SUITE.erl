@@ -27,7 +27,7 @@
          host_missing_http11/1, host_duplicate/1, host_invalid/1, host_optional_http10/1,
          host_forms/1, absolute_form_invalid_host_field/1, host_empty/1,
          absolute_form_empty_path/1,
-         request_line_too_long_414/1,
+         request_line_too_long_414/1, method_too_long_501/1,
          %% §4 status line
          status_line_format/1,
          %% §5 field syntax
@@ -78,7 +78,8 @@ groups() ->
                          asterisk_form_not_options, host_missing_http11, host_duplicate,
                          host_invalid, host_optional_http10, host_forms,
                          absolute_form_invalid_host_field, host_empty,
-                         absolute_form_empty_path, request_line_too_long_414]},
+                         absolute_form_empty_path, request_line_too_long_414,
+                         method_too_long_501]},
      {status_line, [], [status_line_format]},
      {fields, [], [field_whitespace_before_colon, field_obs_fold, field_value_ows_trimmed,
                    field_name_not_token, field_line_without_colon, field_value_nul,
@@ -390,6 +391,19 @@ absolute_form_invalid_host_field(Config) ->
 request_line_too_long_414(Config) ->
     Long = binary:copy(<<"a">>, 9000),
     rejected(Config, <<"GET /", Long/binary, " HTTP/1.1\r\n" ?HOST "\r\n">>, 414).
+
+%% RFC 9112 §3 (and RFC 9110 §9.1, §15.6.2): a method longer than any the
+%% server implements SHOULD get 501; it is the method, not the target,
+%% that is over the request-line limit, so 414 would be wrong.
+method_too_long_501(Config) ->
+    Long = binary:copy(<<"M">>, 9000),
+    rejected(Config, <<Long/binary, " / HTTP/1.1\r\n" ?HOST "\r\n">>, 501),
+    %% Also while the line is still arriving (no CRLF yet).
+    Sock = ?C:connect(port(Config)),
+    ?C:send(Sock, Long),
+    {ok, #{status := 501}} = ?C:recv_response(Sock, #{timeout => 3000}),
+    ok = ?C:expect_closed(Sock, 2000),
+    ?C:close(Sock).
 
 %% -- §4 status line ----------------------------------------------------------
 

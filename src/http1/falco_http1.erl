@@ -12,7 +12,9 @@
 %% <li>up to `max_empty_lines' leading empty lines are skipped (RFC 9112 §2.2);</li>
 %% <li>request-line is `method SP request-target SP HTTP-version' with single
 %%     spaces (§3); the method is a token (RFC 9110 §9.1); origin, absolute
-%%     and asterisk forms are accepted (§3.2), authority form (CONNECT) is 501;</li>
+%%     and asterisk forms are accepted (§3.2), authority form (CONNECT) is 501;
+%%     a line over `max_request_line' is 414, or 501 when the method alone
+%%     fills it (§3);</li>
 %% <li>HTTP/1.0 and HTTP/1.1 are served, other well-formed versions get 505 and
 %%     malformed ones 400 (§2.3);</li>
 %% <li>field names are tokens; whitespace before the colon (§5.1), obs-fold
@@ -130,11 +132,11 @@ request_line(<<"\n", _/binary>>, _, _) ->
 request_line(Bin, Empty, Limits = #{max_request_line := Max}) ->
     case binary:match(Bin, lf()) of
         nomatch when byte_size(Bin) > Max ->
-            {error, uri_too_long};
+            line_too_long(Bin, Max);
         nomatch ->
             {more, {request_line, Bin, Empty, Limits}};
         {Pos, 1} when Pos > Max ->
-            {error, uri_too_long};
+            line_too_long(Bin, Max);
         {0, 1} ->
             {error, {bad_request, bare_lf}};
         {Pos, 1} ->
@@ -149,6 +151,16 @@ request_line(Bin, Empty, Limits = #{max_request_line := Max}) ->
                 _ ->
                     {error, {bad_request, bare_lf}}
             end
+    end.
+
+%% RFC 9112 §3: a method longer than any the server implements gets 501, a
+%% request-target longer than it is willing to parse gets 414. The line is
+%% over max_request_line; if its first Max bytes are all method (tchars,
+%% no SP yet), the method is what is too long.
+line_too_long(Bin, Max) ->
+    case is_token(binary:part(Bin, 0, Max)) of
+        true -> {error, {not_implemented, method_too_long}};
+        false -> {error, uri_too_long}
     end.
 
 %% Common methods are matched whole so the method is a literal, not a
