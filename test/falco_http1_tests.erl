@@ -35,10 +35,17 @@ bare_cr_test() ->
     ?assertEqual({bad_request, invalid_header_value},
                  err(<<"GET / HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n">>)).
 
-%% RFC 9112 §2.3: versions.
+%% RFC 9112 §2.3: versions. RFC 9110 §6.2: a higher minor version of a
+%% major version falco implements is processed as 1.1; only other major
+%% versions are refused.
 version_test() ->
     ?assertEqual(version_not_supported, err(<<"GET / HTTP/2.0\r\n\r\n">>)),
-    ?assertEqual(version_not_supported, err(<<"GET / HTTP/1.2\r\n\r\n">>)),
+    ?assertEqual(version_not_supported, err(<<"GET / HTTP/0.9\r\n\r\n">>)),
+    ?assertEqual(version_not_supported, err(<<"GET / HTTP/3.1\r\n\r\n">>)),
+    [?assertMatch({ok, #{version := {1, 1}, keep_alive := true}, _},
+                  parse(<<"GET / HTTP/1.", D, "\r\nHost: a\r\n\r\n">>))
+     || D <- "23456789"],
+    ?assertEqual({bad_request, missing_host}, err(<<"GET / HTTP/1.2\r\n\r\n">>)),
     ?assertEqual({bad_request, invalid_version}, err(<<"GET / HTTP/1.10\r\n\r\n">>)),
     ?assertEqual({bad_request, invalid_version}, err(<<"GET / http/1.1\r\n\r\n">>)),
     ?assertMatch({ok, #{version := {1, 0}, keep_alive := false}, _},

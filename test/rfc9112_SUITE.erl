@@ -18,7 +18,8 @@
          crlf_after_body_is_not_a_request/1,
          bare_lf_request_line/1, bare_lf_field_line/1, bare_cr_in_field/1,
          whitespace_before_first_field/1, http10_answered_as_http11/1,
-         unsupported_version_505/1, malformed_version_400/1,
+         unsupported_version_505/1, higher_minor_version_served_as_http11/1,
+         malformed_version_400/1,
          %% §3 request line
          request_line_extra_space/1, method_is_token/1, method_case_sensitive/1,
          origin_form_path_and_query/1, origin_form_invalid_char/1,
@@ -70,7 +71,8 @@ groups() ->
                            crlf_after_body_is_not_a_request,
                            bare_lf_request_line, bare_lf_field_line, bare_cr_in_field,
                            whitespace_before_first_field, http10_answered_as_http11,
-                           unsupported_version_505, malformed_version_400]},
+                           unsupported_version_505, higher_minor_version_served_as_http11,
+                           malformed_version_400]},
      {request_line, [], [request_line_extra_space, method_is_token, method_case_sensitive,
                          origin_form_path_and_query, origin_form_invalid_char,
                          absolute_form_overrides_host, absolute_form_bad_scheme,
@@ -256,11 +258,25 @@ http10_answered_as_http11(Config) ->
     #{status := 200, version := <<"HTTP/1.1">>} = Resp,
     #{version := {1, 0}} = binary_to_term(maps:get(body, Resp)).
 
-%% RFC 9112 §2.3, RFC 9110 §15.6.6: a well-formed version other than 1.x
-%% that falco does not speak is 505.
+%% RFC 9112 §2.3, RFC 9110 §15.6.6: a well-formed version of another major
+%% version than 1 is 505.
 unsupported_version_505(Config) ->
     rejected(Config, <<"GET / HTTP/2.0\r\n" ?HOST "\r\n">>, 505),
-    rejected(Config, <<"GET / HTTP/1.2\r\n" ?HOST "\r\n">>, 505).
+    rejected(Config, <<"GET / HTTP/0.9\r\n" ?HOST "\r\n">>, 505).
+
+%% RFC 9110 §6.2 (RFC 9112 §2.3): a message of a higher minor version of
+%% major version 1 is processed as if it were 1.1, the highest minor
+%% version falco conforms to, and answered as HTTP/1.1; the connection
+%% persists as for 1.1.
+higher_minor_version_served_as_http11(Config) ->
+    Sock = ?C:connect(port(Config)),
+    [begin
+         ?C:send(Sock, <<"GET /v HTTP/1.", D, "\r\n" ?HOST "\r\n">>),
+         {ok, R = #{status := 200, version := <<"HTTP/1.1">>}} = ?C:recv_response(Sock),
+         ?assertNot(?C:has_token(<<"connection">>, <<"close">>, R)),
+         #{version := {1, 1}} = binary_to_term(maps:get(body, R))
+     end || D <- "29"],
+    ?C:close(Sock).
 
 %% RFC 9112 §2.3: HTTP-version is case-sensitive "HTTP/" DIGIT "." DIGIT;
 %% anything else is a malformed request line.

@@ -15,8 +15,8 @@
 %%     and asterisk forms are accepted (§3.2), authority form (CONNECT) is 501;
 %%     a line over `max_request_line' is 414, or 501 when the method alone
 %%     fills it (§3);</li>
-%% <li>HTTP/1.0 and HTTP/1.1 are served, other well-formed versions get 505 and
-%%     malformed ones 400 (§2.3);</li>
+%% <li>HTTP/1.0 and HTTP/1.1 are served, and HTTP/1.2 to 1.9 as 1.1 (RFC 9110
+%%     §6.2); other major versions get 505 and malformed ones 400 (§2.3);</li>
 %% <li>field names are tokens; whitespace before the colon (§5.1), obs-fold
 %%     (§5.2), NUL, CR, LF and other controls in values (RFC 9110 §5.5) are 400;</li>
 %% <li>Host: missing on 1.1 (whatever the target form), repeated or invalid
@@ -273,8 +273,12 @@ authority_end(Bin, N) ->
     end.
 
 %% HTTP-version = "HTTP/" DIGIT "." DIGIT, case-sensitive (RFC 9112 §2.3).
+%% A higher minor version of major version 1 is processed as the highest
+%% minor version falco conforms to, 1.1 (RFC 9110 §6.2); 505 is for the
+%% other major versions only.
 version(<<"HTTP/1.1">>, Head) -> {ok, Head#head{version = {1, 1}}};
 version(<<"HTTP/1.0">>, Head) -> {ok, Head#head{version = {1, 0}}};
+version(<<"HTTP/1.", B>>, Head) when ?IS_DIGIT(B) -> {ok, Head#head{version = {1, 1}}};
 version(<<"HTTP/", A, ".", B>>, _) when ?IS_DIGIT(A), ?IS_DIGIT(B) -> {error, version_not_supported};
 version(_, _) -> {error, {bad_request, invalid_version}}.
 
