@@ -108,6 +108,17 @@ framing_test() ->
     ?assertEqual({bad_request, invalid_content_length}, err(<<H/binary, "Content-Length: +5\r\n\r\n">>)),
     ?assertEqual({bad_request, invalid_content_length}, err(<<H/binary, "Content-Length: -5\r\n\r\n">>)),
     ?assertEqual({bad_request, invalid_content_length}, err(<<H/binary, "Content-Length: 0x5\r\n\r\n">>)),
+    %% A length too large to represent (over 15 significant digits) is a
+    %% framing fault, 400 like an overlong chunk size (falco_http1_chunked),
+    %% not 413; leading zeros count for nothing, however many.
+    ?assertEqual({bad_request, length_overflow},
+                 err(<<H/binary, "Content-Length: 1000000000000000\r\n\r\n">>)),
+    ?assertEqual({bad_request, length_overflow},
+                 err(<<H/binary, "Content-Length: 18446744073709551621\r\n\r\n">>)),
+    ?assertMatch({ok, #{body := {length, 999999999999999}}, _},
+                 parse(<<H/binary, "Content-Length: 000999999999999999\r\n\r\n">>)),
+    ?assertMatch({ok, #{body := {length, 5}}, _},
+                 parse(<<H/binary, "Content-Length: 00000000000000000000000005\r\n\r\n">>)),
     ?assertMatch({ok, #{body := chunked}, _}, parse(<<H/binary, "Transfer-Encoding: Chunked\r\n\r\n">>)),
     ?assertEqual({bad_request, transfer_encoding_with_content_length},
                  err(<<H/binary, "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n">>)),

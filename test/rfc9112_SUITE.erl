@@ -36,14 +36,16 @@
          field_name_not_token/1, field_line_without_colon/1, field_value_nul/1,
          field_line_too_long_431/1, too_many_fields_431/1, field_order_kept/1,
          %% §6 message body
-         content_length_body/1, content_length_invalid/1, content_length_conflict/1,
+         content_length_body/1, content_length_invalid/1, content_length_overflow_400/1,
+         content_length_conflict/1,
          content_length_repeated_same/1, transfer_encoding_with_content_length/1,
          transfer_encoding_chunked_not_last/1, transfer_encoding_unknown_coding_501/1,
          transfer_encoding_in_http10/1, no_framing_means_no_body/1,
          transfer_encoding_empty_elements/1,
          %% §7 chunked transfer coding
          chunked_body_decoded/1, chunked_extensions_ignored/1, chunked_trailers/1,
-         chunked_invalid_size/1, chunked_size_overflow/1, chunked_missing_data_crlf/1,
+         chunked_invalid_size/1, chunked_size_overflow/1, chunked_size_leading_zeros/1,
+         chunked_missing_data_crlf/1,
          chunked_trailer_obs_fold/1, chunked_read_incrementally/1,
          chunked_bare_lf_rejected_at_once/1, chunked_size_line_unterminated/1,
          body_cut_by_client/1, chunk_size_over_max_body_413/1,
@@ -86,13 +88,15 @@ groups() ->
      {fields, [], [field_whitespace_before_colon, field_obs_fold, field_value_ows_trimmed,
                    field_name_not_token, field_line_without_colon, field_value_nul,
                    field_line_too_long_431, too_many_fields_431, field_order_kept]},
-     {body, [], [content_length_body, content_length_invalid, content_length_conflict,
+     {body, [], [content_length_body, content_length_invalid, content_length_overflow_400,
+                 content_length_conflict,
                  content_length_repeated_same, transfer_encoding_with_content_length,
                  transfer_encoding_chunked_not_last, transfer_encoding_unknown_coding_501,
                  transfer_encoding_in_http10, no_framing_means_no_body,
                  transfer_encoding_empty_elements]},
      {chunked, [], [chunked_body_decoded, chunked_extensions_ignored, chunked_trailers,
-                    chunked_invalid_size, chunked_size_overflow, chunked_missing_data_crlf,
+                    chunked_invalid_size, chunked_size_overflow, chunked_size_leading_zeros,
+                    chunked_missing_data_crlf,
                     chunked_trailer_obs_fold, chunked_read_incrementally,
                     chunked_bare_lf_rejected_at_once, chunked_size_line_unterminated,
                     body_cut_by_client, chunk_size_over_max_body_413,
@@ -495,6 +499,16 @@ content_length_invalid(Config) ->
                                                                                   "abc">>, 400)
      || V <- [<<"+3">>, <<"-3">>, <<"0x3">>, <<"3a">>, <<"3 3">>, <<>>, <<"3.0">>]].
 
+%% RFC 9112 §6.3 item 5, RFC 9110 §8.6: a Content-Length too large to
+%% represent is an invalid length (400, as an overlong chunk size), not a
+%% body over max_body (413); leading zeros do not make a length large.
+content_length_overflow_400(Config) ->
+    rejected(Config, <<"POST / HTTP/1.1\r\n" ?HOST "Content-Length: 99999999999999999999\r\n\r\n"
+                                                   "abc">>, 400),
+    #{body := <<"abc">>} =
+        seen(Config, <<"POST / HTTP/1.1\r\n" ?HOST "Content-Length: 000000000000000000003\r\n\r\n"
+                                                   "abc">>).
+
 %% RFC 9112 §6.3 item 5: differing Content-Length values: 400.
 content_length_conflict(Config) ->
     rejected(Config, <<"POST / HTTP/1.1\r\n" ?HOST "Content-Length: 3\r\nContent-Length: 4\r\n\r\n"
@@ -596,6 +610,14 @@ chunked_invalid_size(Config) ->
 chunked_size_overflow(Config) ->
     rejected(Config, <<"POST / HTTP/1.1\r\n" ?HOST "Transfer-Encoding: chunked\r\n\r\n"
                        "10000000000000005\r\nhello\r\n0\r\n\r\n">>, 400).
+
+%% RFC 9112 §7.1: chunk-size = 1*HEXDIG; leading zeros carry no value and
+%% are accepted however many there are (only significant digits are
+%% bounded).
+chunked_size_leading_zeros(Config) ->
+    #{body := <<"hello">>} =
+        seen(Config, <<"POST /c HTTP/1.1\r\n" ?HOST "Transfer-Encoding: chunked\r\n\r\n"
+                       "000000000000000000000000005\r\nhello\r\n0\r\n\r\n">>).
 
 %% RFC 9112 §7.1, RFC 9110 §15.5.14: a chunk whose announced size alone is
 %% over max_body gets 413 at once, before any of its data arrives (not a

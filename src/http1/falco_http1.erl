@@ -58,8 +58,7 @@
                 | {header_too_large, line | block | count}
                 | version_not_supported
                 | {not_implemented, atom()}
-                | expectation_failed
-                | content_too_large.
+                | expectation_failed.
 -opaque cont() :: {request_line, binary(), non_neg_integer(), limits()}
                 | {headers, binary(), head(), limits()}.
 
@@ -579,15 +578,28 @@ content_length([V0 | More], Len) ->
     case V =/= <<>> andalso all_digits(V) of
         false ->
             {error, {bad_request, invalid_content_length}};
-        true when byte_size(V) > 15 ->
-            {error, content_too_large};
         true ->
-            N = binary_to_integer(V),
-            case Len =:= undefined orelse Len =:= N of
-                true -> content_length(More, N);
-                false -> {error, {bad_request, conflicting_content_length}}
+            case byte_size(skip_zeros(V)) > 15 of
+                true ->
+                    %% Too large to represent (at most 15 significant
+                    %% digits, leading zeros taken whatever their number):
+                    %% a framing fault, 400, with the reason of an overlong
+                    %% chunk size (falco_http1_chunked). A length that fits
+                    %% but is over max_body is the connection's 413.
+                    {error, {bad_request, length_overflow}};
+                false ->
+                    content_length(More, Len, binary_to_integer(V))
             end
     end.
+
+content_length(More, Len, N) ->
+    case Len =:= undefined orelse Len =:= N of
+        true -> content_length(More, N);
+        false -> {error, {bad_request, conflicting_content_length}}
+    end.
+
+skip_zeros(<<"0", R/binary>>) -> skip_zeros(R);
+skip_zeros(Bin) -> Bin.
 
 %% RFC 9110 §10.1.1: 100-continue is the only expectation; a 1.0 request's
 %% Expect is ignored.
