@@ -130,6 +130,27 @@ framing_test() ->
     ?assertEqual({bad_request, transfer_encoding_in_http10},
                  err(<<"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n">>)).
 
+%% RFC 9112 §11.2 (request smuggling): a name that a proxy reading "_" as
+%% "-" would take for Content-Length or Transfer-Encoding is 400, whatever
+%% its case; other names with "_" are ordinary fields.
+underscore_framing_field_test() ->
+    H = <<"POST / HTTP/1.1\r\nHost: a\r\n">>,
+    [?assertEqual({bad_request, underscore_framing_field},
+                  err(<<H/binary, N/binary, ": 5\r\n\r\n">>))
+     || N <- [<<"Content_Length">>, <<"content_length">>, <<"CONTENT_LENGTH">>,
+              <<"cOnTeNt_lEnGtH">>, <<"Transfer_Encoding">>, <<"transfer_encoding">>,
+              <<"TRANSFER_encoding">>]],
+    %% Also next to the real field, and on a request without a body.
+    ?assertEqual({bad_request, underscore_framing_field},
+                 err(<<H/binary, "Content-Length: 5\r\nContent_Length: 50\r\n\r\n">>)),
+    ?assertEqual({bad_request, underscore_framing_field},
+                 err(<<"GET / HTTP/1.1\r\nHost: a\r\nTransfer_Encoding: chunked\r\n\r\n">>)),
+    {ok, R, _} = parse(<<"GET / HTTP/1.1\r\nHost: a\r\nX_Forwarded_For: b\r\n"
+                         "Content_Type: c\r\nContent_Length_X: 1\r\n\r\n">>),
+    ?assertEqual([{<<"host">>, <<"a">>}, {<<"x_forwarded_for">>, <<"b">>},
+                  {<<"content_type">>, <<"c">>}, {<<"content_length_x">>, <<"1">>}],
+                 maps:get(headers, R)).
+
 %% RFC 9110 §10.1.1: Expect.
 expect_test() ->
     H = <<"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n">>,

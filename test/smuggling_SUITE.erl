@@ -26,7 +26,8 @@
          te_duplicate_first_bogus/1, te_obs_fold_value/1, te_quoted/1, te_nul/1,
          te_bare_cr/1, te_empty_value/1, te_with_parameter/1,
          te_mixed_case_name_with_cl/1, te_uppercase_value/1,
-         te_underscore_name_with_cl/1, cl_conflicting_lines/1, cl_conflicting_list/1,
+         te_underscore_name_with_cl/1, te_underscore_name_any_case/1, cl_underscore_name/1,
+         cl_underscore_name_alone/1, cl_conflicting_lines/1, cl_conflicting_list/1,
          cl_duplicate_same/1, cl_list_same/1, cl_duplicate_one_empty/1,
          cl_trailing_comma/1, cl_plus_sign/1, cl_negative/1, cl_hex/1, cl_inner_space/1,
          cl_decimal_point/1, cl_empty/1, cl_space_padded/1, cl_leading_zeros_decimal/1,
@@ -70,14 +71,15 @@ groups() ->
                   te_duplicate_first_bogus, te_obs_fold_value, te_quoted, te_nul,
                   te_bare_cr, te_empty_value, te_with_parameter,
                   te_mixed_case_name_with_cl, te_uppercase_value,
-                  te_underscore_name_with_cl]},
+                  te_underscore_name_with_cl, te_underscore_name_any_case]},
      {content_length, [], [cl_conflicting_lines, cl_conflicting_list, cl_duplicate_same,
                            cl_list_same, cl_duplicate_one_empty, cl_trailing_comma,
                            cl_plus_sign, cl_negative, cl_hex, cl_inner_space,
                            cl_decimal_point, cl_empty, cl_space_padded,
                            cl_leading_zeros_decimal, cl_overflow, cl_many_leading_zeros,
                            cl_space_before_colon,
-                           cl_nul, cl_vtab, cl_covers_request]},
+                           cl_nul, cl_vtab, cl_covers_request, cl_underscore_name,
+                           cl_underscore_name_alone]},
      {line_endings_and_controls, [], [bare_lf_request_line, bare_lf_field_line,
                                       bare_lf_end_of_head, bare_lf_only,
                                       bare_cr_request_line, bare_cr_field_value,
@@ -378,15 +380,37 @@ te_uppercase_value(Config) ->
         <<"POST / HTTP/1.1\r\n" ?H "Transfer-Encoding: CHUNKED\r\n\r\n5\r\nhello\r\n0\r\n\r\n">>,
         {accept, <<"hello">>}).
 
-%% RFC 9110 §5.1: "Transfer_Encoding" is just another field; Content-Length frames the
-%% body, hidden request included.
+%% RFC 9112 §11.2: "Transfer_Encoding" is its own field to RFC 9110 §5.1, but a proxy
+%% that reads "_" as "-" sees chunked framing where falco sees Content-Length: refused.
 te_underscore_name_with_cl(Config) ->
     run(Config,
         [<<"POST / HTTP/1.1\r\n" ?H "Transfer_Encoding: chunked\r\nContent-Length: ">>,
          integer_to_binary(byte_size(?SMUGGLED)),
          <<"\r\n\r\n">>,
          ?SMUGGLED],
-        {accept, ?SMUGGLED}).
+        {reject, 400}).
+
+%% RFC 9112 §11.2: the same name in another case, and without Content-Length.
+te_underscore_name_any_case(Config) ->
+    run(Config,
+        [<<"POST / HTTP/1.1\r\n" ?H "tRANSFER_eNCODING: chunked\r\n\r\n">>, hex(?SMUGGLED),
+         <<"\r\n">>, ?SMUGGLED, <<"\r\n0\r\n\r\n">>],
+        {reject, 400}).
+
+%% RFC 9112 §11.2: "Content_Length" would be a second, differing Content-Length to a
+%% proxy that reads "_" as "-" (and the only one to a proxy that drops the other).
+cl_underscore_name(Config) ->
+    run(Config,
+        [<<"POST / HTTP/1.1\r\n" ?H "Content-Length: 5\r\nCONTENT_length: ">>,
+         integer_to_binary(5 + byte_size(?SMUGGLED)), <<"\r\n\r\nhello">>, ?SMUGGLED],
+        {reject, 400}).
+
+%% RFC 9112 §11.2: "Content_Length" alone on a request falco reads as bodiless.
+cl_underscore_name_alone(Config) ->
+    run(Config,
+        [<<"GET / HTTP/1.1\r\n" ?H "Content_Length: ">>, integer_to_binary(byte_size(?SMUGGLED)),
+         <<"\r\n\r\n">>, ?SMUGGLED],
+        {reject, 400}).
 
 %% RFC 9112 §6.3 item 5: two Content-Length lines that differ.
 cl_conflicting_lines(Config) ->

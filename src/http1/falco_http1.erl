@@ -18,7 +18,9 @@
 %% <li>HTTP/1.0 and HTTP/1.1 are served, and HTTP/1.2 to 1.9 as 1.1 (RFC 9110
 %%     §6.2); other major versions get 505 and malformed ones 400 (§2.3);</li>
 %% <li>field names are tokens; whitespace before the colon (§5.1), obs-fold
-%%     (§5.2), NUL, CR, LF and other controls in values (RFC 9110 §5.5) are 400;</li>
+%%     (§5.2), NUL, CR, LF and other controls in values (RFC 9110 §5.5) are 400;
+%%     so are `Content_Length' and `Transfer_Encoding', which proxies that
+%%     read "_" as "-" would take for framing fields (§11.2);</li>
 %% <li>Host: missing on 1.1 (whatever the target form), repeated or invalid
 %%     is 400 (§3.2); empty is 400 unless the target is in absolute-form,
 %%     whose authority is used (§3.2.2, §3.3);</li>
@@ -400,6 +402,17 @@ pattern_bytes(falco_http1_lf) -> <<"\n">>;
 pattern_bytes(falco_http1_ctl) -> [<<C>> || C <- lists:seq(0, 8) ++ lists:seq(10, 31) ++ [127]].
 
 %% Framing and routing fields are remembered as they go by.
+%%
+%% RFC 9110 §5.1 makes `Content_Length' a field of its own, but proxies and
+%% CGI-style gateways that treat "_" like "-" turn it into a second
+%% Content-Length (or Transfer-Encoding) behind falco's back: a framing
+%% disagreement, i.e. request smuggling (RFC 9112 §11.2). Such a name is
+%% refused, whatever its case (names are lowercased by now). Host has no
+%% "-", so no spelling with "_" becomes Host.
+note_field(<<"content_length">>, _, _) ->
+    {error, {bad_request, underscore_framing_field}};
+note_field(<<"transfer_encoding">>, _, _) ->
+    {error, {bad_request, underscore_framing_field}};
 note_field(<<"host">>, V, Head = #head{host = undefined, headers = Hs}) ->
     {ok, Head#head{host = V, headers = [{<<"host">>, V} | Hs]}};
 note_field(<<"host">>, _, _) ->
