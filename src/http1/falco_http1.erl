@@ -2,7 +2,7 @@
 %%
 %% Bytes in, `{ok, Request, Rest} | {more, Cont} | {error, Reason}' out: no
 %% sockets, no processes, no exceptions for bad input. Feed more bytes to a
-%% `{more, Cont}' with {@link parse/2}; the work already done is kept in the
+%% `{more, Cont}' with {@link parse_more/2}; the work already done is kept in the
 %% continuation, so a head that arrives one byte at a time is never re-scanned.
 %%
 %% It is strict on purpose, because every leniency is a request-smuggling

@@ -3,11 +3,12 @@
 %%
 %% The decoder is strict: chunk sizes are hex digits only, with at most 15
 %% significant ones after any leading zeros (so a size can never overflow or
-%% exceed 2^60), extensions must follow
-%% the chunk-ext grammar (§7.1.1) and are otherwise ignored, the CRLF after
-%% the data is required, and the trailer section (§7.1.2) is parsed with the
-%% same field rules and limits as the header section. A size line longer than
-%% `max_line' bytes is an error, so a peer cannot make us buffer without end.
+%% exceed 2^60), extensions must follow the chunk-ext grammar (§7.1.1) and
+%% are otherwise ignored, the CRLF after the data is required, and the
+%% trailer section (§7.1.2) is parsed with the same field rules and limits
+%% as the header section (a trailer line is bounded by `max_header_line').
+%% A size line, extensions included, longer than a fixed 4096 bytes
+%% (?MAX_SIZE_LINE) is an error, so a peer cannot make us buffer without end.
 -module(falco_http1_chunked).
 
 -export([init/1, decode/2, data_left/1, encode/1, last/1]).
