@@ -29,13 +29,17 @@ run: compile
 ## then line coverage of src/ (at least 90 %), then the bench smoke run.
 test: bootstrap lint tests cover bench-smoke
 
-lint: compile xref dialyzer
+## make lint: compile with warnings as errors, xref, Dialyzer. The lint
+## profile (rebar.config) adds warnings_as_errors: falco's own erl_opts
+## leave it out for the applications that depend on falco.
+lint: bootstrap-run
+	@$(REBAR) as lint do compile, xref, dialyzer
 
 xref:
-	@$(REBAR) xref
+	@$(REBAR) as lint xref
 
 dialyzer:
-	@$(REBAR) dialyzer
+	@$(REBAR) as lint dialyzer
 
 ## FALCO_REQUIRE_TOOLS=1: a missing h2spec, curl, nghttp... fails the run
 ## (bootstrap installed them) instead of skipping those cases.

@@ -19,3 +19,14 @@ app_test() ->
     ?assertEqual(undefined, ets:info(falco_listeners)),
     {ok, _} = application:ensure_all_started(falco),
     ?assert(is_pid(whereis(falco_clock))).
+
+%% TLS listeners need ssl (and its crypto and public_key) running: a
+%% release built from the .app file's dependencies must include and start
+%% them, or every TLS handshake fails with an error that does not say why.
+app_dependencies_test() ->
+    ok = case application:load(falco) of
+             ok -> ok;
+             {error, {already_loaded, falco}} -> ok
+         end,
+    {ok, Apps} = application:get_key(falco, applications),
+    [?assert(lists:member(App, Apps)) || App <- [kernel, stdlib, crypto, public_key, ssl]].

@@ -32,7 +32,8 @@ simple_test() ->
                           "GET / HTTP/1.1\r\n">>)),
     ?assertEqual({done, <<>>, [], <<>>}, decode(<<"0\r\n\r\n">>)).
 
-%% chunk-size = 1*HEXDIG: either case, leading zeros, up to 15 digits.
+%% chunk-size = 1*HEXDIG: either case, leading zeros, up to 15 significant
+%% digits.
 sizes_test() ->
     ?assertEqual({done, <<"0123456789">>, [], <<>>}, decode(<<"a\r\n0123456789\r\n0\r\n\r\n">>)),
     ?assertEqual({done, <<"0123456789">>, [], <<>>}, decode(<<"A\r\n0123456789\r\n0\r\n\r\n">>)),
@@ -40,9 +41,22 @@ sizes_test() ->
     %% 15 hex digits are accepted (and then wait for their data)...
     ?assertEqual({more, <<"x">>}, decode(<<"fffffffffffffff\r\nx">>)),
     ?assertEqual({more, <<"x">>}, decode(<<"000000000000001\r\nx">>)),
-    %% ...16 are refused before any arithmetic can overflow.
-    ?assertEqual({bad_request, chunk_size_too_large}, err(<<"1000000000000000\r\n">>)),
-    ?assertEqual({bad_request, chunk_size_too_large}, err(<<"0000000000000001\r\n">>)).
+    %% ...16 are refused before any arithmetic can overflow, with the reason
+    %% of a Content-Length too large to represent (falco_http1).
+    ?assertEqual({bad_request, length_overflow}, err(<<"1000000000000000\r\n">>)),
+    ?assertEqual({bad_request, length_overflow}, err(<<"0001000000000000000\r\n">>)).
+
+%% RFC 9112 §7.1: leading zeros are part of 1*HEXDIG and carry no value, so
+%% any number of them is accepted; only significant digits are bounded.
+leading_zeros_test() ->
+    ?assertEqual({more, <<"x">>}, decode(<<"0000000000000001\r\nx">>)),
+    ?assertEqual({done, <<"hello">>, [], <<>>},
+                 decode(<<"000000000000000000000000005\r\nhello\r\n0\r\n\r\n">>)),
+    ?assertEqual({done, <<"hello">>, [], <<>>},
+                 decode(<<"5\r\nhello\r\n", (binary:copy(<<"0">>, 100))/binary, ";x\r\n\r\n">>)),
+    ?assertEqual({more, <<"x">>}, decode(<<"00000000fffffffffffffff\r\nx">>)),
+    %% A zero after a significant digit is significant.
+    ?assertEqual({bad_request, length_overflow}, err(<<"01000000000000000\r\n">>)).
 
 invalid_size_test_() ->
     [?_assertEqual({bad_request, invalid_chunk_size}, err(<<S/binary, "\r\nabc\r\n0\r\n\r\n">>))

@@ -35,10 +35,17 @@ bare_cr_test() ->
     ?assertEqual({bad_request, invalid_header_value},
                  err(<<"GET / HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n">>)).
 
-%% RFC 9112 §2.3: versions.
+%% RFC 9112 §2.3: versions. RFC 9110 §6.2: a higher minor version of a
+%% major version falco implements is processed as 1.1; only other major
+%% versions are refused.
 version_test() ->
     ?assertEqual(version_not_supported, err(<<"GET / HTTP/2.0\r\n\r\n">>)),
-    ?assertEqual(version_not_supported, err(<<"GET / HTTP/1.2\r\n\r\n">>)),
+    ?assertEqual(version_not_supported, err(<<"GET / HTTP/0.9\r\n\r\n">>)),
+    ?assertEqual(version_not_supported, err(<<"GET / HTTP/3.1\r\n\r\n">>)),
+    [?assertMatch({ok, #{version := {1, 1}, keep_alive := true}, _},
+                  parse(<<"GET / HTTP/1.", D, "\r\nHost: a\r\n\r\n">>))
+     || D <- "23456789"],
+    ?assertEqual({bad_request, missing_host}, err(<<"GET / HTTP/1.2\r\n\r\n">>)),
     ?assertEqual({bad_request, invalid_version}, err(<<"GET / HTTP/1.10\r\n\r\n">>)),
     ?assertEqual({bad_request, invalid_version}, err(<<"GET / http/1.1\r\n\r\n">>)),
     ?assertMatch({ok, #{version := {1, 0}, keep_alive := false}, _},
@@ -79,6 +86,11 @@ field_syntax_test() ->
 %% RFC 9112 §3.2: Host rules.
 host_test() ->
     ?assertEqual({bad_request, missing_host}, err(<<"GET / HTTP/1.1\r\n\r\n">>)),
+    %% §3.2: "any HTTP/1.1 request message that lacks a Host header field",
+    %% absolute-form included (§3.2.2 only says which authority wins).
+    ?assertEqual({bad_request, missing_host}, err(<<"GET http://a.example/ HTTP/1.1\r\n\r\n">>)),
+    ?assertMatch({ok, #{host := <<"a.example">>, version := {1, 0}}, _},
+                 parse(<<"GET http://a.example/ HTTP/1.0\r\n\r\n">>)),
     ?assertEqual({bad_request, duplicate_host}, err(<<"GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n">>)),
     ?assertEqual({bad_request, invalid_host}, err(<<"GET / HTTP/1.1\r\nHost: a b\r\n\r\n">>)),
     ?assertEqual({bad_request, invalid_host}, err(<<"GET / HTTP/1.1\r\nHost: a:99999\r\n\r\n">>)),
@@ -96,6 +108,17 @@ framing_test() ->
     ?assertEqual({bad_request, invalid_content_length}, err(<<H/binary, "Content-Length: +5\r\n\r\n">>)),
     ?assertEqual({bad_request, invalid_content_length}, err(<<H/binary, "Content-Length: -5\r\n\r\n">>)),
     ?assertEqual({bad_request, invalid_content_length}, err(<<H/binary, "Content-Length: 0x5\r\n\r\n">>)),
+    %% A length too large to represent (over 15 significant digits) is a
+    %% framing fault, 400 like an overlong chunk size (falco_http1_chunked),
+    %% not 413; leading zeros count for nothing, however many.
+    ?assertEqual({bad_request, length_overflow},
+                 err(<<H/binary, "Content-Length: 1000000000000000\r\n\r\n">>)),
+    ?assertEqual({bad_request, length_overflow},
+                 err(<<H/binary, "Content-Length: 18446744073709551621\r\n\r\n">>)),
+    ?assertMatch({ok, #{body := {length, 999999999999999}}, _},
+                 parse(<<H/binary, "Content-Length: 000999999999999999\r\n\r\n">>)),
+    ?assertMatch({ok, #{body := {length, 5}}, _},
+                 parse(<<H/binary, "Content-Length: 00000000000000000000000005\r\n\r\n">>)),
     ?assertMatch({ok, #{body := chunked}, _}, parse(<<H/binary, "Transfer-Encoding: Chunked\r\n\r\n">>)),
     ?assertEqual({bad_request, transfer_encoding_with_content_length},
                  err(<<H/binary, "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n">>)),
@@ -106,6 +129,27 @@ framing_test() ->
                  err(<<H/binary, "Transfer-Encoding: gzip, chunked\r\n\r\n">>)),
     ?assertEqual({bad_request, transfer_encoding_in_http10},
                  err(<<"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n">>)).
+
+%% RFC 9112 §11.2 (request smuggling): a name that a proxy reading "_" as
+%% "-" would take for Content-Length or Transfer-Encoding is 400, whatever
+%% its case; other names with "_" are ordinary fields.
+underscore_framing_field_test() ->
+    H = <<"POST / HTTP/1.1\r\nHost: a\r\n">>,
+    [?assertEqual({bad_request, underscore_framing_field},
+                  err(<<H/binary, N/binary, ": 5\r\n\r\n">>))
+     || N <- [<<"Content_Length">>, <<"content_length">>, <<"CONTENT_LENGTH">>,
+              <<"cOnTeNt_lEnGtH">>, <<"Transfer_Encoding">>, <<"transfer_encoding">>,
+              <<"TRANSFER_encoding">>]],
+    %% Also next to the real field, and on a request without a body.
+    ?assertEqual({bad_request, underscore_framing_field},
+                 err(<<H/binary, "Content-Length: 5\r\nContent_Length: 50\r\n\r\n">>)),
+    ?assertEqual({bad_request, underscore_framing_field},
+                 err(<<"GET / HTTP/1.1\r\nHost: a\r\nTransfer_Encoding: chunked\r\n\r\n">>)),
+    {ok, R, _} = parse(<<"GET / HTTP/1.1\r\nHost: a\r\nX_Forwarded_For: b\r\n"
+                         "Content_Type: c\r\nContent_Length_X: 1\r\n\r\n">>),
+    ?assertEqual([{<<"host">>, <<"a">>}, {<<"x_forwarded_for">>, <<"b">>},
+                  {<<"content_type">>, <<"c">>}, {<<"content_length_x">>, <<"1">>}],
+                 maps:get(headers, R)).
 
 %% RFC 9110 §10.1.1: Expect.
 expect_test() ->
@@ -134,6 +178,14 @@ limits_test() ->
     L = (falco_http1:default_limits())#{max_request_line => 20, max_header_line => 30,
                                          max_header_count => 2, max_header_block => 60},
     ?assertEqual({error, uri_too_long}, falco_http1:parse(<<"GET /", (binary:copy(<<"a">>, 30))/binary>>, L)),
+    %% RFC 9112 §3: a method longer than any implemented is 501, not 414,
+    %% whether or not the line is complete.
+    ?assertEqual({error, {not_implemented, method_too_long}},
+                 falco_http1:parse(binary:copy(<<"A">>, 30), L)),
+    ?assertEqual({error, {not_implemented, method_too_long}},
+                 falco_http1:parse(<<(binary:copy(<<"A">>, 25))/binary, " / HTTP/1.1\r\n">>, L)),
+    ?assertEqual({error, uri_too_long},
+                 falco_http1:parse(<<(binary:copy(<<"A">>, 19))/binary, " / HTTP/1.1\r\n">>, L)),
     ?assertEqual({error, {header_too_large, line}},
                  falco_http1:parse(<<"GET / HTTP/1.1\r\nX: ", (binary:copy(<<"a">>, 40))/binary>>, L)),
     ?assertEqual({error, {header_too_large, count}},
@@ -202,18 +254,17 @@ absolute_form_empty_path_test() ->
     ?assertEqual({bad_request, invalid_target},
                  err(<<"GET http://?q HTTP/1.1\r\nHost: host\r\n\r\n">>)).
 
-%% RFC 9112 §3.2: a client sends an empty Host when the target URI has no
-%% authority; falco accepts it (host = <<>>) and still rejects invalid ones.
+%% RFC 9112 §3.3, RFC 9110 §4.2.1: an empty Host with an origin- or
+%% asterisk-form target leaves the target URI without an authority, which
+%% an http(s) URI must have; falco has no default host to use, so it is
+%% 400. An absolute-form target brings its own authority (§3.2.2).
 empty_host_test() ->
-    ?assertMatch({ok, #{host := <<>>, port := undefined}, _},
-                 parse(<<"GET / HTTP/1.1\r\nHost: \r\n\r\n">>)),
-    ?assertMatch({ok, #{host := <<>>, port := undefined}, _},
-                 parse(<<"GET / HTTP/1.1\r\nHost:\r\n\r\n">>)),
-    ?assertMatch({ok, #{host := <<>>, path := <<"*">>}, _},
-                 parse(<<"OPTIONS * HTTP/1.1\r\nHost: \r\n\r\n">>)),
-    ?assertMatch({ok, #{host := <<>>, version := {1, 0}}, _},
-                 parse(<<"GET / HTTP/1.0\r\nHost: \r\n\r\n">>)),
-    %% The absolute-form authority wins over an empty Host (§3.2.2).
+    [?assertEqual({bad_request, empty_host}, err(Req))
+     || Req <- [<<"GET / HTTP/1.1\r\nHost: \r\n\r\n">>,
+                <<"GET / HTTP/1.1\r\nHost:\r\n\r\n">>,
+                <<"GET / HTTP/1.1\r\nHost: \t \r\n\r\n">>,
+                <<"OPTIONS * HTTP/1.1\r\nHost: \r\n\r\n">>,
+                <<"GET / HTTP/1.0\r\nHost: \r\n\r\n">>]],
     ?assertMatch({ok, #{host := <<"a.example">>}, _},
                  parse(<<"GET http://a.example/ HTTP/1.1\r\nHost: \r\n\r\n">>)),
     ?assertEqual({bad_request, invalid_host}, err(<<"GET / HTTP/1.1\r\nHost: :80\r\n\r\n">>)),

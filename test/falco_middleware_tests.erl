@@ -231,7 +231,6 @@ access_log_test_() ->
                          {req(), {304, [], <<>>}, 0},
                          {req(), {206, [], {file, "/x", 10, 20}}, 20},
                          {req(), {200, [], {file, "/x"}}, undefined},
-                         {req(), {200, [], not_iodata}, undefined},
                          {req(<<"HEAD">>, []), {stream, 200, [], fun(_) -> erlang:error(never) end}, 0},
                          {req(), {stream, 204, [], fun(_) -> erlang:error(never) end}, 0}],
                 [begin
@@ -247,6 +246,45 @@ access_log_test_() ->
         fun() ->
                 F = falco_middleware:compose([falco_access_log], fun(_) -> nonsense end),
                 {nonsense, [#{meta := #{status := 500}}]} = capture(fun() -> F(req()) end)
+        end},
+       %% RFC 9110 §15 (a handler's status is final, 200..599), §5.5 (no CR,
+       %% LF or NUL in a field value): the pipeline answers such a response
+       %% with 500 after the middleware saw it; the log says 500 too, with
+       %% the size of the 500's body (none for HEAD), never the handler's
+       %% status.
+       {"a response the pipeline refuses is logged as the 500 it sends",
+        fun() ->
+                Never = fun(_) -> erlang:error(never) end,
+                Bad = [{99, [], <<"hi">>},
+                       {1000, [], <<"hi">>},
+                       {101, [], <<>>},
+                       {200, [{<<"x-a">>, <<"a\r\nset-cookie: x=1">>}], <<"hi">>},
+                       {200, [{<<"x-a">>, [<<"a">>, <<"\n">>]}], <<"hi">>},
+                       {200, [{<<"bad name">>, <<"v">>}], <<"hi">>},
+                       {200, [{<<"x-a">>, <<"b\0">>}], <<"hi">>},
+                       {200, not_a_list, <<"hi">>},
+                       {200, [], not_iodata},
+                       {200, [], {file, "/x", -1, 3}},
+                       {stream, 99, [], Never},
+                       {stream, 200, [{<<"x-a">>, <<"\r\n">>}], Never},
+                       {stream, 200, [], not_a_fun}],
+                [begin
+                     F = falco_middleware:compose([falco_access_log], fun(_) -> Resp end),
+                     {Resp, [#{meta := #{status := 500, bytes := 22}} = E]} =
+                         capture(fun() -> F(req()) end),
+                     ?assertMatch(<<"GET /p 500 22 B ", _/binary>>, message(E)),
+                     {Resp, [#{meta := #{status := 500, bytes := 0}}]} =
+                         capture(fun() -> F(req(<<"HEAD">>, [])) end),
+                     ?assertMatch({error, _}, falco_pipeline:check_response(Resp))
+                 end || Resp <- Bad],
+                %% Valid ones keep their status (lowercased names, integer
+                %% and iolist values are fine).
+                [begin
+                     F = falco_middleware:compose([falco_access_log], fun(_) -> Resp end),
+                     {Resp, [#{meta := #{status := Status}}]} = capture(fun() -> F(req()) end)
+                 end || {Status, Resp} <- [{200, {200, [{<<"X-A">>, 5}], <<"hi">>}},
+                                           {599, {599, [{<<"x-a">>, [<<"a">>, $b]}], <<>>}},
+                                           {204, {204, [], not_iodata}}]]
         end},
        {"streams are logged when their function returns, with the bytes sent",
         fun() ->

@@ -195,8 +195,24 @@ bad_responses_test_() ->
       fun() ->
               {Calls, Log} = with_log(fun() -> resp(B) end),
               assert_500(Calls),
+              %% check_response/1 (what falco_access_log asks) refuses it too.
+              ?assertMatch({error, _}, falco_pipeline:check_response(B)),
               ?assertMatch([_], [L || L <- Log, string:find(L, "GET /p from 127.0.0.1:4321") =/= nomatch])
       end} || B <- Bad].
+
+%% check_response/1 accepts what run/4 sends, with the checked fields and
+%% the body's size, and nothing of a 204 or 304 body.
+check_response_test() ->
+    Fun = fun(_) -> ok end,
+    ?assertEqual({ok, {full, 201, [{<<"x-a">>, <<"1">>}], false, {iodata, [<<"ab">>, "c"], 3}}},
+                 falco_pipeline:check_response({201, [{<<"X-A">>, 1}], [<<"ab">>, "c"]})),
+    ?assertEqual({ok, {full, 204, [], false, none}}, falco_pipeline:check_response({204, [], bad})),
+    ?assertEqual({ok, {full, 200, [{<<"date">>, <<"d">>}], true, {file, "f", 0, all}}},
+                 falco_pipeline:check_response({200, [{<<"date">>, <<"d">>}], {file, "f"}})),
+    ?assertEqual({ok, {full, 206, [], false, {file, "f", 2, 3}}},
+                 falco_pipeline:check_response({206, [], {file, "f", 2, 3}})),
+    ?assertEqual({ok, {stream, 599, [], false, Fun}},
+                 falco_pipeline:check_response({stream, 599, [], Fun})).
 
 %% Names may use every tchar (RFC 9110 §5.6.2); uppercase is lowercased.
 field_names_test() ->

@@ -18,7 +18,8 @@
          crlf_after_body_is_not_a_request/1,
          bare_lf_request_line/1, bare_lf_field_line/1, bare_cr_in_field/1,
          whitespace_before_first_field/1, http10_answered_as_http11/1,
-         unsupported_version_505/1, malformed_version_400/1,
+         unsupported_version_505/1, higher_minor_version_served_as_http11/1,
+         malformed_version_400/1,
          %% §3 request line
          request_line_extra_space/1, method_is_token/1, method_case_sensitive/1,
          origin_form_path_and_query/1, origin_form_invalid_char/1,
@@ -27,7 +28,7 @@
          host_missing_http11/1, host_duplicate/1, host_invalid/1, host_optional_http10/1,
          host_forms/1, absolute_form_invalid_host_field/1, host_empty/1,
          absolute_form_empty_path/1,
-         request_line_too_long_414/1,
+         request_line_too_long_414/1, method_too_long_501/1,
          %% §4 status line
          status_line_format/1,
          %% §5 field syntax
@@ -35,14 +36,16 @@
          field_name_not_token/1, field_line_without_colon/1, field_value_nul/1,
          field_line_too_long_431/1, too_many_fields_431/1, field_order_kept/1,
          %% §6 message body
-         content_length_body/1, content_length_invalid/1, content_length_conflict/1,
+         content_length_body/1, content_length_invalid/1, content_length_overflow_400/1,
+         content_length_conflict/1,
          content_length_repeated_same/1, transfer_encoding_with_content_length/1,
          transfer_encoding_chunked_not_last/1, transfer_encoding_unknown_coding_501/1,
          transfer_encoding_in_http10/1, no_framing_means_no_body/1,
          transfer_encoding_empty_elements/1,
          %% §7 chunked transfer coding
          chunked_body_decoded/1, chunked_extensions_ignored/1, chunked_trailers/1,
-         chunked_invalid_size/1, chunked_size_overflow/1, chunked_missing_data_crlf/1,
+         chunked_invalid_size/1, chunked_size_overflow/1, chunked_size_leading_zeros/1,
+         chunked_missing_data_crlf/1,
          chunked_trailer_obs_fold/1, chunked_read_incrementally/1,
          chunked_bare_lf_rejected_at_once/1, chunked_size_line_unterminated/1,
          body_cut_by_client/1, chunk_size_over_max_body_413/1,
@@ -52,7 +55,7 @@
          connection_close_in_list/1, http10_closes_by_default/1, http10_keep_alive/1,
          pipelined_in_order/1, pipelined_with_bodies/1, pipelined_unread_body_discarded/1,
          pipelined_partial_body_read/1, pipelined_after_rejection_not_served/1,
-         unread_large_body_closes/1,
+         unread_large_body_closes/1, close_without_draining_unread_body/1,
          head_split_byte_by_byte/1, idle_connection_closed/1, incomplete_head_408/1,
          incomplete_body_408/1, client_half_close/1
         ]).
@@ -70,7 +73,8 @@ groups() ->
                            crlf_after_body_is_not_a_request,
                            bare_lf_request_line, bare_lf_field_line, bare_cr_in_field,
                            whitespace_before_first_field, http10_answered_as_http11,
-                           unsupported_version_505, malformed_version_400]},
+                           unsupported_version_505, higher_minor_version_served_as_http11,
+                           malformed_version_400]},
      {request_line, [], [request_line_extra_space, method_is_token, method_case_sensitive,
                          origin_form_path_and_query, origin_form_invalid_char,
                          absolute_form_overrides_host, absolute_form_bad_scheme,
@@ -78,18 +82,21 @@ groups() ->
                          asterisk_form_not_options, host_missing_http11, host_duplicate,
                          host_invalid, host_optional_http10, host_forms,
                          absolute_form_invalid_host_field, host_empty,
-                         absolute_form_empty_path, request_line_too_long_414]},
+                         absolute_form_empty_path, request_line_too_long_414,
+                         method_too_long_501]},
      {status_line, [], [status_line_format]},
      {fields, [], [field_whitespace_before_colon, field_obs_fold, field_value_ows_trimmed,
                    field_name_not_token, field_line_without_colon, field_value_nul,
                    field_line_too_long_431, too_many_fields_431, field_order_kept]},
-     {body, [], [content_length_body, content_length_invalid, content_length_conflict,
+     {body, [], [content_length_body, content_length_invalid, content_length_overflow_400,
+                 content_length_conflict,
                  content_length_repeated_same, transfer_encoding_with_content_length,
                  transfer_encoding_chunked_not_last, transfer_encoding_unknown_coding_501,
                  transfer_encoding_in_http10, no_framing_means_no_body,
                  transfer_encoding_empty_elements]},
      {chunked, [], [chunked_body_decoded, chunked_extensions_ignored, chunked_trailers,
-                    chunked_invalid_size, chunked_size_overflow, chunked_missing_data_crlf,
+                    chunked_invalid_size, chunked_size_overflow, chunked_size_leading_zeros,
+                    chunked_missing_data_crlf,
                     chunked_trailer_obs_fold, chunked_read_incrementally,
                     chunked_bare_lf_rejected_at_once, chunked_size_line_unterminated,
                     body_cut_by_client, chunk_size_over_max_body_413,
@@ -98,7 +105,7 @@ groups() ->
                        connection_close_in_list, http10_closes_by_default, http10_keep_alive,
                        pipelined_in_order, pipelined_with_bodies,
                        pipelined_unread_body_discarded, pipelined_partial_body_read,
-                       unread_large_body_closes,
+                       unread_large_body_closes, close_without_draining_unread_body,
                        pipelined_after_rejection_not_served, head_split_byte_by_byte,
                        idle_connection_closed, incomplete_head_408, incomplete_body_408,
                        client_half_close]}].
@@ -255,11 +262,25 @@ http10_answered_as_http11(Config) ->
     #{status := 200, version := <<"HTTP/1.1">>} = Resp,
     #{version := {1, 0}} = binary_to_term(maps:get(body, Resp)).
 
-%% RFC 9112 §2.3, RFC 9110 §15.6.6: a well-formed version other than 1.x
-%% that falco does not speak is 505.
+%% RFC 9112 §2.3, RFC 9110 §15.6.6: a well-formed version of another major
+%% version than 1 is 505.
 unsupported_version_505(Config) ->
     rejected(Config, <<"GET / HTTP/2.0\r\n" ?HOST "\r\n">>, 505),
-    rejected(Config, <<"GET / HTTP/1.2\r\n" ?HOST "\r\n">>, 505).
+    rejected(Config, <<"GET / HTTP/0.9\r\n" ?HOST "\r\n">>, 505).
+
+%% RFC 9110 §6.2 (RFC 9112 §2.3): a message of a higher minor version of
+%% major version 1 is processed as if it were 1.1, the highest minor
+%% version falco conforms to, and answered as HTTP/1.1; the connection
+%% persists as for 1.1.
+higher_minor_version_served_as_http11(Config) ->
+    Sock = ?C:connect(port(Config)),
+    [begin
+         ?C:send(Sock, <<"GET /v HTTP/1.", D, "\r\n" ?HOST "\r\n">>),
+         {ok, R = #{status := 200, version := <<"HTTP/1.1">>}} = ?C:recv_response(Sock),
+         ?assertNot(?C:has_token(<<"connection">>, <<"close">>, R)),
+         #{version := {1, 1}} = binary_to_term(maps:get(body, R))
+     end || D <- "29"],
+    ?C:close(Sock).
 
 %% RFC 9112 §2.3: HTTP-version is case-sensitive "HTTP/" DIGIT "." DIGIT;
 %% anything else is a malformed request line.
@@ -326,9 +347,11 @@ asterisk_form_options(Config) ->
 asterisk_form_not_options(Config) ->
     rejected(Config, <<"GET * HTTP/1.1\r\n" ?HOST "\r\n">>, 400).
 
-%% RFC 9112 §3.2: a 1.1 request without Host MUST get 400.
+%% RFC 9112 §3.2: a 1.1 request without Host MUST get 400, also when its
+%% target is in absolute-form (§3.2.2 only says which authority is used).
 host_missing_http11(Config) ->
-    rejected(Config, <<"GET / HTTP/1.1\r\nX-A: b\r\n\r\n">>, 400).
+    rejected(Config, <<"GET / HTTP/1.1\r\nX-A: b\r\n\r\n">>, 400),
+    rejected(Config, <<"GET http://example.org/ HTTP/1.1\r\nX-A: b\r\n\r\n">>, 400).
 
 %% RFC 9112 §3.2: more than one Host field MUST get 400.
 host_duplicate(Config) ->
@@ -360,14 +383,17 @@ host_forms(Config) ->
     #{host := <<"example.org">>} =
         seen(Config, <<"GET https://EXAMPLE.org/x HTTP/1.1\r\n" ?HOST "\r\n">>).
 
-%% RFC 9112 §3.2: "If the authority component is missing or undefined for
-%% the target URI, then a client MUST send a Host header field with an empty
-%% field value." falco accepts it (host is <<>>); an invalid one stays 400.
+%% RFC 9112 §3.3, RFC 9110 §4.2.1: an empty Host with an origin- or
+%% asterisk-form target leaves the target URI with no authority, which an
+%% http(s) URI must have; falco has no configured default host, so 400.
+%% With an absolute-form target its authority is used (§3.2.2).
 host_empty(Config) ->
-    #{host := <<>>, port := undefined, path := <<"/e">>} =
-        seen(Config, <<"GET /e HTTP/1.1\r\nHost:\r\n\r\n">>),
-    #{host := <<>>} = seen(Config, <<"GET /e HTTP/1.1\r\nHost:  \r\n\r\n">>),
-    rejected(Config, <<"GET / HTTP/1.1\r\nHost: :8080\r\n\r\n">>, 400).
+    rejected(Config, <<"GET /e HTTP/1.1\r\nHost:\r\n\r\n">>, 400),
+    rejected(Config, <<"GET /e HTTP/1.1\r\nHost:  \r\n\r\n">>, 400),
+    rejected(Config, <<"OPTIONS * HTTP/1.1\r\nHost:\r\n\r\n">>, 400),
+    rejected(Config, <<"GET / HTTP/1.1\r\nHost: :8080\r\n\r\n">>, 400),
+    #{host := <<"example.org">>, path := <<"/e">>} =
+        seen(Config, <<"GET http://example.org/e HTTP/1.1\r\nHost:\r\n\r\n">>).
 
 %% RFC 9112 §3.2.2: absolute-form with an empty path ("http://host?q")
 %% stands for path "/" with the query kept.
@@ -385,6 +411,19 @@ absolute_form_invalid_host_field(Config) ->
 request_line_too_long_414(Config) ->
     Long = binary:copy(<<"a">>, 9000),
     rejected(Config, <<"GET /", Long/binary, " HTTP/1.1\r\n" ?HOST "\r\n">>, 414).
+
+%% RFC 9112 §3 (and RFC 9110 §9.1, §15.6.2): a method longer than any the
+%% server implements SHOULD get 501; it is the method, not the target,
+%% that is over the request-line limit, so 414 would be wrong.
+method_too_long_501(Config) ->
+    Long = binary:copy(<<"M">>, 9000),
+    rejected(Config, <<Long/binary, " / HTTP/1.1\r\n" ?HOST "\r\n">>, 501),
+    %% Also while the line is still arriving (no CRLF yet).
+    Sock = ?C:connect(port(Config)),
+    ?C:send(Sock, Long),
+    {ok, #{status := 501}} = ?C:recv_response(Sock, #{timeout => 3000}),
+    ok = ?C:expect_closed(Sock, 2000),
+    ?C:close(Sock).
 
 %% -- §4 status line ----------------------------------------------------------
 
@@ -459,6 +498,16 @@ content_length_invalid(Config) ->
     [rejected(Config, <<"POST / HTTP/1.1\r\n" ?HOST "Content-Length: ", V/binary, "\r\n\r\n"
                                                                                   "abc">>, 400)
      || V <- [<<"+3">>, <<"-3">>, <<"0x3">>, <<"3a">>, <<"3 3">>, <<>>, <<"3.0">>]].
+
+%% RFC 9112 §6.3 item 5, RFC 9110 §8.6: a Content-Length too large to
+%% represent is an invalid length (400, as an overlong chunk size), not a
+%% body over max_body (413); leading zeros do not make a length large.
+content_length_overflow_400(Config) ->
+    rejected(Config, <<"POST / HTTP/1.1\r\n" ?HOST "Content-Length: 99999999999999999999\r\n\r\n"
+                                                   "abc">>, 400),
+    #{body := <<"abc">>} =
+        seen(Config, <<"POST / HTTP/1.1\r\n" ?HOST "Content-Length: 000000000000000000003\r\n\r\n"
+                                                   "abc">>).
 
 %% RFC 9112 §6.3 item 5: differing Content-Length values: 400.
 content_length_conflict(Config) ->
@@ -561,6 +610,14 @@ chunked_invalid_size(Config) ->
 chunked_size_overflow(Config) ->
     rejected(Config, <<"POST / HTTP/1.1\r\n" ?HOST "Transfer-Encoding: chunked\r\n\r\n"
                        "10000000000000005\r\nhello\r\n0\r\n\r\n">>, 400).
+
+%% RFC 9112 §7.1: chunk-size = 1*HEXDIG; leading zeros carry no value and
+%% are accepted however many there are (only significant digits are
+%% bounded).
+chunked_size_leading_zeros(Config) ->
+    #{body := <<"hello">>} =
+        seen(Config, <<"POST /c HTTP/1.1\r\n" ?HOST "Transfer-Encoding: chunked\r\n\r\n"
+                       "000000000000000000000000005\r\nhello\r\n0\r\n\r\n">>).
 
 %% RFC 9112 §7.1, RFC 9110 §15.5.14: a chunk whose announced size alone is
 %% over max_body gets 413 at once, before any of its data arrives (not a
@@ -771,6 +828,45 @@ unread_large_body_closes(Config) ->
     ?C:send(Sock, <<"POST /noread HTTP/1.1\r\n" ?HOST "Content-Length: 2000000\r\n\r\nsome">>),
     {ok, #{status := 200, body := <<"not read">>}} = ?C:recv_response(Sock),
     ok = ?C:expect_closed(Sock, 3000),
+    ?C:close(Sock).
+
+%% RFC 9112 §9.6: when the connection closes after this response (the
+%% client asked, with Connection: close or as a 1.0 client without
+%% keep-alive, or the server decided, for the last request
+%% max_keep_alive_requests allows), a body the handler left unread frames
+%% no further request: the server closes right after the response instead
+%% of first waiting up to body_timeout (10 s here) to read and drop it.
+close_without_draining_unread_body(_Config) ->
+    Name = rfc9112_no_drain,
+    {ok, _} = falco:start_listener(Name, #{port => 0, ip => {127, 0, 0, 1},
+                                           handler => fun(_) -> {200, [], <<"not read">>} end,
+                                           body_timeout => 10000,
+                                           max_keep_alive_requests => 2}),
+    try
+        {ok, Port} = falco:port(Name),
+        Partial = <<"Content-Length: 100\r\n\r\nabc">>,
+        Cases = [{[], <<"POST / HTTP/1.1\r\n" ?HOST "Connection: close\r\n", Partial/binary>>},
+                 {[], <<"POST / HTTP/1.1\r\n" ?HOST "Connection: close\r\n"
+                        "Transfer-Encoding: chunked\r\n\r\n64\r\nabc">>},
+                 {[], <<"POST / HTTP/1.0\r\n", Partial/binary>>},
+                 %% The second request is the last of max_keep_alive_requests.
+                 {[<<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>],
+                  <<"POST / HTTP/1.1\r\n" ?HOST, Partial/binary>>}],
+        [closed_without_draining(Port, Before, Raw) || {Before, Raw} <- Cases]
+    after
+        ok = falco:stop_listener(Name)
+    end.
+
+closed_without_draining(Port, Before, Raw) ->
+    Sock = ?C:connect(Port),
+    [begin
+         ?C:send(Sock, B),
+         {ok, #{status := 200}} = ?C:recv_response(Sock)
+     end || B <- Before],
+    ?C:send(Sock, Raw),
+    {ok, R = #{status := 200, body := <<"not read">>}} = ?C:recv_response(Sock),
+    ?assert(?C:has_token(<<"connection">>, <<"close">>, R)),
+    ?assertEqual(ok, ?C:expect_closed(Sock, 2000)),
     ?C:close(Sock).
 
 %% RFC 9112 §9.3.2, §11.2: after a rejected request the connection is

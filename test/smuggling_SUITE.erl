@@ -26,18 +26,21 @@
          te_duplicate_first_bogus/1, te_obs_fold_value/1, te_quoted/1, te_nul/1,
          te_bare_cr/1, te_empty_value/1, te_with_parameter/1,
          te_mixed_case_name_with_cl/1, te_uppercase_value/1,
-         te_underscore_name_with_cl/1, cl_conflicting_lines/1, cl_conflicting_list/1,
+         te_underscore_name_with_cl/1, te_underscore_name_any_case/1, cl_underscore_name/1,
+         cl_underscore_name_alone/1, cl_conflicting_lines/1, cl_conflicting_list/1,
          cl_duplicate_same/1, cl_list_same/1, cl_duplicate_one_empty/1,
          cl_trailing_comma/1, cl_plus_sign/1, cl_negative/1, cl_hex/1, cl_inner_space/1,
          cl_decimal_point/1, cl_empty/1, cl_space_padded/1, cl_leading_zeros_decimal/1,
-         cl_overflow/1, cl_space_before_colon/1, cl_nul/1, cl_vtab/1,
+         cl_overflow/1, cl_many_leading_zeros/1, cl_space_before_colon/1, cl_nul/1,
+         cl_vtab/1,
          cl_covers_request/1, bare_lf_request_line/1, bare_lf_field_line/1,
          bare_lf_end_of_head/1, bare_lf_only/1, bare_cr_request_line/1,
          bare_cr_field_value/1, nul_in_target/1, nul_in_field_name/1,
          nul_in_field_value/1, chunk_bare_lf_size/1, chunk_bare_lf_last/1,
          chunk_size_0x/1, chunk_size_space_ext/1, chunk_size_trailing_space/1,
          chunk_size_negative/1, chunk_size_plus/1, chunk_size_empty/1,
-         chunk_size_17_digits/1, chunk_size_overflow/1, chunk_size_huge/1,
+         chunk_size_17_digits/1, chunk_size_many_leading_zeros/1,
+         chunk_size_zeros_then_16_digits/1, chunk_size_overflow/1, chunk_size_huge/1,
          chunk_missing_data_crlf/1, chunk_data_longer_than_size/1,
          chunk_data_shorter_than_size/1, chunk_ext_too_long/1, chunk_ext_bad_char/1,
          chunk_ext_unterminated_quote/1, chunk_ext_bare_cr/1,
@@ -68,13 +71,15 @@ groups() ->
                   te_duplicate_first_bogus, te_obs_fold_value, te_quoted, te_nul,
                   te_bare_cr, te_empty_value, te_with_parameter,
                   te_mixed_case_name_with_cl, te_uppercase_value,
-                  te_underscore_name_with_cl]},
+                  te_underscore_name_with_cl, te_underscore_name_any_case]},
      {content_length, [], [cl_conflicting_lines, cl_conflicting_list, cl_duplicate_same,
                            cl_list_same, cl_duplicate_one_empty, cl_trailing_comma,
                            cl_plus_sign, cl_negative, cl_hex, cl_inner_space,
                            cl_decimal_point, cl_empty, cl_space_padded,
-                           cl_leading_zeros_decimal, cl_overflow, cl_space_before_colon,
-                           cl_nul, cl_vtab, cl_covers_request]},
+                           cl_leading_zeros_decimal, cl_overflow, cl_many_leading_zeros,
+                           cl_space_before_colon,
+                           cl_nul, cl_vtab, cl_covers_request, cl_underscore_name,
+                           cl_underscore_name_alone]},
      {line_endings_and_controls, [], [bare_lf_request_line, bare_lf_field_line,
                                       bare_lf_end_of_head, bare_lf_only,
                                       bare_cr_request_line, bare_cr_field_value,
@@ -83,7 +88,9 @@ groups() ->
      {chunk_tricks, [], [chunk_bare_lf_size, chunk_bare_lf_last, chunk_size_0x,
                          chunk_size_space_ext, chunk_size_trailing_space,
                          chunk_size_negative, chunk_size_plus, chunk_size_empty,
-                         chunk_size_17_digits, chunk_size_overflow, chunk_size_huge,
+                         chunk_size_17_digits, chunk_size_many_leading_zeros,
+                         chunk_size_zeros_then_16_digits,
+                         chunk_size_overflow, chunk_size_huge,
                          chunk_missing_data_crlf, chunk_data_longer_than_size,
                          chunk_data_shorter_than_size, chunk_ext_too_long,
                          chunk_ext_bad_char, chunk_ext_unterminated_quote,
@@ -373,15 +380,37 @@ te_uppercase_value(Config) ->
         <<"POST / HTTP/1.1\r\n" ?H "Transfer-Encoding: CHUNKED\r\n\r\n5\r\nhello\r\n0\r\n\r\n">>,
         {accept, <<"hello">>}).
 
-%% RFC 9110 §5.1: "Transfer_Encoding" is just another field; Content-Length frames the
-%% body, hidden request included.
+%% RFC 9112 §11.2: "Transfer_Encoding" is its own field to RFC 9110 §5.1, but a proxy
+%% that reads "_" as "-" sees chunked framing where falco sees Content-Length: refused.
 te_underscore_name_with_cl(Config) ->
     run(Config,
         [<<"POST / HTTP/1.1\r\n" ?H "Transfer_Encoding: chunked\r\nContent-Length: ">>,
          integer_to_binary(byte_size(?SMUGGLED)),
          <<"\r\n\r\n">>,
          ?SMUGGLED],
-        {accept, ?SMUGGLED}).
+        {reject, 400}).
+
+%% RFC 9112 §11.2: the same name in another case, and without Content-Length.
+te_underscore_name_any_case(Config) ->
+    run(Config,
+        [<<"POST / HTTP/1.1\r\n" ?H "tRANSFER_eNCODING: chunked\r\n\r\n">>, hex(?SMUGGLED),
+         <<"\r\n">>, ?SMUGGLED, <<"\r\n0\r\n\r\n">>],
+        {reject, 400}).
+
+%% RFC 9112 §11.2: "Content_Length" would be a second, differing Content-Length to a
+%% proxy that reads "_" as "-" (and the only one to a proxy that drops the other).
+cl_underscore_name(Config) ->
+    run(Config,
+        [<<"POST / HTTP/1.1\r\n" ?H "Content-Length: 5\r\nCONTENT_length: ">>,
+         integer_to_binary(5 + byte_size(?SMUGGLED)), <<"\r\n\r\nhello">>, ?SMUGGLED],
+        {reject, 400}).
+
+%% RFC 9112 §11.2: "Content_Length" alone on a request falco reads as bodiless.
+cl_underscore_name_alone(Config) ->
+    run(Config,
+        [<<"GET / HTTP/1.1\r\n" ?H "Content_Length: ">>, integer_to_binary(byte_size(?SMUGGLED)),
+         <<"\r\n\r\n">>, ?SMUGGLED],
+        {reject, 400}).
 
 %% RFC 9112 §6.3 item 5: two Content-Length lines that differ.
 cl_conflicting_lines(Config) ->
@@ -467,12 +496,20 @@ cl_leading_zeros_decimal(Config) ->
         <<"POST / HTTP/1.1\r\n" ?H "Content-Length: 010\r\n\r\n0123456789">>,
         {accept, <<"0123456789">>}).
 
-%% RFC 9110 §8.6: a length that would overflow a 64-bit integer is refused (413), never
-%% wrapped.
+%% RFC 9110 §8.6, RFC 9112 §6.3 item 5: a length that would overflow a 64-bit integer
+%% is an invalid length (400, as for an overlong chunk size), never wrapped.
 cl_overflow(Config) ->
     run(Config,
         <<"POST / HTTP/1.1\r\n" ?H "Content-Length: 18446744073709551621\r\n\r\nhello">>,
-        {reject, 413}).
+        {reject, 400}).
+
+%% RFC 9110 §8.6: leading zeros carry no value, however many there are: the length
+%% covers the hidden request, which stays body.
+cl_many_leading_zeros(Config) ->
+    run(Config,
+        [<<"POST / HTTP/1.1\r\n" ?H "Content-Length: 00000000000000000000000">>,
+         integer_to_binary(byte_size(?SMUGGLED)), <<"\r\n\r\n">>, ?SMUGGLED],
+        {accept, ?SMUGGLED}).
 
 %% RFC 9112 §5.1: "Content-Length : 5".
 cl_space_before_colon(Config) ->
@@ -607,11 +644,27 @@ chunk_size_empty(Config) ->
         <<"POST / HTTP/1.1\r\n" ?H "Transfer-Encoding: chunked\r\n\r\n\r\nhello\r\n0\r\n\r\n">>,
         {reject, 400}).
 
-%% RFC 9112 §7.1: 17 hex digits (leading zeros) exceed falco's 15-digit bound.
+%% RFC 9112 §7.1: chunk-size = 1*HEXDIG; 17 digits of which only the last is
+%% significant are the size 5 (falco bounds significant digits, not zeros).
 chunk_size_17_digits(Config) ->
     run(Config,
         <<"POST / HTTP/1.1\r\n" ?H "Transfer-Encoding: chunked\r\n\r\n00000000000000005\r\n"
                                    "hello\r\n0\r\n\r\n">>,
+        {accept, <<"hello">>}).
+
+%% RFC 9112 §7.1: a long run of leading zeros before a size is still that size:
+%% the hidden request in the chunk stays data.
+chunk_size_many_leading_zeros(Config) ->
+    run(Config,
+        [<<"POST / HTTP/1.1\r\n" ?H "Transfer-Encoding: chunked\r\n\r\n00000000000000000000000">>,
+         hex(?SMUGGLED), <<"\r\n">>, ?SMUGGLED, <<"\r\n000000000000000000000000000\r\n\r\n">>],
+        {accept, ?SMUGGLED}).
+
+%% RFC 9112 §7.1: leading zeros do not hide 16 significant digits, still too many (400).
+chunk_size_zeros_then_16_digits(Config) ->
+    run(Config,
+        <<"POST / HTTP/1.1\r\n" ?H "Transfer-Encoding: chunked\r\n\r\n"
+          "0001000000000000005\r\nhello\r\n0\r\n\r\n">>,
         {reject, 400}).
 
 %% RFC 9112 §7.1: a size that wraps a 64-bit integer to 1 ("10000000000000001").

@@ -17,7 +17,10 @@
 %% stream the bytes its function sent; a streamed reply is logged when its
 %% function returns. A whole-file reply's size is not looked up (`-').
 %% A handler that crashes is logged with 500 (or the status of the falco
-%% error it raised) and the exception is passed on to the pipeline.
+%% error it raised) and the exception is passed on to the pipeline; so is a
+%% response the pipeline refuses and answers with 500 (a status outside
+%% 200..599, an invalid field, a body that is not iodata), checked by the
+%% pipeline's own {@link falco_pipeline:check_response/1}.
 %%
 %% Options: `level' (default `info'; OTP's primary level is `notice', so
 %% raise it or use `notice' to see the lines) and `domain' (a logger domain
@@ -79,19 +82,30 @@ error_status(Reason) ->
     catch error:function_clause -> 500
     end.
 
-logged({stream, Status, _, _} = Resp, Req = #{method := Method}, Start, Level)
+%% The status logged is the one the client gets: the response is checked
+%% with the pipeline's own rule (falco_pipeline:check_response/1), and one
+%% that the pipeline will refuse (a status outside 200..599, a field value
+%% with CR or LF, a body that is not iodata, ...) is logged as the 500
+%% sent in its place.
+logged(Resp, Req, Start, Level) ->
+    case falco_pipeline:check_response(Resp) of
+        {ok, {stream, Status, _, _, _}} ->
+            logged_stream(Resp, Status, Req, Start, Level);
+        {ok, {full, Status, _, _, Body}} ->
+            log(Level, Req, Status, bytes(Body, Req), Start),
+            Resp;
+        {error, _} ->
+            log(Level, Req, 500, error_bytes(Req), Start),
+            Resp
+    end.
+
+logged_stream(Resp, Status, Req = #{method := Method}, Start, Level)
   when Method =:= <<"HEAD">>; Status =:= 204; Status =:= 304 ->
     %% The pipeline will not run this body function.
     log(Level, Req, Status, 0, Start),
     Resp;
-logged({stream, Status, _, _} = Resp, Req, Start, Level) ->
-    falco_middleware:map_stream(Resp, fun(Fun) -> counted(Fun, Req, Status, Start, Level) end);
-logged(Resp, Req, Start, Level) ->
-    case falco_middleware:status(Resp) of
-        undefined -> log(Level, Req, 500, undefined, Start);
-        Status -> log(Level, Req, Status, bytes(Status, Resp, Req), Start)
-    end,
-    Resp.
+logged_stream(Resp, Status, Req, Start, Level) ->
+    falco_middleware:map_stream(Resp, fun(Fun) -> counted(Fun, Req, Status, Start, Level) end).
 
 counted(Fun, Req, Status, Start, Level) ->
     fun(Send) ->
@@ -111,14 +125,15 @@ counted(Fun, Req, Status, Start, Level) ->
             end
     end.
 
-bytes(_Status, _Resp, #{method := <<"HEAD">>}) -> 0;
-bytes(Status, _Resp, _Req) when Status =:= 204; Status =:= 304 -> 0;
-bytes(_Status, {_, _, {file, _, _, Length}}, _Req) when is_integer(Length) -> Length;
-bytes(_Status, {_, _, {file, _}}, _Req) -> undefined;
-bytes(_Status, {_, _, Body}, _Req) ->
-    try iolist_size(Body)
-    catch error:badarg -> undefined
-    end.
+bytes(none, _Req) -> 0;
+bytes(_Body, #{method := <<"HEAD">>}) -> 0;
+bytes({iodata, _, Size}, _Req) -> Size;
+bytes({file, _, _, all}, _Req) -> undefined;
+bytes({file, _, _, Length}, _Req) -> Length.
+
+%% The pipeline's 500 carries falco_errors' text, none for HEAD.
+error_bytes(#{method := <<"HEAD">>}) -> 0;
+error_bytes(_Req) -> byte_size(falco_errors:body(internal_error)).
 
 log(Conf, Req = #{method := Method, path := Path}, Status, Bytes, Start) ->
     Duration = erlang:monotonic_time(microsecond) - Start,

@@ -2,7 +2,7 @@
 %%
 %% Bytes in, `{ok, Request, Rest} | {more, Cont} | {error, Reason}' out: no
 %% sockets, no processes, no exceptions for bad input. Feed more bytes to a
-%% `{more, Cont}' with {@link parse/2}; the work already done is kept in the
+%% `{more, Cont}' with {@link parse_more/2}; the work already done is kept in the
 %% continuation, so a head that arrives one byte at a time is never re-scanned.
 %%
 %% It is strict on purpose, because every leniency is a request-smuggling
@@ -12,13 +12,18 @@
 %% <li>up to `max_empty_lines' leading empty lines are skipped (RFC 9112 §2.2);</li>
 %% <li>request-line is `method SP request-target SP HTTP-version' with single
 %%     spaces (§3); the method is a token (RFC 9110 §9.1); origin, absolute
-%%     and asterisk forms are accepted (§3.2), authority form (CONNECT) is 501;</li>
-%% <li>HTTP/1.0 and HTTP/1.1 are served, other well-formed versions get 505 and
-%%     malformed ones 400 (§2.3);</li>
+%%     and asterisk forms are accepted (§3.2), authority form (CONNECT) is 501;
+%%     a line over `max_request_line' is 414, or 501 when the method alone
+%%     fills it (§3);</li>
+%% <li>HTTP/1.0 and HTTP/1.1 are served, and HTTP/1.2 to 1.9 as 1.1 (RFC 9110
+%%     §6.2); other major versions get 505 and malformed ones 400 (§2.3);</li>
 %% <li>field names are tokens; whitespace before the colon (§5.1), obs-fold
-%%     (§5.2), NUL, CR, LF and other controls in values (RFC 9110 §5.5) are 400;</li>
-%% <li>Host: missing on 1.1, repeated or invalid is 400; empty is allowed (the
-%%     target has no authority) and gives host `<<>>' (§3.2);</li>
+%%     (§5.2), NUL, CR, LF and other controls in values (RFC 9110 §5.5) are 400;
+%%     so are `Content_Length' and `Transfer_Encoding', which proxies that
+%%     read "_" as "-" would take for framing fields (§11.2);</li>
+%% <li>Host: missing on 1.1 (whatever the target form), repeated or invalid
+%%     is 400 (§3.2); empty is 400 unless the target is in absolute-form,
+%%     whose authority is used (§3.2.2, §3.3);</li>
 %% <li>Content-Length is digits only; differing repeats are 400 (§6.3);
 %%     Transfer-Encoding with Content-Length, on HTTP/1.0, or without chunked
 %%     last is 400; other codings are 501 (§6.1, §6.3).</li>
@@ -55,8 +60,7 @@
                 | {header_too_large, line | block | count}
                 | version_not_supported
                 | {not_implemented, atom()}
-                | expectation_failed
-                | content_too_large.
+                | expectation_failed.
 -opaque cont() :: {request_line, binary(), non_neg_integer(), limits()}
                 | {headers, binary(), head(), limits()}.
 
@@ -129,11 +133,11 @@ request_line(<<"\n", _/binary>>, _, _) ->
 request_line(Bin, Empty, Limits = #{max_request_line := Max}) ->
     case binary:match(Bin, lf()) of
         nomatch when byte_size(Bin) > Max ->
-            {error, uri_too_long};
+            line_too_long(Bin, Max);
         nomatch ->
             {more, {request_line, Bin, Empty, Limits}};
         {Pos, 1} when Pos > Max ->
-            {error, uri_too_long};
+            line_too_long(Bin, Max);
         {0, 1} ->
             {error, {bad_request, bare_lf}};
         {Pos, 1} ->
@@ -148,6 +152,16 @@ request_line(Bin, Empty, Limits = #{max_request_line := Max}) ->
                 _ ->
                     {error, {bad_request, bare_lf}}
             end
+    end.
+
+%% RFC 9112 §3: a method longer than any the server implements gets 501, a
+%% request-target longer than it is willing to parse gets 414. The line is
+%% over max_request_line; if its first Max bytes are all method (tchars,
+%% no SP yet), the method is what is too long.
+line_too_long(Bin, Max) ->
+    case is_token(binary:part(Bin, 0, Max)) of
+        true -> {error, {not_implemented, method_too_long}};
+        false -> {error, uri_too_long}
     end.
 
 %% Common methods are matched whole so the method is a literal, not a
@@ -260,8 +274,12 @@ authority_end(Bin, N) ->
     end.
 
 %% HTTP-version = "HTTP/" DIGIT "." DIGIT, case-sensitive (RFC 9112 §2.3).
+%% A higher minor version of major version 1 is processed as the highest
+%% minor version falco conforms to, 1.1 (RFC 9110 §6.2); 505 is for the
+%% other major versions only.
 version(<<"HTTP/1.1">>, Head) -> {ok, Head#head{version = {1, 1}}};
 version(<<"HTTP/1.0">>, Head) -> {ok, Head#head{version = {1, 0}}};
+version(<<"HTTP/1.", B>>, Head) when ?IS_DIGIT(B) -> {ok, Head#head{version = {1, 1}}};
 version(<<"HTTP/", A, ".", B>>, _) when ?IS_DIGIT(A), ?IS_DIGIT(B) -> {error, version_not_supported};
 version(_, _) -> {error, {bad_request, invalid_version}}.
 
@@ -384,6 +402,17 @@ pattern_bytes(falco_http1_lf) -> <<"\n">>;
 pattern_bytes(falco_http1_ctl) -> [<<C>> || C <- lists:seq(0, 8) ++ lists:seq(10, 31) ++ [127]].
 
 %% Framing and routing fields are remembered as they go by.
+%%
+%% RFC 9110 §5.1 makes `Content_Length' a field of its own, but proxies and
+%% CGI-style gateways that treat "_" like "-" turn it into a second
+%% Content-Length (or Transfer-Encoding) behind falco's back: a framing
+%% disagreement, i.e. request smuggling (RFC 9112 §11.2). Such a name is
+%% refused, whatever its case (names are lowercased by now). Host has no
+%% "-", so no spelling with "_" becomes Host.
+note_field(<<"content_length">>, _, _) ->
+    {error, {bad_request, underscore_framing_field}};
+note_field(<<"transfer_encoding">>, _, _) ->
+    {error, {bad_request, underscore_framing_field}};
 note_field(<<"host">>, V, Head = #head{host = undefined, headers = Hs}) ->
     {ok, Head#head{host = V, headers = [{<<"host">>, V} | Hs]}};
 note_field(<<"host">>, _, _) ->
@@ -442,21 +471,25 @@ finish(Head = #head{version = Version}, Rest) ->
             Error
     end.
 
-%% RFC 9112 §3.2: Host is required on 1.1 and must be valid; the authority of
-%% an absolute-form target wins over it (§3.2.2).
+%% RFC 9112 §3.2: Host is required on every 1.1 request, absolute-form
+%% included, and must be valid; the authority of an absolute-form target
+%% wins over it (§3.2.2).
+host(#head{host = undefined, version = {1, 1}}) ->
+    {error, {bad_request, missing_host}};
 host(#head{abs_authority = {Host, Port}, host = H}) ->
     case H =:= undefined orelse H =:= <<>> orelse authority(H) =/= error of
         true -> {ok, Host, Port};
         false -> {error, {bad_request, invalid_host}}
     end;
-host(#head{host = undefined, version = {1, 1}}) ->
-    {error, {bad_request, missing_host}};
 host(#head{host = undefined}) ->
+    %% A 1.0 request may lack Host (§3.2 only requires it of 1.1).
     {ok, <<>>, undefined};
 host(#head{host = <<>>}) ->
-    %% §3.2: the client sends an empty Host when the target URI has no
-    %% authority; the request then names no host.
-    {ok, <<>>, undefined};
+    %% §3.3: with an origin- or asterisk-form target, an empty Host leaves
+    %% the target URI without an authority, which an http(s) URI must have
+    %% (RFC 9110 §4.2.1, §4.2.2). falco has no configured default host to
+    %% put there, so the request is rejected.
+    {error, {bad_request, empty_host}};
 host(#head{host = H}) ->
     case authority(H) of
         {ok, Host, Port} -> {ok, Host, Port};
@@ -558,15 +591,28 @@ content_length([V0 | More], Len) ->
     case V =/= <<>> andalso all_digits(V) of
         false ->
             {error, {bad_request, invalid_content_length}};
-        true when byte_size(V) > 15 ->
-            {error, content_too_large};
         true ->
-            N = binary_to_integer(V),
-            case Len =:= undefined orelse Len =:= N of
-                true -> content_length(More, N);
-                false -> {error, {bad_request, conflicting_content_length}}
+            case byte_size(skip_zeros(V)) > 15 of
+                true ->
+                    %% Too large to represent (at most 15 significant
+                    %% digits, leading zeros taken whatever their number):
+                    %% a framing fault, 400, with the reason of an overlong
+                    %% chunk size (falco_http1_chunked). A length that fits
+                    %% but is over max_body is the connection's 413.
+                    {error, {bad_request, length_overflow}};
+                false ->
+                    content_length(More, Len, binary_to_integer(V))
             end
     end.
+
+content_length(More, Len, N) ->
+    case Len =:= undefined orelse Len =:= N of
+        true -> content_length(More, N);
+        false -> {error, {bad_request, conflicting_content_length}}
+    end.
+
+skip_zeros(<<"0", R/binary>>) -> skip_zeros(R);
+skip_zeros(Bin) -> Bin.
 
 %% RFC 9110 §10.1.1: 100-continue is the only expectation; a 1.0 request's
 %% Expect is ignored.

@@ -1,12 +1,14 @@
 %% @doc Pure chunked transfer coding (RFC 9112 §7.1): an incremental decoder
 %% for request bodies and the encoder for streamed responses.
 %%
-%% The decoder is strict: chunk sizes are hex digits only and at most 15 of
-%% them (so a size can never overflow or exceed 2^60), extensions must follow
-%% the chunk-ext grammar (§7.1.1) and are otherwise ignored, the CRLF after
-%% the data is required, and the trailer section (§7.1.2) is parsed with the
-%% same field rules and limits as the header section. A size line longer than
-%% `max_line' bytes is an error, so a peer cannot make us buffer without end.
+%% The decoder is strict: chunk sizes are hex digits only, with at most 15
+%% significant ones after any leading zeros (so a size can never overflow or
+%% exceed 2^60), extensions must follow the chunk-ext grammar (§7.1.1) and
+%% are otherwise ignored, the CRLF after the data is required, and the
+%% trailer section (§7.1.2) is parsed with the same field rules and limits
+%% as the header section (a trailer line is bounded by `max_header_line').
+%% A size line, extensions included, longer than a fixed 4096 bytes
+%% (?MAX_SIZE_LINE) is an error, so a peer cannot make us buffer without end.
 -module(falco_http1_chunked).
 
 -export([init/1, decode/2, data_left/1, encode/1, last/1]).
@@ -48,7 +50,7 @@ decode(More, St = #chunked{buf = Buf}) ->
 step(Bin, St = #chunked{stage = size}, Acc) ->
     case line(Bin, ?MAX_SIZE_LINE) of
         {ok, Line, Rest, _} ->
-            case size_line(Line, 0, 0) of
+            case size_line(Line) of
                 {ok, 0} -> step(Rest, St#chunked{stage = trailers}, Acc);
                 {ok, Size} -> step(Rest, St#chunked{stage = {data, Size}}, Acc);
                 Error -> Error
@@ -123,14 +125,23 @@ line(Bin, Max) ->
             end
     end.
 
-%% chunk-size = 1*HEXDIG, at most 15 digits; then chunk-ext.
-size_line(<<C, R/binary>>, N, Digits) when ?IS_HEX(C), Digits < 15 ->
-    size_line(R, N * 16 + hex(C), Digits + 1);
-size_line(<<C, _/binary>>, _, 15) when ?IS_HEX(C) ->
-    {error, {bad_request, chunk_size_too_large}};
-size_line(_, _, 0) ->
+%% chunk-size = 1*HEXDIG; then chunk-ext. Leading zeros add nothing to the
+%% value, so any number of them is taken (the line itself is bounded by
+%% ?MAX_SIZE_LINE); at most 15 significant digits, so the value stays below
+%% 2^60. A longer one is the fault a too long Content-Length is, with the
+%% same reason (falco_http1).
+size_line(Line) ->
+    size_line(Line, 0, 0, false).
+
+size_line(<<"0", R/binary>>, 0, 0, _) ->
+    size_line(R, 0, 0, true);
+size_line(<<C, R/binary>>, N, Digits, Zeros) when ?IS_HEX(C), Digits < 15 ->
+    size_line(R, N * 16 + hex(C), Digits + 1, Zeros);
+size_line(<<C, _/binary>>, _, 15, _) when ?IS_HEX(C) ->
+    {error, {bad_request, length_overflow}};
+size_line(_, _, 0, false) ->
     {error, {bad_request, invalid_chunk_size}};
-size_line(Ext, N, _) ->
+size_line(Ext, N, _, _) ->
     case chunk_ext(Ext) of
         ok -> {ok, N};
         error -> {error, {bad_request, invalid_chunk_extension}}

@@ -3,7 +3,7 @@
 %% Produces iodata for one `send': status line, fields, blank line. Status
 %% lines for the common codes are literals, so a hot response allocates only
 %% its field list. Field names and values are checked elsewhere
-%% ({@link falco_resp:check_headers/1}); this module trusts its input.
+%% ({@link falco_pipeline:check_fields/1}); this module trusts its input.
 -module(falco_http1_encode).
 
 -export([head/2, status_line/1, reason_phrase/1, continue/0]).

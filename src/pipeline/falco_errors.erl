@@ -8,7 +8,8 @@
 
 -export([status/1, body/1]).
 
--type reason() :: falco_http1:reason() | request_timeout | body_timeout | internal_error.
+-type reason() :: falco_http1:reason() | content_too_large | request_timeout | body_timeout
+                | internal_error.
 -export_type([reason/0]).
 
 %% @doc The status code for an error reason.

@@ -9,7 +9,18 @@
 %% that hits a limit while reading the body gets that limit's status.
 -module(falco_pipeline).
 
--export([run/4, precheck/2, error_reply/4, check_fields/1, body_size/1]).
+-export([run/4, precheck/2, error_reply/4, check_response/1, check_fields/1, body_size/1]).
+-export_type([checked/0, checked_body/0]).
+
+%% A response term as check_response/1 accepted it: fields checked and
+%% lowercased (with whether a Date was among them), the full body's size
+%% computed (`none' for 204 and 304, whose body is never sent).
+-type checked() :: {full, 200..599, falco_stream:headers(), boolean(), checked_body()}
+                 | {stream, 200..599, falco_stream:headers(), boolean(),
+                    fun((fun((iodata()) -> ok | {error, term()})) -> term())}.
+-type checked_body() :: none
+                      | {iodata, iodata(), non_neg_integer()}
+                      | {file, file:filename_all(), non_neg_integer(), non_neg_integer() | all}.
 
 %% @doc The checks made before any handler runs, the same for every
 %% protocol: a body announced (Content-Length) larger than `max_body' is
@@ -56,23 +67,58 @@ error_reply(Reason, Req, Mod, S) ->
 content(#{method := <<"HEAD">>}, _Body) -> <<>>;
 content(_Req, Body) -> Body.
 
-respond({Status, Headers, Body}, Req, Mod, S) when is_integer(Status), Status >= 200, Status =< 599 ->
-    case check_fields(Headers) of
-        {ok, Fields, HasDate} ->
+respond(Resp, Req, Mod, S) ->
+    case check_response(Resp) of
+        {ok, {full, Status, Fields, HasDate, Body}} ->
             send_full(Status, with_date(Fields, HasDate), Body, Req, Mod, S);
-        {error, Why} ->
-            bad_response(Req, Why, Mod, S)
-    end;
-respond({stream, Status, Headers, Fun}, Req, Mod, S)
-  when is_integer(Status), Status >= 200, Status =< 599, is_function(Fun, 1) ->
-    case check_fields(Headers) of
-        {ok, Fields, HasDate} ->
+        {ok, {stream, Status, Fields, HasDate, Fun}} ->
             send_stream(Status, with_date(Fields, HasDate), Fun, Req, Mod, S);
         {error, Why} ->
             bad_response(Req, Why, Mod, S)
+    end.
+
+%% @doc Checks a handler's response term as {@link run/4} does before
+%% sending any of it: a final status, 200..599 (RFC 9110 §15: 1xx are
+%% interim, never a handler's answer), fields that pass
+%% {@link check_fields/1}, a body that is iodata or a file (any body of a
+%% 204 or 304, which is never sent), a stream function of arity 1. On
+%% `{error, Why}' the client gets a 500 instead: a middleware that reports
+%% the status sent (falco_access_log) asks here, so the rule is written once.
+-spec check_response(term()) -> {ok, checked()} | {error, term()}.
+check_response({Status, Headers, Body}) when is_integer(Status), Status >= 200, Status =< 599 ->
+    case check_fields(Headers) of
+        {ok, Fields, HasDate} ->
+            case full_body(Status, Body) of
+                {ok, Checked} -> {ok, {full, Status, Fields, HasDate, Checked}};
+                error -> {error, {bad_body, Body}}
+            end;
+        {error, _} = Error ->
+            Error
     end;
-respond(Other, Req, Mod, S) ->
-    bad_response(Req, {bad_return, Other}, Mod, S).
+check_response({stream, Status, Headers, Fun})
+  when is_integer(Status), Status >= 200, Status =< 599, is_function(Fun, 1) ->
+    case check_fields(Headers) of
+        {ok, Fields, HasDate} -> {ok, {stream, Status, Fields, HasDate, Fun}};
+        {error, _} = Error -> Error
+    end;
+check_response(Other) ->
+    {error, {bad_return, Other}}.
+
+%% RFC 9110 §15.3.5, §15.4.5: 204 and 304 have no content, whatever body
+%% (iodata or file) the handler gave.
+full_body(Status, _Body) when Status =:= 204; Status =:= 304 ->
+    {ok, none};
+full_body(_Status, {file, Path}) ->
+    {ok, {file, Path, 0, all}};
+full_body(_Status, {file, Path, Offset, Length})
+  when is_integer(Offset), Offset >= 0, is_integer(Length), Length >= 0 ->
+    {ok, {file, Path, Offset, Length}};
+full_body(_Status, Body) ->
+    case body_size(Body) of
+        {ok, Size} -> {ok, {iodata, Body, Size}};
+        %% Not iodata: a bad return, answered like any other (500).
+        error -> error
+    end.
 
 bad_response(Req, Why, Mod, S) ->
     logger:error("falco: ~ts ~ts from ~ts: invalid handler response: ~0p",
@@ -82,26 +128,15 @@ bad_response(Req, Why, Mod, S) ->
 with_date(Fields, true) -> Fields;
 with_date(Fields, false) -> [{<<"date">>, falco_clock:date()} | Fields].
 
-%% RFC 9110 §15.3.5, §15.4.5: 204 and 304 have no content, whatever body
-%% (iodata or file) the handler gave.
-send_full(Status, Fields, _Body, _Req, Mod, S) when Status =:= 204; Status =:= 304 ->
+send_full(Status, Fields, none, _Req, Mod, S) ->
     Mod:send_response(Status, without_length(Fields), <<>>, S);
-send_full(Status, Fields, {file, Path}, Req, Mod, S) ->
-    send_file(Status, Fields, Path, 0, all, Req, Mod, S);
-send_full(Status, Fields, {file, Path, Offset, Length}, Req, Mod, S)
-  when is_integer(Offset), Offset >= 0, is_integer(Length), Length >= 0 ->
+send_full(Status, Fields, {file, Path, Offset, Length}, Req, Mod, S) ->
     send_file(Status, Fields, Path, Offset, Length, Req, Mod, S);
-send_full(Status, Fields0, Body, Req, Mod, S) ->
-    case body_size(Body) of
-        {ok, Size} ->
-            Fields = [{<<"content-length">>, integer_to_binary(Size)} | without_length(Fields0)],
-            case maps:get(method, Req) of
-                <<"HEAD">> -> Mod:send_response(Status, Fields, <<>>, S);
-                _ -> Mod:send_response(Status, Fields, Body, S)
-            end;
-        error ->
-            %% Not iodata: a bad return, answered like any other (500).
-            bad_response(Req, {bad_body, Body}, Mod, S)
+send_full(Status, Fields0, {iodata, Body, Size}, Req, Mod, S) ->
+    Fields = [{<<"content-length">>, integer_to_binary(Size)} | without_length(Fields0)],
+    case maps:get(method, Req) of
+        <<"HEAD">> -> Mod:send_response(Status, Fields, <<>>, S);
+        _ -> Mod:send_response(Status, Fields, Body, S)
     end.
 
 %% @doc The size of a full reply's body, or `error' when it is not iodata
