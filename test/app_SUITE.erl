@@ -166,8 +166,8 @@ url_port(Port, Path) -> "http://127.0.0.1:" ++ integer_to_list(Port) ++ Path.
 %% Runs curl; returns {Status, Headers, Body} (headers of the final response).
 curl(Config, Args) ->
     Out = filename:join(?config(priv_dir, Config), "curl.out." ++ integer_to_list(erlang:unique_integer([positive]))),
+    ok = falco_test_tools:require(["curl"]),
     Curl = os:find_executable("curl"),
-    ?assert(is_list(Curl)),
     Port = open_port({spawn_executable, Curl},
                      [{args, ["-s", "-S", "--max-time", "20", "-D", "-", "-o", Out
                               | proplists:get_value(curl_extra, Config, []) ++ Args]},

@@ -67,6 +67,11 @@ init_per_suite(Config) ->
 end_per_suite(Config) ->
     Config.
 
+init_per_testcase(emfile_backoff, Config) ->
+    case falco_test_tools:check(["prlimit", "erl"]) of
+        ok -> init_per_testcase(any, Config);
+        NotThere -> NotThere
+    end;
 init_per_testcase(_Case, Config) ->
     Rec = ?C:recorder_start(),
     [{recorder, Rec} | Config].
@@ -495,13 +500,8 @@ body_timeout_between_reads(Config) ->
 %% served once descriptors are free again. Run on a peer node whose
 %% descriptor limit is 128 (prlimit), where the test uses them all up.
 emfile_backoff(_Config) ->
-    case {os:find_executable("prlimit"), os:find_executable("erl")} of
-        {false, _} -> {skip, "prlimit is not installed"};
-        {_, false} -> {skip, "erl is not on the PATH"};
-        {Prlimit, Erl} -> emfile_backoff(Prlimit, Erl)
-    end.
-
-emfile_backoff(Prlimit, Erl) ->
+    Prlimit = os:find_executable("prlimit"),
+    Erl = os:find_executable("erl"),
     Paths = [code:lib_dir(falco, ebin), filename:dirname(code:which(?MODULE))],
     {ok, Peer, _} = peer:start_link(#{connection => standard_io,
                                       exec => {Prlimit, ["--nofile=128:128", Erl]},

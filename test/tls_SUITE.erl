@@ -3,7 +3,7 @@
 %% them once, so a bad option is a start error rather than a failure of
 %% every handshake), max_connections and the listen socket's life over TLS.
 %% Clients: OTP's ssl, and curl where installed (skipped without it unless
-%% FALCO_REQUIRE_TOOLS=1).
+%% FALCO_REQUIRE_TOOLS=1, see falco_test_tools).
 -module(tls_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
@@ -26,15 +26,7 @@ end_per_suite(Config) ->
     Config.
 
 init_per_testcase(tls13_only_curl, Config) ->
-    case os:find_executable("curl") of
-        false ->
-            case os:getenv("FALCO_REQUIRE_TOOLS") of
-                "1" -> ct:fail({missing_tools, ["curl"]});
-                _ -> {skip, {missing_tools, ["curl"]}}
-            end;
-        _ ->
-            Config
-    end;
+    falco_test_tools:require(["curl"], Config);
 init_per_testcase(_, Config) ->
     Config.
 
