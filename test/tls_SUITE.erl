@@ -57,19 +57,14 @@ connect(Port, Versions) ->
                                        {versions, Versions},
                                        {alpn_advertised_protocols, [<<"http/1.1">>]}], 5000).
 
-%% One HTTP/1.1 request over an established TLS connection.
+%% One HTTP/1.1 request over an established TLS connection (read with the
+%% raw client, which takes TLS sockets too); the server then closes.
 get_hello(S) ->
-    ok = ssl:send(S, <<"GET /hello HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n">>),
-    Resp = recv_all(S, <<>>),
-    {match, _} = re:run(Resp, "^HTTP/1.1 200 OK\r\n"),
-    [_, Body] = binary:split(Resp, <<"\r\n\r\n">>),
+    falco_test_client:send(S, <<"GET /hello HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n">>),
+    {ok, #{version := <<"HTTP/1.1">>, status := 200, body := Body}} =
+        falco_test_client:recv_response(S),
+    ok = falco_test_client:expect_closed(S, 5000),
     Body.
-
-recv_all(S, Acc) ->
-    case ssl:recv(S, 0, 5000) of
-        {ok, Data} -> recv_all(S, <<Acc/binary, Data/binary>>);
-        {error, closed} -> Acc
-    end.
 
 protocol(S) ->
     {ok, [{protocol, P}]} = ssl:connection_information(S, [protocol]),
