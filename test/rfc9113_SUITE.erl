@@ -388,28 +388,27 @@ read_head(Sock, Acc) ->
             {ok, Acc}
     end.
 
-%% An upgrade request with a body is served over HTTP/1.1 (upgrade ignored).
+%% RFC 9113 §3.1 (RFC 7540 §3.2): an upgrade request with a body is served
+%% over HTTP/1.1 (the upgrade ignored), body and all.
 h2c_upgrade_with_body_stays_http1(Config) ->
     {ok, _} = falco:start_listener(upgrade2_l, base_opts(Config)),
     {ok, Port} = falco:port(upgrade2_l),
-    {ok, Sock} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
-    ok = gen_tcp:send(Sock, <<"POST /echo HTTP/1.1\r\nhost: a\r\n"
-                              "connection: Upgrade, HTTP2-Settings\r\nupgrade: h2c\r\n"
-                              "http2-settings: AAMAAABkAAQAAP__\r\ncontent-length: 3\r\n\r\nabc">>),
-    {ok, Resp} = read_head(Sock, <<>>),
-    {match, _} = re:run(Resp, "^HTTP/1.1 200 OK\r\n"),
-    gen_tcp:close(Sock),
+    {Sock, {ok, R}} =
+        falco_test_client:request(Port, <<"POST /echo HTTP/1.1\r\nhost: a\r\n"
+                                          "connection: Upgrade, HTTP2-Settings\r\nupgrade: h2c\r\n"
+                                          "http2-settings: AAMAAABkAAQAAP__\r\n"
+                                          "content-length: 3\r\n\r\nabc">>),
+    #{version := <<"HTTP/1.1">>, status := 200, body := <<"abc">>} = R,
+    falco_test_client:close(Sock),
     ok = falco:stop_listener(upgrade2_l).
 
-%% protocols => [http1]: the preface is just a bad HTTP/1.1 request.
+%% RFC 9113 §3.3: with protocols => [http1] there is no prior knowledge:
+%% the preface is just a bad HTTP/1.1 request.
 prior_knowledge_disabled(Config) ->
     {ok, _} = falco:start_listener(h1only_l, (base_opts(Config))#{protocols => [http1]}),
     {ok, Port} = falco:port(h1only_l),
-    {ok, Sock} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
-    ok = gen_tcp:send(Sock, falco_http2_frame:preface()),
-    {ok, Resp} = read_head(Sock, <<>>),
-    {match, _} = re:run(Resp, "^HTTP/1.1 400 "),
-    gen_tcp:close(Sock),
+    #{responses := [#{version := <<"HTTP/1.1">>, status := 400}], closed := closed} =
+        falco_test_client:exchange(Port, falco_http2_frame:preface()),
     ok = falco:stop_listener(h1only_l).
 
 %% -- TLS --------------------------------------------------------------------------------------
