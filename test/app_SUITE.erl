@@ -147,12 +147,11 @@ text() ->
 get(Config, Path) -> get(Config, Path, []).
 get(Config, Path, Headers) -> request(Config, "GET", Path, Headers).
 
+%% One request on a new HTTP/1.1 connection (host: localhost); the whole
+%% response.
 request(Config, Method, Path, Headers) ->
-    Raw = [Method, " ", Path, " HTTP/1.1\r\n", ?HOST,
-           [[N, ": ", V, "\r\n"] || {N, V} <- Headers], "\r\n"],
-    {Sock, {ok, Resp}} = ?C:request(?config(port, Config), Raw, #{head => Method =:= "HEAD"}),
-    ?C:close(Sock),
-    Resp.
+    falco_test_http:fetch(http, ?config(port, Config), iolist_to_binary(Method),
+                          iolist_to_binary(Path), Headers, <<>>).
 
 h(Name, Resp) -> ?C:header(Name, Resp).
 
