@@ -147,12 +147,11 @@ text() ->
 get(Config, Path) -> get(Config, Path, []).
 get(Config, Path, Headers) -> request(Config, "GET", Path, Headers).
 
+%% One request on a new HTTP/1.1 connection (host: localhost); the whole
+%% response.
 request(Config, Method, Path, Headers) ->
-    Raw = [Method, " ", Path, " HTTP/1.1\r\n", ?HOST,
-           [[N, ": ", V, "\r\n"] || {N, V} <- Headers], "\r\n"],
-    {Sock, {ok, Resp}} = ?C:request(?config(port, Config), Raw, #{head => Method =:= "HEAD"}),
-    ?C:close(Sock),
-    Resp.
+    falco_test_http:fetch(http, ?config(port, Config), iolist_to_binary(Method),
+                          iolist_to_binary(Path), Headers, <<>>).
 
 h(Name, Resp) -> ?C:header(Name, Resp).
 
@@ -166,8 +165,8 @@ url_port(Port, Path) -> "http://127.0.0.1:" ++ integer_to_list(Port) ++ Path.
 %% Runs curl; returns {Status, Headers, Body} (headers of the final response).
 curl(Config, Args) ->
     Out = filename:join(?config(priv_dir, Config), "curl.out." ++ integer_to_list(erlang:unique_integer([positive]))),
+    ok = falco_test_tools:require(["curl"]),
     Curl = os:find_executable("curl"),
-    ?assert(is_list(Curl)),
     Port = open_port({spawn_executable, Curl},
                      [{args, ["-s", "-S", "--max-time", "20", "-D", "-", "-o", Out
                               | proplists:get_value(curl_extra, Config, []) ++ Args]},
@@ -449,17 +448,19 @@ sse_curl(Config) ->
 %% to whole events, as they are produced (not at the end of the stream).
 sse_gzip_flushed(Config) ->
     Sock = ?C:connect(?config(port, Config)),
-    ?C:send(Sock, ["GET /events?count=2&interval=400&keepalive=100000 HTTP/1.1\r\n", ?HOST,
+    %% the first event is 20 s away: the stream is far from over while
+    %% the test reads
+    ?C:send(Sock, ["GET /events?count=2&interval=20000&keepalive=100000 HTTP/1.1\r\n", ?HOST,
                    "Accept-Encoding: gzip\r\n\r\n"]),
     {ok, Head} = gen_tcp:recv(Sock, 0, 5000),
     ?assertMatch({match, _}, re:run(Head, <<"content-encoding: gzip">>)),
-    %% Read what has arrived within 300 ms: the opening comment and retry,
-    %% whole, although the stream is not over.
+    %% What arrives first is the opening comment and retry, whole, although
+    %% the stream is not over.
     Z = zlib:open(),
     ok = zlib:inflateInit(Z, 31),
     [_, Rest] = binary:split(Head, <<"\r\n\r\n">>),
     First = case Rest of
-                <<>> -> {ok, D} = gen_tcp:recv(Sock, 0, 300), D;
+                <<>> -> {ok, D} = gen_tcp:recv(Sock, 0, 10000), D;
                 _ -> Rest
             end,
     [SizeHex, Chunk0] = binary:split(First, <<"\r\n">>),

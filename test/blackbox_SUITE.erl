@@ -2,7 +2,8 @@
 %% a listener on an ephemeral port, and the suite checks what they got
 %% (RFC 9112 framing and persistence, RFC 9110 semantics) byte for byte.
 %% Nothing here knows falco's internals; the handler only serves fixed
-%% routes. A case is skipped only when its client program is missing.
+%% routes. A case is skipped only when its client program is missing, and
+%% fails then under FALCO_REQUIRE_TOOLS=1 (falco_test_tools).
 -module(blackbox_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
@@ -48,15 +49,9 @@ end_per_suite(Config) ->
     Config.
 
 init_per_group(curl, Config) ->
-    case os:find_executable("curl") of
-        false -> {skip, "curl is not installed"};
-        Curl -> [{curl, Curl} | Config]
-    end;
+    falco_test_tools:require(["curl"], [{curl, os:find_executable("curl")} | Config]);
 init_per_group(python, Config) ->
-    case filelib:is_regular("/usr/bin/python3") of
-        false -> {skip, "/usr/bin/python3 is not installed"};
-        true -> Config
-    end.
+    falco_test_tools:require([{file, "/usr/bin/python3"}], Config).
 
 end_per_group(_, Config) ->
     Config.

@@ -41,7 +41,7 @@ ask(Config, Raw, Opts) ->
     Resp.
 
 get_path(Config, Path) ->
-    ask(Config, [<<"GET ">>, Path, <<" HTTP/1.1\r\n" ?HOST "\r\n">>]).
+    falco_test_http:fetch(http, port(Config), <<"GET">>, Path, [], <<>>).
 
 post(Body) ->
     [<<"POST /echo HTTP/1.1\r\n" ?HOST "Content-Length: ">>, integer_to_binary(byte_size(Body)),

@@ -7,14 +7,16 @@
 %% §5 fields, §6.3 body length: HEAD / 1xx / 204 / 304 have no body, then
 %% Transfer-Encoding chunked, then Content-Length, else read until close).
 %% Bytes received after one response are kept per socket in the process
-%% dictionary, so pipelined responses are read one at a time.
+%% dictionary, so pipelined responses are read one at a time. A socket is
+%% a gen_tcp one (connect/1,2) or a TLS one (connect_tls/2); every other
+%% function takes either.
 %%
 %% It also holds a small call recorder (an ETS table owned by a process of
 %% its own) that suites' handlers write to, so a test can prove a handler
 %% was, or never was, reached.
 -module(falco_test_client).
 
--export([connect/1, connect/2, send/2, close/1,
+-export([connect/1, connect/2, connect_tls/2, send/2, try_send/2, close/1,
          recv_response/1, recv_response/2, recv_final/1, recv_final/2,
          request/2, request/3, exchange/2, exchange/3,
          recv_until_closed/2, expect_closed/2, expect_silence/2,
@@ -32,7 +34,8 @@
                       body := binary(),
                       chunks := [non_neg_integer()],
                       trailers := [{binary(), binary()}],
-                      framing := none | chunked | length | close}.
+                      framing := none | chunked | length | close,
+                      raw_head := binary()}.
 -export_type([response/0]).
 
 %% -- sockets ---------------------------------------------------------------
@@ -47,12 +50,26 @@ connect(Port, Extra) ->
     put_buf(Sock, <<>>),
     Sock.
 
+%% HTTP/1.1 over TLS: ALPN offers Alpn (a list of protocol names, [] for
+%% no ALPN extension at all); the test certificate is not verified.
+connect_tls(Port, Alpn) ->
+    AlpnOpt = [{alpn_advertised_protocols, Alpn} || Alpn =/= []],
+    {ok, Sock} = ssl:connect({127, 0, 0, 1}, Port,
+                             [binary, {active, false}, {packet, raw}, {nodelay, true},
+                              {verify, verify_none} | AlpnOpt], ?TIMEOUT),
+    put_buf(Sock, <<>>),
+    Sock.
+
 send(Sock, Data) ->
-    ok = gen_tcp:send(Sock, Data).
+    ok = (transport(Sock)):send(Sock, Data).
+
+%% A send that may fail (the server may have answered and closed already).
+try_send(Sock, Data) ->
+    (transport(Sock)):send(Sock, Data).
 
 close(Sock) ->
     erase({?MODULE, Sock}),
-    _ = gen_tcp:close(Sock),
+    _ = (transport(Sock)):close(Sock),
     ok.
 
 %% -- responses -------------------------------------------------------------
@@ -73,7 +90,7 @@ recv_response(Sock, Opts) ->
         put_buf(Sock, Rest),
         {ok, #{version => Version, status => Status, reason => Reason, headers => Headers,
                body => Body, chunks => Chunks, trailers => Trailers,
-               framing => element(1, framing_tag(Framing))}}
+               framing => element(1, framing_tag(Framing)), raw_head => Head}}
     catch
         throw:{client_error, Why, Buf} ->
             put_buf(Sock, Buf),
@@ -125,7 +142,7 @@ recv_until_closed(Sock, Timeout) ->
     until_closed(Sock, Deadline, [Buf]).
 
 until_closed(Sock, Deadline, Acc) ->
-    case gen_tcp:recv(Sock, 0, remaining(Deadline)) of
+    case recv(Sock, remaining(Deadline)) of
         {ok, Data} -> until_closed(Sock, Deadline, [Data | Acc]);
         {error, timeout} -> {timeout, iolist_to_binary(lists:reverse(Acc))};
         {error, _} -> {ok, iolist_to_binary(lists:reverse(Acc))}
@@ -143,7 +160,7 @@ expect_closed(Sock, Timeout) ->
 expect_silence(Sock, Ms) ->
     case get_buf(Sock) of
         <<>> ->
-            case gen_tcp:recv(Sock, 0, Ms) of
+            case recv(Sock, Ms) of
                 {error, timeout} -> ok;
                 {ok, Data} -> put_buf(Sock, Data), {error, {unexpected_data, Data}};
                 {error, Why} -> {error, Why}
@@ -173,7 +190,8 @@ parse_all(Bin, Opts, Acc) ->
                             R = #{version => Version, status => Status, reason => Reason,
                                   headers => Headers, body => Body, chunks => Chunks,
                                   trailers => Trailers,
-                                  framing => element(1, framing_tag(Framing))},
+                                  framing => element(1, framing_tag(Framing)),
+                                  raw_head => Head},
                             parse_all(Rest, Opts, [R | Acc]);
                         incomplete ->
                             {lists:reverse(Acc), Bin}
@@ -262,13 +280,20 @@ get_buf(Sock) ->
 put_buf(Sock, Buf) ->
     put({?MODULE, Sock}, Buf).
 
+%% gen_tcp for a plain socket, ssl for a TLS one (an sslsocket record).
+transport(Sock) when is_tuple(Sock), element(1, Sock) =:= sslsocket -> ssl;
+transport(_Sock) -> gen_tcp.
+
+recv(Sock, Timeout) ->
+    (transport(Sock)):recv(Sock, 0, Timeout).
+
 remaining(Deadline) ->
     max(0, Deadline - erlang:monotonic_time(millisecond)).
 
 recv_more(no_socket, Buf, _Deadline) ->
     throw({client_error, incomplete, Buf});
 recv_more(Sock, Buf, Deadline) ->
-    case gen_tcp:recv(Sock, 0, remaining(Deadline)) of
+    case recv(Sock, remaining(Deadline)) of
         {ok, Data} -> <<Buf/binary, Data/binary>>;
         {error, timeout} -> throw({client_error, timeout, Buf});
         {error, closed} -> throw({client_error, closed, Buf});

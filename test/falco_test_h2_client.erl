@@ -12,8 +12,8 @@
 -module(falco_test_h2_client).
 
 -export([connect/2, connect_raw/2, handshake/2, close/1, send/2, send_frame/2,
-         request/5, request/3, headers_frame/4, send_data/4, recv_frame/2, response/2,
-         response/3, until/3, wait_closed/2, goaway/2]).
+         request/5, request/3, headers_frame/4, send_body/4, send_data/4, recv_frame/2, response/2,
+         response/3, interim/3, until/3, wait_closed/2, goaway/2]).
 
 -define(MAX_FRAME, 16777215).
 -define(TIMEOUT, 5000).
@@ -41,7 +41,9 @@ connect_raw(Port, Opts) ->
                         {ok, <<"h2">>} = ssl:negotiated_protocol(S),
                         {ssl, S}
                 end,
-    #{t => T, sock => Sock, enc => falco_hpack:new(), dec => falco_hpack:new(), buf => <<>>,
+    Scheme = case T of gen_tcp -> <<"http">>; ssl -> <<"https">> end,
+    #{t => T, sock => Sock, scheme => Scheme,
+      enc => falco_hpack:new(), dec => falco_hpack:new(), buf => <<>>,
       next_id => 1, pending => [], auto_window => maps:get(auto_window, Opts, true),
       server_settings => #{}}.
 
@@ -64,42 +66,54 @@ send_frame(C, Frame) ->
     ok = send(C, Frame),
     C.
 
-%% @doc Sends a request on the next stream id: `{StreamId, C}'.
+%% @doc Sends a request on the next stream id: `{StreamId, C}'. The
+%% scheme is https over TLS, http otherwise; the authority is localhost
+%% unless Headers has an `:authority'.
 request(C, Method, Path) ->
     request(C, Method, Path, [], <<>>).
 
-request(C0 = #{next_id := Id}, Method, Path, Headers, Body) ->
-    Fields = [{<<":method">>, Method}, {<<":scheme">>, <<"http">>}, {<<":path">>, Path},
-              {<<":authority">>, <<"localhost">>} | Headers],
+request(C0 = #{next_id := Id, scheme := Scheme}, Method, Path, Headers0, Body) ->
+    {Authority, Headers} = case lists:keytake(<<":authority">>, 1, Headers0) of
+                               {value, {_, A}, Rest} -> {A, Rest};
+                               false -> {<<"localhost">>, Headers0}
+                           end,
+    Fields = [{<<":method">>, Method}, {<<":scheme">>, Scheme}, {<<":path">>, Path},
+              {<<":authority">>, Authority} | Headers],
     Fin = case Body of <<>> -> fin; _ -> nofin end,
     C1 = headers_frame(C0, Id, Fields, Fin),
     C2 = case Body of
              <<>> -> C1;
-             _ -> send_body(C1, Id, Body)
+             _ -> send_body(C1, Id, Body, fin)
          end,
     {Id, C2#{next_id => Id + 2}}.
 
-%% Sends a request body within the stream's flow-control window, waiting
-%% for WINDOW_UPDATEs; stops early if the server answers or resets first
-%% (those frames are kept for response/2).
-send_body(C = #{server_settings := S}, Id, Body) ->
-    send_body(C, Id, Body, maps:get(initial_window_size, S, 65535), []).
+%% @doc Sends `Body' on stream `Id' within the stream's flow-control
+%% window, waiting for WINDOW_UPDATEs; `Fin' ends the stream with the last
+%% frame. The window is taken to be the server's whole initial window, so
+%% a body sent in several calls must fit in it. Stops early if the server
+%% answers or resets first (those frames are kept for response/2).
+send_body(C = #{server_settings := S}, Id, Body, Fin) ->
+    send_body(C, Id, Body, Fin, maps:get(initial_window_size, S, 65535), []).
 
-send_body(C, _Id, <<>>, _Window, Kept) ->
+send_body(C0, Id, <<>>, fin, _Window, Kept) ->
+    requeue(send_frame(C0, falco_http2_frame:data(Id, fin, <<>>)), Kept);
+send_body(C, _Id, <<>>, nofin, _Window, Kept) ->
     requeue(C, Kept);
-send_body(C0, Id, Body, Window, Kept) when Window > 0 ->
+send_body(C0, Id, Body, Fin, Window, Kept) when Window > 0 ->
     N = lists:min([byte_size(Body), Window, 16384]),
     <<Part:N/binary, Rest/binary>> = Body,
-    Fin = case Rest of <<>> -> fin; _ -> nofin end,
-    C = send_frame(C0, falco_http2_frame:data(Id, Fin, Part)),
-    send_body(C, Id, Rest, Window - N, Kept);
-send_body(C0, Id, Body, Window, Kept) ->
+    case {Rest, Fin} of
+        {<<>>, fin} -> requeue(send_frame(C0, falco_http2_frame:data(Id, fin, Part)), Kept);
+        _ -> send_body(send_frame(C0, falco_http2_frame:data(Id, nofin, Part)), Id, Rest, Fin,
+                       Window - N, Kept)
+    end;
+send_body(C0, Id, Body, Fin, Window, Kept) ->
     case recv_frame(C0, ?TIMEOUT) of
-        {ok, {window_update, Id, Inc}, C} -> send_body(C, Id, Body, Window + Inc, Kept);
-        {ok, {window_update, 0, _}, C} -> send_body(C, Id, Body, Window, Kept);
+        {ok, {window_update, Id, Inc}, C} -> send_body(C, Id, Body, Fin, Window + Inc, Kept);
+        {ok, {window_update, 0, _}, C} -> send_body(C, Id, Body, Fin, Window, Kept);
         {ok, F = {fields, Id, _, _}, C} -> requeue(C, [F | Kept]);
         {ok, F = {rst_stream, Id, _}, C} -> requeue(C, [F | Kept]);
-        {ok, F, C} -> send_body(C, Id, Body, Window, [F | Kept]);
+        {ok, F, C} -> send_body(C, Id, Body, Fin, Window, [F | Kept]);
         {error, _, C} -> requeue(C, Kept)
     end.
 
@@ -220,6 +234,24 @@ collect(C0, Id, Timeout, Resp, Other) ->
                 _ ->
                     collect(C, Id, Timeout, Resp, [F | Other])
             end;
+        {error, Why, C} ->
+            {error, Why, requeue(C, Other)}
+    end.
+
+%% @doc The next interim (1xx) response on stream `Id': `{ok, Status, C}'.
+%% Anything else that arrives meanwhile (the final response included) is
+%% kept for response/2; `{error, timeout, C}' if no 1xx came in Timeout ms.
+interim(C, Id, Timeout) ->
+    Deadline = erlang:monotonic_time(millisecond) + Timeout,
+    interim(C, Id, Deadline, []).
+
+interim(C0, Id, Deadline, Other) ->
+    Left = max(0, Deadline - erlang:monotonic_time(millisecond)),
+    case recv_frame(C0, Left) of
+        {ok, {fields, Id, nofin, [{<<":status">>, <<"1", _, _>> = S} | _]}, C} ->
+            {ok, binary_to_integer(S), requeue(C, Other)};
+        {ok, F, C} ->
+            interim(C, Id, Deadline, [F | Other]);
         {error, Why, C} ->
             {error, Why, requeue(C, Other)}
     end.

@@ -2,7 +2,8 @@
 %% h2c upgrade, ALPN over TLS), nghttp, h2load and Python's h2 library
 %% (the Debian python3-h2 package, which only /usr/bin/python3 sees).
 %% A client that is not installed skips its case, unless
-%% FALCO_REQUIRE_TOOLS=1 (as `make test' sets after scripts/bootstrap).
+%% FALCO_REQUIRE_TOOLS=1 (as `make test' sets after scripts/bootstrap)
+%% makes that a failure (falco_test_tools).
 -module(h2_clients_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
@@ -32,28 +33,17 @@ end_per_suite(Config) ->
     ok = falco:stop_listener(clients_tls),
     Config.
 
-tools(curl_tls_http11) -> ["curl"];
 tools(tls13_only_listener) -> [];
+tools(python_h2) -> [{python3_module, "h2"}];
 tools(Case) ->
     case atom_to_list(Case) of
         "curl" ++ _ -> ["curl"];
         "nghttp" ++ _ -> ["nghttp"];
-        "h2load" ++ _ -> ["h2load"];
-        "python" ++ _ -> ["/usr/bin/python3"]
+        "h2load" ++ _ -> ["h2load"]
     end.
 
 init_per_testcase(Case, Config) ->
-    Missing = [T || T <- tools(Case), os:find_executable(T) =:= false],
-    Python = Case =/= python_h2 orelse
-        os:cmd("/usr/bin/python3 -c 'import h2; print(1)' 2>/dev/null") =:= "1\n",
-    case Missing =:= [] andalso Python of
-        true -> Config;
-        false ->
-            case os:getenv("FALCO_REQUIRE_TOOLS") of
-                "1" -> ct:fail({missing_tools, Case});
-                _ -> {skip, {missing_tools, Missing}}
-            end
-    end.
+    falco_test_tools:require(tools(Case), Config).
 
 end_per_testcase(_, Config) ->
     Config.

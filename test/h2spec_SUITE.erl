@@ -2,7 +2,8 @@
 %% h2c (prior knowledge) and over TLS (ALPN h2). A case fails listing the
 %% h2spec cases that failed. scripts/bootstrap installs h2spec into
 %% _build/tools; without it these cases are skipped, unless
-%% FALCO_REQUIRE_TOOLS=1 (as `make test' sets) makes that a failure.
+%% FALCO_REQUIRE_TOOLS=1 (as `make test' sets) makes that a failure
+%% (falco_test_tools).
 -module(h2spec_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
@@ -14,13 +15,9 @@ all() ->
     [h2c_strict, tls_strict, h2c_on_dual_listener].
 
 init_per_suite(Config) ->
-    case find_h2spec() of
-        false ->
-            case os:getenv("FALCO_REQUIRE_TOOLS") of
-                "1" -> ct:fail("h2spec not found (run scripts/bootstrap)");
-                _ -> {skip, "h2spec not found: run scripts/bootstrap to install it"}
-            end;
-        H2spec ->
+    H2spec = find_h2spec(),
+    case falco_test_tools:check([{found, "h2spec", H2spec}]) of
+        ok ->
             {ok, _} = application:ensure_all_started(falco),
             {ok, _} = application:ensure_all_started(ssl),
             TlsOpts = falco_test_tls:server_opts(),
@@ -29,7 +26,9 @@ init_per_suite(Config) ->
             {ok, _} = falco:start_listener(h2spec_tls, Base#{transport => tls,
                                                              tls_opts => TlsOpts}),
             {ok, _} = falco:start_listener(h2spec_dual, Base),
-            [{h2spec, H2spec} | Config]
+            [{h2spec, H2spec} | Config];
+        NotThere ->
+            NotThere
     end.
 
 end_per_suite(Config) ->

@@ -60,16 +60,10 @@ get(Port, Path) ->
 get(Port, Path, Headers) ->
     request(Port, <<"GET">>, Path, Headers).
 
+%% One request on a new HTTP/1.1 connection (host: localhost unless
+%% Headers name one); the whole response.
 request(Port, Method, Path, Headers) ->
-    Raw = [Method, " ", Path, " HTTP/1.1\r\n",
-           case lists:keymember(<<"host">>, 1, Headers) of
-               true -> [];
-               false -> "host: example.com\r\n"
-           end,
-           [[N, ": ", V, "\r\n"] || {N, V} <- Headers], "\r\n"],
-    {Sock, {ok, R}} = ?C:request(Port, Raw, #{head => Method =:= <<"HEAD">>}),
-    ?C:close(Sock),
-    R.
+    falco_test_http:fetch(http, Port, Method, Path, Headers, <<>>).
 
 text(Body) ->
     fun(_Req) -> {200, [{<<"content-type">>, <<"text/plain">>}], Body} end.

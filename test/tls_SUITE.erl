@@ -3,7 +3,7 @@
 %% them once, so a bad option is a start error rather than a failure of
 %% every handshake), max_connections and the listen socket's life over TLS.
 %% Clients: OTP's ssl, and curl where installed (skipped without it unless
-%% FALCO_REQUIRE_TOOLS=1).
+%% FALCO_REQUIRE_TOOLS=1, see falco_test_tools).
 -module(tls_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
@@ -26,15 +26,7 @@ end_per_suite(Config) ->
     Config.
 
 init_per_testcase(tls13_only_curl, Config) ->
-    case os:find_executable("curl") of
-        false ->
-            case os:getenv("FALCO_REQUIRE_TOOLS") of
-                "1" -> ct:fail({missing_tools, ["curl"]});
-                _ -> {skip, {missing_tools, ["curl"]}}
-            end;
-        _ ->
-            Config
-    end;
+    falco_test_tools:require(["curl"], Config);
 init_per_testcase(_, Config) ->
     Config.
 
@@ -65,19 +57,14 @@ connect(Port, Versions) ->
                                        {versions, Versions},
                                        {alpn_advertised_protocols, [<<"http/1.1">>]}], 5000).
 
-%% One HTTP/1.1 request over an established TLS connection.
+%% One HTTP/1.1 request over an established TLS connection (read with the
+%% raw client, which takes TLS sockets too); the server then closes.
 get_hello(S) ->
-    ok = ssl:send(S, <<"GET /hello HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n">>),
-    Resp = recv_all(S, <<>>),
-    {match, _} = re:run(Resp, "^HTTP/1.1 200 OK\r\n"),
-    [_, Body] = binary:split(Resp, <<"\r\n\r\n">>),
+    falco_test_client:send(S, <<"GET /hello HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n">>),
+    {ok, #{version := <<"HTTP/1.1">>, status := 200, body := Body}} =
+        falco_test_client:recv_response(S),
+    ok = falco_test_client:expect_closed(S, 5000),
     Body.
-
-recv_all(S, Acc) ->
-    case ssl:recv(S, 0, 5000) of
-        {ok, Data} -> recv_all(S, <<Acc/binary, Data/binary>>);
-        {error, closed} -> Acc
-    end.
 
 protocol(S) ->
     {ok, [{protocol, P}]} = ssl:connection_information(S, [protocol]),
