@@ -58,7 +58,7 @@ wait(C, <<>>) ->
 wait(C, Buf) ->
     case only_crlf(Buf) of
         true -> wait(C, <<>>);
-        false -> head(C, falco_http1:parse(Buf, C#conn.limits), deadline(C))
+        false -> head(C, falco_http1:parse(Buf, C#conn.limits), deadline(C), Buf)
     end.
 
 only_crlf(<<"\r\n", Rest/binary>>) -> only_crlf(Rest);
@@ -66,16 +66,28 @@ only_crlf(Bin) -> Bin =:= <<>>.
 
 deadline(#conn{request_timeout = T}) -> falco_transport:deadline(T).
 
-head(C, {ok, Request, Rest}, _Deadline) ->
+%% `Start' is the start of the request as received, kept only for a reply
+%% to a request rejected before its head was parsed: if it is a HEAD
+%% request, that reply has no content either (RFC 9110 §9.3.2).
+head(C, {ok, Request, Rest}, _Deadline, _Start) ->
     request(C, Request, Rest);
-head(C = #conn{socket = Sock, transport = T}, {more, Cont}, Deadline) ->
+head(C = #conn{socket = Sock, transport = T}, {more, Cont}, Deadline, Start) ->
     case T:recv(Sock, 0, falco_transport:remaining(Deadline)) of
-        {ok, Data} -> head(C, falco_http1:parse_more(Data, Cont), Deadline);
-        {error, timeout} -> reject(C, request_timeout);
-        {error, _} -> close(C)
+        {ok, Data} ->
+            head(C, falco_http1:parse_more(Data, Cont), Deadline, start(Start, Data));
+        {error, timeout} ->
+            reject(C, request_timeout, method(Start));
+        {error, _} ->
+            close(C)
     end;
-head(C, {error, Reason}, _Deadline) ->
-    reject(C, Reason).
+head(C, {error, Reason}, _Deadline, Start) ->
+    reject(C, Reason, method(Start)).
+
+start(Start, Data) when byte_size(Start) < 5 -> <<Start/binary, Data/binary>>;
+start(Start, _Data) -> Start.
+
+method(<<"HEAD ", _/binary>>) -> #{method => <<"HEAD">>};
+method(_) -> #{}.
 
 request(C = #conn{conf = Conf}, Request, Rest) ->
     case falco_pipeline:precheck(Request, Conf) of
@@ -129,9 +141,6 @@ serve(C = #conn{socket = Sock, transport = T, conf = Conf, served = Served,
 %% An error status, then close: framing is in doubt (RFC 9112 §11.2). The
 %% reply is the pipeline's, as for every protocol; `Request' is what is
 %% known of the request (its method: no content in a reply to HEAD).
-reject(C, Reason) ->
-    reject(C, Reason, #{}).
-
 reject(C = #conn{socket = Sock, transport = T, conf = Conf}, Reason, Request) ->
     S = falco_http1_stream:new(Sock, T, {1, 1}, false, Conf),
     _ = falco_pipeline:error_reply(Reason, Request, falco_http1_stream, S),
