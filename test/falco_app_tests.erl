@@ -30,3 +30,17 @@ app_dependencies_test() ->
          end,
     {ok, Apps} = application:get_key(falco, applications),
     [?assert(lists:member(App, Apps)) || App <- [kernel, stdlib, crypto, public_key, ssl]].
+
+%% The codecs' persistent terms are stored when the application starts, not
+%% on first use inside a connection; a restart leaves them as they are (a
+%% replaced persistent term would force a global GC).
+tables_at_start_test() ->
+    {ok, _} = application:ensure_all_started(falco),
+    Keys = [K || {K, _} <- falco_http1:tables() ++ falco_hpack_huffman:tables()],
+    ?assertEqual(3, length(Keys)),
+    Stored = [persistent_term:get(K) || K <- Keys],
+    ok = application:stop(falco),
+    {ok, _} = application:ensure_all_started(falco),
+    %% the very same terms (no put replaced them)
+    ?assert(lists:all(fun({K, V}) -> persistent_term:get(K) =:= V end,
+                      lists:zip(Keys, Stored))).

@@ -18,7 +18,7 @@
 
 -export([connect/1, connect/2, connect_tls/2, send/2, try_send/2, close/1,
          recv_response/1, recv_response/2, recv_final/1, recv_final/2,
-         request/2, request/3, exchange/2, exchange/3,
+         request/2, request/3, exchange/2, exchange/3, exchange/4,
          recv_until_closed/2, expect_closed/2, expect_silence/2,
          parse_responses/1, parse_responses/2,
          header/2, header_values/2, has_token/3,
@@ -123,8 +123,18 @@ exchange(Port, Raw) ->
     exchange(Port, Raw, ?TIMEOUT).
 
 exchange(Port, Raw, Timeout) ->
+    exchange(Port, Raw, Timeout, #{}).
+
+%% Opts: `half_close => true' shuts the client's write side after Raw, so
+%% a server that answered everything closes at once instead of at its
+%% idle timeout.
+exchange(Port, Raw, Timeout, Opts) ->
     Sock = connect(Port),
     send(Sock, Raw),
+    case maps:get(half_close, Opts, false) of
+        true -> ok = (transport(Sock)):shutdown(Sock, write);
+        false -> ok
+    end,
     {Closed, Bin} = case recv_until_closed(Sock, Timeout) of
                         {ok, B} -> {closed, B};
                         {timeout, B} -> {open, B}

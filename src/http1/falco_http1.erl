@@ -32,6 +32,7 @@
 %% status each maps to lives in {@link falco_errors}.
 -module(falco_http1).
 
+-export([tables/0]).
 -export([parse/2, parse_more/2, default_limits/0, method/1, field_line/1, origin_form/1,
          list_tokens/1, has_token/2]).
 
@@ -381,22 +382,27 @@ field_value(Value, Name) ->
 skip_ows(<<C, R/binary>>) when C =:= $\s; C =:= $\t -> skip_ows(R);
 skip_ows(Bin) -> Bin.
 
-%% Compiled patterns, made once per node. A new persistent_term key costs
-%% no global GC (only replacing or erasing one does).
-%% Atom keys: a tuple key is hashed on every get.
+%% Compiled patterns, stored once per node when the falco application
+%% starts ({@link tables/0}, put by falco_app); atom keys, since a tuple key
+%% is hashed on every get. Used without the application (a unit test), the
+%% pattern is compiled for the call and not stored: this module never
+%% writes a persistent term (replacing one forces a global GC, and two
+%% processes storing a fresh compiled pattern at once would replace it).
 lf() -> pattern(falco_http1_lf).
 
 ctl() -> pattern(falco_http1_ctl).
 
 pattern(Key) ->
     case persistent_term:get(Key, undefined) of
-        undefined ->
-            P = binary:compile_pattern(pattern_bytes(Key)),
-            persistent_term:put(Key, P),
-            P;
-        P ->
-            P
+        undefined -> binary:compile_pattern(pattern_bytes(Key));
+        P -> P
     end.
+
+%% @doc The persistent terms this module reads, for falco_app to store
+%% once when the application starts.
+-spec tables() -> [{atom(), binary:cp()}].
+tables() ->
+    [{Key, binary:compile_pattern(pattern_bytes(Key))} || Key <- [falco_http1_lf, falco_http1_ctl]].
 
 pattern_bytes(falco_http1_lf) -> <<"\n">>;
 pattern_bytes(falco_http1_ctl) -> [<<C>> || C <- lists:seq(0, 8) ++ lists:seq(10, 31) ++ [127]].

@@ -13,13 +13,16 @@
 %% one or two symbols completed on the way (the shortest code has 5 bits, so
 %% an octet cannot complete more than two). A string may end only in a state
 %% whose path from the root is all ones and at most 7 bits long. The table
-%% (65,536 small integers) is built on first use and kept in `persistent_term'
-%% under a key of this module (about 20 ms, once per Erlang node; `decode(<<>>)'
-%% builds it ahead of need); it is stored once and never updated (a second
-%% `put' of an equal value is a no-op, so no global GC is triggered).
+%% (65,536 small integers, about 20 ms to build) is stored in
+%% `persistent_term' under a key of this module when the falco application
+%% starts ({@link tables/0}, put by falco_app), never inside a connection.
+%% Used without the application (a unit test, a program using the codec
+%% alone) it is built on first use and stored then; two processes doing so
+%% at once store equal values, and a `put' of an equal value is a no-op (no
+%% global GC).
 -module(falco_hpack_huffman).
 
--export([encode/1, decode/1, encoded_size/1]).
+-export([encode/1, decode/1, encoded_size/1, tables/0]).
 
 -define(PT_KEY, {?MODULE, decode_table}).
 -define(EOS, 256).
@@ -168,6 +171,12 @@ dec(<<>>, State, _, Accept, Acc) ->
         true -> {ok, list_to_binary(lists:reverse(Acc))};
         false -> {error, huffman}
     end.
+
+%% @doc The persistent terms this module reads, for falco_app to store
+%% once when the application starts.
+-spec tables() -> [{{module(), decode_table}, term()}].
+tables() ->
+    [{?PT_KEY, build_table()}].
 
 table() ->
     case persistent_term:get(?PT_KEY, undefined) of
