@@ -115,7 +115,7 @@ eligible(Status, Headers, Opts) ->
         andalso compressible(field(<<"content-type">>, Headers), Opts).
 
 no_transform(undefined) -> false;
-no_transform(CC) -> lists:member(<<"no-transform">>, falco_text:list(CC)).
+no_transform(CC) -> lists:member(<<"no-transform">>, falco_grammar:lower_elements(CC)).
 
 full({Status, Headers, Body}, Req, Opts) ->
     case falco_pipeline:body_size(Body) of
@@ -211,7 +211,7 @@ vary(Headers) ->
         [] ->
             Headers ++ [{<<"vary">>, <<"accept-encoding">>}];
         Values ->
-            Tokens = lists:append([falco_text:list(V) || V <- Values]),
+            Tokens = lists:append([falco_grammar:lower_elements(V) || V <- Values]),
             case lists:member(<<"accept-encoding">>, Tokens) orelse lists:member(<<"*">>, Tokens) of
                 true -> Headers;
                 false -> Headers ++ [{<<"vary">>, <<"accept-encoding">>}]
@@ -277,11 +277,11 @@ dedup([], Acc) ->
     lists:reverse(Acc).
 
 member(M) ->
-    [Coding | Params] = [falco_text:trim(P) || P <- binary:split(M, <<";">>, [global])],
+    [Coding | Params] = [falco_grammar:trim(P) || P <- binary:split(M, <<";">>, [global])],
     case Coding =/= <<>> andalso token(Coding) of
         true ->
             case weight(Params) of
-                {ok, Q} -> {falco_text:lower(Coding), Q};
+                {ok, Q} -> {falco_grammar:lower(Coding), Q};
                 error -> skip
             end;
         false ->
@@ -323,7 +323,7 @@ compressible(undefined, _Opts) ->
     false;
 compressible(ContentType, Opts) ->
     [Type0 | _] = binary:split(ContentType, <<";">>),
-    Type = falco_text:lower(falco_text:trim(Type0)),
+    Type = falco_grammar:lower(falco_grammar:trim(Type0)),
     case maps:get(types, Opts, ?TYPES) of
         Pred when is_function(Pred, 1) -> Pred(Type);
         Types -> lists:any(fun(T) -> type_match(T, Type) end, Types)
@@ -361,7 +361,7 @@ wbits(<<"deflate">>) -> 15.
 decode_request(Req, Opts) ->
     case maps:get(decode_request, Opts, false) of
         true ->
-            case lists:append([falco_text:list(V)
+            case lists:append([falco_grammar:lower_elements(V)
                                || {<<"content-encoding">>, V} <- falco_req:headers(Req)]) of
                 [] -> {ok, Req};
                 [<<"identity">>] -> {ok, strip(Req)};
@@ -475,4 +475,4 @@ field(Name, Headers) ->
     end.
 
 is_field(N, Names) ->
-    lists:member(N, Names) orelse lists:member(falco_text:lower(N), Names).
+    lists:member(N, Names) orelse lists:member(falco_grammar:lower(N), Names).

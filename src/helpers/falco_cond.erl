@@ -147,7 +147,7 @@ check(Req, V, Headers) ->
 %% RFC 9110 §15.4.5
 not_modified_headers(Headers) ->
     Keep = [<<"cache-control">>, <<"content-location">>, <<"etag">>, <<"expires">>, <<"vary">>],
-    Lower = [{falco_text:lower(N), V} || {N, V} <- Headers],
+    Lower = [{falco_grammar:lower(N), V} || {N, V} <- Headers],
     HasETag = lists:keymember(<<"etag">>, 1, Lower),
     dedup([F || F = {N, _} <- Lower,
                 lists:member(N, Keep) orelse (N =:= <<"last-modified">> andalso not HasETag)], []).
@@ -387,7 +387,7 @@ field(Name, Headers) ->
         false -> undefined
     end.
 
-lower(N) when is_binary(N) -> falco_text:lower(N).
+lower(N) when is_binary(N) -> falco_grammar:lower(N).
 
 is_iodata(B) when is_binary(B) -> true;
 is_iodata(L) when is_list(L) ->

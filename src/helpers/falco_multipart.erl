@@ -72,7 +72,7 @@ boundary(undefined) ->
 boundary(ContentType) ->
     case binary:split(ContentType, <<";">>) of
         [Type, Params] ->
-            case is_multipart(falco_text:lower(trim(Type))) of
+            case is_multipart(falco_grammar:lower(trim(Type))) of
                 true ->
                     case params(Params) of
                         {ok, Ps} ->
@@ -87,7 +87,7 @@ boundary(ContentType) ->
                     {error, not_multipart}
             end;
         [Type] ->
-            case is_multipart(falco_text:lower(trim(Type))) of
+            case is_multipart(falco_grammar:lower(trim(Type))) of
                 true -> {error, bad_boundary};
                 false -> {error, not_multipart}
             end
@@ -239,7 +239,7 @@ headers(Block, Acc) ->
     case binary:split(Line, <<":">>) of
         [Name, Value] when Name =/= <<>> ->
             case token(Name) andalso no_ctl(Value) of
-                true -> headers(Rest, [{falco_text:lower(Name), trim(Value)} | Acc]);
+                true -> headers(Rest, [{falco_grammar:lower(Name), trim(Value)} | Acc]);
                 false -> {error, {bad_header, Line}}
             end;
         _ ->
@@ -255,7 +255,7 @@ no_ctl(<<C, _/binary>>) when C < 32, C =/= $\t; C =:= 127 -> false;
 no_ctl(<<_, R/binary>>) -> no_ctl(R);
 no_ctl(<<>>) -> true.
 
-trim(Bin) -> falco_text:trim(Bin).
+trim(Bin) -> falco_grammar:trim(Bin).
 
 %% -- Content-Disposition (RFC 6266 §4.1, RFC 7578 §4.2, RFC 8187) ---------------
 
@@ -275,7 +275,7 @@ content_disposition(Value) ->
             case params(Params) of
                 {ok, Ps} ->
                     case ext_values(Ps, []) of
-                        {ok, Decoded} -> {ok, falco_text:lower(Type), Decoded};
+                        {ok, Decoded} -> {ok, falco_grammar:lower(Type), Decoded};
                         error -> {error, bad_content_disposition}
                     end;
                 error ->
@@ -304,7 +304,7 @@ ext_value(V) ->
         [Charset, _Lang, Encoded] ->
             case falco_uri:decode(Encoded) of
                 {ok, Raw} ->
-                    case falco_text:lower(Charset) of
+                    case falco_grammar:lower(Charset) of
                         <<"utf-8">> ->
                             case unicode:characters_to_binary(Raw, utf8, utf8) of
                                 B when is_binary(B) -> {ok, B};
@@ -342,7 +342,7 @@ param(Bin, Acc) ->
                 true ->
                     case value(skip_ws(Rest0)) of
                         {ok, V, Rest} ->
-                            Lower = falco_text:lower(Name),
+                            Lower = falco_grammar:lower(Name),
                             Acc1 = case lists:keymember(Lower, 1, Acc) of
                                        true -> Acc;
                                        false -> [{Lower, V} | Acc]

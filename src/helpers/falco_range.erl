@@ -34,7 +34,7 @@
 parse(Bin) ->
     case binary:split(Bin, <<"=">>) of
         [Unit, Set] ->
-            case falco_text:lower(Unit) of
+            case falco_grammar:lower(Unit) of
                 <<"bytes">> -> specs(binary:split(Set, <<",">>, [global]), []);
                 _ -> {error, unsupported_unit}
             end;
@@ -43,7 +43,7 @@ parse(Bin) ->
     end.
 
 specs([Item | T], Acc) ->
-    case falco_text:trim(Item) of
+    case falco_grammar:trim(Item) of
         <<>> -> specs(T, Acc);
         Spec ->
             case spec(Spec) of
@@ -250,7 +250,7 @@ send_file(Fd, Off, Len, Send) ->
     end.
 
 field(Name, Headers) ->
-    case [V || {N, V} <- Headers, falco_text:lower(N) =:= Name] of
+    case [V || {N, V} <- Headers, falco_grammar:lower(N) =:= Name] of
         [V | _] -> iolist_to_binary(V);
         [] -> undefined
     end.

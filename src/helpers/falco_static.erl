@@ -340,13 +340,13 @@ mtime(DT) ->
     {ok, S} = falco_cond:to_seconds(erlang:localtime_to_universaltime(DT)),
     S.
 
-hex(N) when is_integer(N), N >= 0 -> falco_text:lower(integer_to_binary(N, 16));
+hex(N) when is_integer(N), N >= 0 -> falco_grammar:lower(integer_to_binary(N, 16));
 hex(_) -> <<"0">>.
 
 %% -- media types ----------------------------------------------------------------------
 
 mime_type(Path, Opts) ->
-    Ext = falco_text:lower(ext(filename:extension(Path))),
+    Ext = falco_grammar:lower(ext(filename:extension(Path))),
     case maps:find(Ext, maps:get(mime_types, Opts, #{})) of
         {ok, T} -> T;
         error ->
