@@ -56,6 +56,14 @@ lower_token_test() ->
     ?assertEqual(error, ?G:lower_token(<<"Bad Name">>)),
     ?assertEqual(error, ?G:lower_token(<<"Bad\r\nName">>)).
 
+is_digits_test() ->
+    ?assert(?G:is_digits(<<"0">>)),
+    ?assert(?G:is_digits(<<"0123456789">>)),
+    ?assertNot(?G:is_digits(<<>>)),
+    ?assertNot(?G:is_digits(<<"1 ">>)),
+    ?assertNot(?G:is_digits(<<"+1">>)),
+    ?assertNot(?G:is_digits(<<"1a">>)).
+
 lower_test() ->
     ?assertEqual(<<"gzip">>, ?G:lower(<<"GZip">>)),
     ?assertEqual(<<"abc">>, ?G:lower(<<"abc">>)),
@@ -89,7 +97,9 @@ elements_test() ->
 has_element_test() ->
     ?assert(?G:has_element(<<"foo, Close">>, <<"close">>)),
     ?assertNot(?G:has_element(<<"closed, x-close">>, <<"close">>)),
-    ?assertNot(?G:has_element(<<"a close">>, <<"close">>)).
+    %% Space is not a list separator: "a close" is one (odd) element.
+    ?assertNot(?G:has_element(<<"a close">>, <<"close">>)),
+    ?assert(?G:has_element([<<"a, ">>, <<"CLOSE">>], <<"close">>)).
 
 %% -- quoted-string (RFC 9110 §5.6.4) ------------------------------------------
 

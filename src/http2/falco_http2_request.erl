@@ -189,7 +189,7 @@ content_length(undefined, _) ->
     %% Length not known in advance: the body ends with END_STREAM.
     {ok, chunked};
 content_length(V, Opts) ->
-    case V =/= <<>> andalso byte_size(V) =< 15 andalso digits(V) of
+    case byte_size(V) =< 15 andalso falco_grammar:is_digits(V) of
         true ->
             case {binary_to_integer(V), Opts} of
                 {0, _} -> {ok, {length, 0}};
@@ -198,7 +198,7 @@ content_length(V, Opts) ->
                 {N, _} -> {ok, {length, N}}
             end;
         false when byte_size(V) > 15 ->
-            case digits(V) of
+            case falco_grammar:is_digits(V) of
                 true -> {error, {reply, content_too_large}};
                 false -> {error, {malformed, bad_content_length}}
             end;
@@ -301,7 +301,3 @@ scheme_rest(<<C, R/binary>>) when ?IS_ALPHA(C); ?IS_DIGIT(C); C =:= $+; C =:= $-
     scheme_rest(R);
 scheme_rest(<<>>) -> true;
 scheme_rest(_) -> false.
-
-digits(<<C, R/binary>>) when ?IS_DIGIT(C) -> digits(R);
-digits(<<>>) -> true;
-digits(_) -> false.

@@ -21,7 +21,7 @@
 
 -include("falco_grammar.hrl").
 
--export([is_token/1, is_lower_token/1, lower_token/1, lower/1,
+-export([is_token/1, is_lower_token/1, lower_token/1, lower/1, is_digits/1,
          trim/1, trim_leading/1, trim_trailing/1,
          elements/1, lower_elements/1, has_element/2,
          hex_value/1, quoted_string/1,
@@ -67,6 +67,15 @@ lower_token(<<C, R/binary>>, Bin, _) when ?IS_UPPER(C) -> lower_token(R, Bin, tr
 lower_token(<<>>, Bin, false) -> {ok, Bin};
 lower_token(<<>>, Bin, true) -> {ok, lower_list(Bin)};
 lower_token(_, _, _) -> error.
+
+%% @doc Whether `Bin' is `1*DIGIT', as a Content-Length or a port is.
+-spec is_digits(binary()) -> boolean().
+is_digits(<<>>) -> false;
+is_digits(Bin) -> all_digits(Bin).
+
+all_digits(<<C, R/binary>>) when ?IS_DIGIT(C) -> all_digits(R);
+all_digits(<<>>) -> true;
+all_digits(_) -> false.
 
 %% @doc ASCII lowercase (RFC 9110 §5.1: field names, and the tokens of
 %% many field values, are case-insensitive); other bytes are unchanged.
@@ -209,15 +218,11 @@ ip_literal(_) -> false.
 port(<<>>) -> {ok, undefined};
 port(<<":">>) -> {ok, undefined};
 port(<<":", P/binary>>) when byte_size(P) =< 5 ->
-    case all_digits(P) andalso binary_to_integer(P) of
+    case is_digits(P) andalso binary_to_integer(P) of
         N when is_integer(N), N =< 65535 -> {ok, N};
         _ -> error
     end;
 port(_) -> error.
-
-all_digits(<<C, R/binary>>) when ?IS_DIGIT(C) -> all_digits(R);
-all_digits(<<>>) -> true;
-all_digits(_) -> false.
 
 %% -- origin-form (RFC 9112 §3.2.1, RFC 3986 §3.3, §3.4) ---------------------------
 
