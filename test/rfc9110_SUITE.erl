@@ -103,12 +103,6 @@ semantic_groups() ->
 divergence(head_431_no_content, P) when P =:= http; P =:= https ->
     {skip, "known server bug: over HTTP/1.1 an error reply made while the request head is "
            "parsed (431 here, 414 too) sends its content to a HEAD request (RFC 9110 §9.3.2)"};
-divergence(expect_unknown_417, P) when P =:= h2c; P =:= h2 ->
-    {skip, "known divergence: over HTTP/2 an expectation other than 100-continue is "
-           "ignored (the handler runs) instead of getting 417"};
-divergence(expect_continue_repeated, P) when P =:= h2c; P =:= h2 ->
-    {skip, "known divergence: over HTTP/2 Expect must be exactly one \"100-continue\" "
-           "(not parsed as a list, only the first field read), so no 100 is sent"};
 divergence(_, _) ->
     none.
 

@@ -77,7 +77,7 @@
                content_length = undefined :: undefined | binary(),
                transfer_encoding = undefined :: undefined | binary(),
                connection = <<>> :: binary(),
-               expect = undefined :: undefined | binary()}).
+               expect = [] :: [binary()]}).
 -type head() :: #head{}.
 
 -include_lib("falco/src/pipeline/falco_grammar.hrl").
@@ -386,11 +386,7 @@ note_field(<<"transfer-encoding">> = N, V, Head = #head{transfer_encoding = TE, 
 note_field(<<"connection">> = N, V, Head = #head{connection = C, headers = Hs}) ->
     {ok, Head#head{connection = <<C/binary, ",", V/binary>>, headers = [{N, V} | Hs]}};
 note_field(<<"expect">> = N, V, Head = #head{expect = E, headers = Hs}) ->
-    E1 = case E of
-             undefined -> V;
-             _ -> <<E/binary, ",", V/binary>>
-         end,
-    {ok, Head#head{expect = E1, headers = [{N, V} | Hs]}};
+    {ok, Head#head{expect = [V | E], headers = [{N, V} | Hs]}};
 note_field(N, V, Head = #head{headers = Hs}) ->
     {ok, Head#head{headers = [{N, V} | Hs]}}.
 
@@ -506,18 +502,14 @@ content_length(More, Len, N) ->
 skip_zeros(<<"0", R/binary>>) -> skip_zeros(R);
 skip_zeros(Bin) -> Bin.
 
-%% RFC 9110 §10.1.1: 100-continue is the only expectation; a 1.0 request's
-%% Expect is ignored.
-expect(#head{expect = undefined}) -> {ok, false};
+%% RFC 9110 §10.1.1: the rule HTTP/2 applies too (falco_grammar:expect/1:
+%% 100-continue or 417); a 1.0 request's Expect is ignored.
 expect(#head{version = {1, 0}}) -> {ok, false};
-expect(#head{expect = E}) ->
-    case falco_grammar:lower_elements(E) of
-        [] -> {ok, false};
-        Es ->
-            case lists:all(fun(X) -> X =:= <<"100-continue">> end, Es) of
-                true -> {ok, true};
-                false -> {error, expectation_failed}
-            end
+expect(#head{expect = Values}) ->
+    case falco_grammar:expect(lists:reverse(Values)) of
+        none -> {ok, false};
+        continue -> {ok, true};
+        {error, _} = Error -> Error
     end.
 
 %% RFC 9112 §9.3: 1.1 persists unless "close"; 1.0 only with "keep-alive".

@@ -10,7 +10,9 @@
 %% malformed request (§8.1.1: the caller resets the stream with
 %% PROTOCOL_ERROR), or `{error, {reply, Reason}}' for a well-formed request
 %% falco answers with an error status (CONNECT: 501, bad host: 400, too many
-%% fields: 431), as HTTP/1.1 would.
+%% fields: 431, an expectation other than 100-continue: 417), as HTTP/1.1
+%% would. `expect_continue' is true when Expect asks for 100-continue
+%% (RFC 9110 §10.1.1, one rule for both protocols) and content is to come.
 %%
 %% Malformed, after §8.2 and §8.3.1: uppercase or non-token field names,
 %% NUL/CR/LF or other controls in values, leading or trailing whitespace,
@@ -44,6 +46,7 @@
               cookies = [] :: [binary()],
               host :: undefined | binary(),
               length :: undefined | binary(),
+              expect = [] :: [binary()],
               count = 0 :: non_neg_integer()}).
 
 %% @doc Builds the request map from a decoded field block. `Opts':
@@ -122,6 +125,8 @@ regular_field(<<"host">>, V, Rest, Acc = #acc{host = undefined}) ->
     regular(Rest, Acc#acc{host = V, headers = [{<<"host">>, V} | Acc#acc.headers]});
 regular_field(<<"host">>, _, _, _) ->
     {error, duplicate_host};
+regular_field(<<"expect">>, V, Rest, Acc = #acc{expect = E}) ->
+    regular(Rest, Acc#acc{expect = [V | E], headers = [{<<"expect">>, V} | Acc#acc.headers]});
 regular_field(<<"content-length">>, V, Rest, Acc = #acc{length = L}) when L =:= undefined; L =:= V ->
     regular(Rest, Acc#acc{length = V, headers = [{<<"content-length">>, V} | Acc#acc.headers]});
 regular_field(<<"content-length">>, _, _, _) ->
@@ -160,13 +165,22 @@ finish(Acc = #acc{authority = Authority, host = Host, count = Count}, Path, Qs, 
         _ when Count > MaxCount ->
             {error, {reply, {header_too_large, count}}};
         {ok, H, Port} ->
-            Headers = case Authority =/= undefined andalso Host =:= undefined of
-                          true -> [{<<"host">>, Authority} | Headers0];
-                          false -> Headers0
-                      end,
-            {ok, #{method => Acc#acc.method, target => Acc#acc.path, path => Path, qs => Qs,
-                   version => {2, 0}, headers => Headers, host => H, port => Port,
-                   body => Body, keep_alive => true, expect_continue => false}}
+            case falco_grammar:expect(lists:reverse(Acc#acc.expect)) of
+                {error, Reason} ->
+                    {error, {reply, Reason}};
+                Expect ->
+                    Headers = case Authority =/= undefined andalso Host =:= undefined of
+                                  true -> [{<<"host">>, Authority} | Headers0];
+                                  false -> Headers0
+                              end,
+                    %% A 100 only where content is still to come.
+                    Continue = Expect =:= continue andalso Body =/= none
+                        andalso Body =/= {length, 0},
+                    {ok, #{method => Acc#acc.method, target => Acc#acc.path, path => Path,
+                           qs => Qs, version => {2, 0}, headers => Headers, host => H,
+                           port => Port, body => Body, keep_alive => true,
+                           expect_continue => Continue}}
+            end
     end.
 
 headers(#acc{headers = Hs, cookies = []}) ->
