@@ -90,20 +90,13 @@ origin(O) when is_binary(O), O =/= <<>> -> O;
 origin(_) -> bad(origins).
 
 list_value(Key, List) when is_list(List), List =/= [] ->
-    case lists:all(fun(V) -> is_binary(V) andalso is_token(V) end, List) of
+    %% RFC 9110 §5.6.2: methods and field names are tokens.
+    case lists:all(fun(V) -> is_binary(V) andalso falco_grammar:is_token(V) end, List) of
         true -> iolist_to_binary(lists:join(<<", ">>, List));
         false -> bad(Key)
     end;
 list_value(Key, _) ->
     bad(Key).
-
-is_token(<<>>) -> false;
-is_token(V) -> lists:all(fun is_tchar/1, binary_to_list(V)).
-
-%% RFC 9110 §5.6.2 tchar: field names and methods are tokens.
-is_tchar(C) ->
-    (C >= $a andalso C =< $z) orelse (C >= $A andalso C =< $Z) orelse (C >= $0 andalso C =< $9)
-        orelse lists:member(C, "!#$%&'*+-.^_`|~").
 
 %% @doc Answers preflights, or runs the rest of the chain and adds the
 %% CORS fields to its response.

@@ -239,15 +239,11 @@ methods(Path, Other) ->
 
 method(Path, M0) ->
     M = to_bin(M0, {invalid_methods, Path, M0}),
-    case M =/= <<>> andalso lists:all(fun is_tchar/1, binary_to_list(M)) of
+    %% RFC 9110 §9.1: a method is a token.
+    case falco_grammar:is_token(M) of
         true -> M;
         false -> fail({invalid_methods, Path, M0})
     end.
-
-%% RFC 9110 §5.6.2 tchar: a method is a token.
-is_tchar(C) ->
-    (C >= $a andalso C =< $z) orelse (C >= $A andalso C =< $Z) orelse (C >= $0 andalso C =< $9)
-        orelse lists:member(C, "!#$%&'*+-.^_`|~").
 
 insert([], Leaf, Node) ->
     Node#{leaves => [Leaf | maps:get(leaves, Node, [])]};

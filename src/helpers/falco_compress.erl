@@ -278,7 +278,7 @@ dedup([], Acc) ->
 
 member(M) ->
     [Coding | Params] = [falco_grammar:trim(P) || P <- binary:split(M, <<";">>, [global])],
-    case Coding =/= <<>> andalso token(Coding) of
+    case falco_grammar:is_token(Coding) of
         true ->
             case weight(Params) of
                 {ok, Q} -> {falco_grammar:lower(Coding), Q};
@@ -300,7 +300,7 @@ qvalue(<<"1.", Z/binary>>) when byte_size(Z) =< 3 ->
     end;
 qvalue(<<"0">>) -> {ok, 0};
 qvalue(<<"0.", D/binary>>) when byte_size(D) =< 3 ->
-    case D =/= <<>> andalso lists:all(fun(C) -> C >= $0 andalso C =< $9 end, binary_to_list(D)) of
+    case falco_grammar:is_digits(D) of
         true -> {ok, binary_to_integer(D) * pow10(3 - byte_size(D))};
         false when D =:= <<>> -> {ok, 0};
         false -> error
@@ -310,12 +310,6 @@ qvalue(_) -> error.
 pow10(0) -> 1;
 pow10(1) -> 10;
 pow10(2) -> 100.
-
-token(Bin) ->
-    lists:all(fun(C) -> (C >= $a andalso C =< $z) orelse (C >= $A andalso C =< $Z)
-                            orelse (C >= $0 andalso C =< $9)
-                            orelse lists:member(C, "!#$%&'*+-.^_`|~") end,
-              binary_to_list(Bin)).
 
 %% @doc Whether a Content-Type value names a compressible media type.
 -spec compressible(binary() | undefined, opts()) -> boolean().

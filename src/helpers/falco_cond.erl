@@ -250,8 +250,7 @@ opaque(<<C, Rest/binary>>, Kind, N, Orig) when C =:= 16#21; C >= 16#23, C =/= 16
     opaque(Rest, Kind, N + 1, Orig);
 opaque(_, _, _, _) -> error.
 
-skip_ows(<<C, R/binary>>) when C =:= $\s; C =:= $\t -> skip_ows(R);
-skip_ows(B) -> B.
+skip_ows(B) -> falco_grammar:trim_leading(B).
 
 %% @doc Strong comparison (§8.8.3.2): both strong, same opaque tag.
 -spec strong_match(etag(), etag()) -> boolean().

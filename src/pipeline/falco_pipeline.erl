@@ -252,27 +252,9 @@ check_fields([], Acc, HasDate) ->
 check_fields([Bad | _], _, _) ->
     {error, {bad_header, Bad}}.
 
-field_name(<<>>) -> error;
-field_name(Name) -> field_name(Name, false).
-
-field_name(Name, Upper) ->
-    case name_scan(Name, Upper) of
-        lower -> {ok, Name};
-        upper -> {ok, << <<(lower(C))>> || <<C>> <= Name >>};
-        error -> error
-    end.
-
-name_scan(<<C, R/binary>>, U) when C >= $a, C =< $z; C =:= $-; C >= $0, C =< $9 -> name_scan(R, U);
-name_scan(<<C, R/binary>>, _) when C >= $A, C =< $Z -> name_scan(R, true);
-name_scan(<<C, R/binary>>, U) when C =:= $!; C =:= $#; C =:= $$; C =:= $%; C =:= $&; C =:= $';
-                                   C =:= $*; C =:= $+; C =:= $.; C =:= $^; C =:= $_;
-                                   C =:= $`; C =:= $|; C =:= $~ -> name_scan(R, U);
-name_scan(<<>>, true) -> upper;
-name_scan(<<>>, false) -> lower;
-name_scan(_, _) -> error.
-
-lower(C) when C >= $A, C =< $Z -> C + 32;
-lower(C) -> C.
+%% RFC 9110 §5.1: a field name is a token, case-insensitive; sent in
+%% lowercase (HTTP/2 requires it, RFC 9113 §8.2.1).
+field_name(Name) -> falco_grammar:lower_token(Name).
 
 field_value(V) when is_binary(V) ->
     case value_ok(V) of
