@@ -82,7 +82,7 @@ origins('*') ->
 origins(Fun) when is_function(Fun, 1) ->
     Fun;
 origins(List) when is_list(List) ->
-    maps:from_list([{string:lowercase(origin(O)), true} || O <- List]);
+    maps:from_list([{falco_grammar:lower(origin(O)), true} || O <- List]);
 origins(_) ->
     bad(origins).
 
@@ -123,7 +123,9 @@ call(Req, Next, C) ->
 
 allowed(_Origin, #cors{origins = any}) -> true;
 allowed(Origin, #cors{origins = Fun}) when is_function(Fun, 1) -> Fun(Origin) =:= true;
-allowed(Origin, #cors{origins = Map}) -> maps:is_key(string:lowercase(Origin), Map).
+%% An origin's scheme and host are case-insensitive ASCII (RFC 6454 §6.1);
+%% bytes are compared as they are, so one that is not UTF-8 cannot crash.
+allowed(Origin, #cors{origins = Map}) -> maps:is_key(falco_grammar:lower(Origin), Map).
 
 %% Fetch §3.2.2: a CORS-preflight request is an OPTIONS request with
 %% Access-Control-Request-Method.
