@@ -185,10 +185,7 @@ deflate_stream(Coding, Fun, Send, Opts) ->
     end.
 
 not_acceptable(Opts) ->
-    {406, [{<<"content-type">>, <<"text/plain">>},
-           {<<"vary">>, <<"accept-encoding">>}],
-     [<<"Not Acceptable: this resource is available as ">>,
-      lists:join(<<", ">>, [<<"identity">> | codings(Opts)]), <<"\n">>]}.
+    falco_errors:response({coding_not_acceptable, [<<"identity">> | codings(Opts)]}).
 
 coded_headers(Coding, Headers) ->
     [{<<"content-encoding">>, Coding}
@@ -365,9 +362,8 @@ decode_request(Req, Opts) ->
                         false -> {ok, strip(Req)}
                     end;
                 _ ->
-                    {error, {415, [{<<"accept-encoding">>, <<"gzip, deflate">>},
-                                   {<<"content-type">>, <<"text/plain">>}],
-                             <<"Unsupported Media Type: unknown Content-Encoding\n">>}}
+                    {error, falco_errors:response({unsupported_content_coding,
+                                                   [<<"gzip">>, <<"deflate">>]})}
             end;
         false ->
             {ok, Req}

@@ -140,8 +140,7 @@ check(Req, V, Headers) ->
     case evaluate(Req, V) of
         ok -> ok;
         not_modified -> {304, not_modified_headers(headers(V) ++ Headers), <<>>};
-        precondition_failed ->
-            {412, [{<<"content-type">>, <<"text/plain">>}], <<"Precondition Failed\n">>}
+        precondition_failed -> falco_errors:response(precondition_failed)
     end.
 
 %% RFC 9110 §15.4.5

@@ -150,9 +150,7 @@ reply(Req, Headers0, Content, Opts) ->
         ignore ->
             {200, Headers, full(Content)};
         unsatisfiable ->
-            {416, [{<<"content-range">>, <<"bytes */", (integer_to_binary(Size))/binary>>},
-                   {<<"content-type">>, <<"text/plain">>}],
-             <<"Range Not Satisfiable\n">>};
+            falco_errors:response({range_not_satisfiable, Size});
         {ok, [{Off, Len}]} ->
             {206, [{<<"content-range">>, content_range(Off, Len, Size)} | Headers],
              slice(Content, Off, Len)};

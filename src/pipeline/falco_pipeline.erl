@@ -50,18 +50,19 @@ call(Fun, Req) when is_function(Fun, 1) -> Fun(Req);
 call({Mod, State}, Req) -> Mod:handle(Req, State);
 call(Mod, Req) -> Mod:handle(Req, undefined).
 
-%% @doc Sends the error reply for `Reason' and asks the protocol to close.
+%% @doc Sends the error reply for `Reason' and asks the protocol to close:
+%% falco_errors' reply (the one a handler would return for it) with
+%% Content-Length, Date and `Connection: close' (HTTP/2 drops the last).
 %% `Req' needs only the method (RFC 9110 §9.3.2: the reply to a HEAD
 %% request has the fields, no content).
 -spec error_reply(falco_errors:reason(), map(), module(), falco_stream:state()) ->
           {ok, falco_stream:state()} | {error, term()}.
 error_reply(Reason, Req, Mod, S) ->
-    Body = falco_errors:body(Reason),
-    Mod:send_response(falco_errors:status(Reason),
-                      [{<<"content-type">>, <<"text/plain">>},
-                       {<<"content-length">>, integer_to_binary(byte_size(Body))},
-                       {<<"date">>, falco_clock:date()},
-                       {<<"connection">>, <<"close">>}],
+    {Status, Fields, Body} = falco_errors:response(Reason),
+    Mod:send_response(Status,
+                      Fields ++ [{<<"content-length">>, integer_to_binary(byte_size(Body))},
+                                 {<<"date">>, falco_clock:date()},
+                                 {<<"connection">>, <<"close">>}],
                       content(Req, Body), S).
 
 content(#{method := <<"HEAD">>}, _Body) -> <<>>;
@@ -185,17 +186,13 @@ send_file(Status, Fields, Path, Offset, Length0, Req, Mod, S) ->
             after
                 _ = file:close(Fd)
             end;
-        {error, enoent} ->
-            not_found(Req, Mod, S);
-        {error, eisdir} ->
-            not_found(Req, Mod, S);
+        {error, Missing} when Missing =:= enoent; Missing =:= eisdir ->
+            %% The file named is not there (any more): falco_errors' 404,
+            %% sent as a full reply (HEAD: without its content).
+            respond(falco_errors:response(not_found), Req, Mod, S);
         {error, Why} ->
             bad_response(Req, {file, Path, Why}, Mod, S)
     end.
-
-not_found(Req, Mod, S) ->
-    Mod:send_response(404, [{<<"content-length">>, <<"10">>}, {<<"date">>, falco_clock:date()}],
-                      content(Req, <<"Not Found\n">>), S).
 
 %% RFC 9112 §6.1: nor may a 204 or 304 stream be chunked; its function is not run.
 send_stream(Status, Fields, _Fun, _Req, Mod, S) when Status =:= 204; Status =:= 304 ->
