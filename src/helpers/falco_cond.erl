@@ -360,8 +360,9 @@ call(Req, Next, Opts) ->
     end.
 
 conditional({200, Headers0, Body} = Resp, Req, Opts) when is_list(Headers0) ->
-    case is_iodata(Body) of
-        true ->
+    %% Only a body in memory can be hashed; the pipeline's rule says which.
+    case falco_pipeline:body_size(Body) of
+        {ok, _} ->
             Lower = [{lower(N), V} || {N, V} <- Headers0],
             Headers = case lists:keymember(<<"etag">>, 1, Lower)
                           orelse not maps:get(etag, Opts, true) of
@@ -373,7 +374,7 @@ conditional({200, Headers0, Body} = Resp, Req, Opts) when is_list(Headers0) ->
                 ok -> {200, Headers, Body};
                 Other -> Other
             end;
-        false ->
+        error ->
             Resp
     end;
 conditional(Resp, _Req, _Opts) ->
@@ -386,10 +387,3 @@ field(Name, Headers) ->
     end.
 
 lower(N) when is_binary(N) -> falco_grammar:lower(N).
-
-is_iodata(B) when is_binary(B) -> true;
-is_iodata(L) when is_list(L) ->
-    try iolist_size(L) of _ -> true
-    catch error:badarg -> false
-    end;
-is_iodata(_) -> false.
