@@ -39,34 +39,33 @@
 %% @doc Whether `Bin' is a token, `1*tchar' (RFC 9110 §5.6.2): methods,
 %% field names, codings and parameter names are.
 -spec is_token(binary()) -> boolean().
-is_token(<<>>) -> false;
-is_token(Bin) -> all_tchar(Bin).
-
-all_tchar(<<C, R/binary>>) when ?IS_TCHAR(C) -> all_tchar(R);
-all_tchar(<<>>) -> true;
-all_tchar(_) -> false.
+is_token(Bin) ->
+    token_case(Bin) =/= error.
 
 %% @doc Whether `Bin' is a token without uppercase letters, as an HTTP/2
 %% field name must be (RFC 9113 §8.2.1).
 -spec is_lower_token(binary()) -> boolean().
-is_lower_token(<<>>) -> false;
-is_lower_token(Bin) -> all_lower_tchar(Bin).
-
-all_lower_tchar(<<C, R/binary>>) when ?IS_LOWER_TCHAR(C) -> all_lower_tchar(R);
-all_lower_tchar(<<>>) -> true;
-all_lower_tchar(_) -> false.
+is_lower_token(Bin) ->
+    token_case(Bin) =:= lower.
 
 %% @doc A token in lowercase, or `error' when `Bin' is not a token. A name
 %% already in lowercase is returned as it is, without a copy.
 -spec lower_token(binary()) -> {ok, binary()} | error.
-lower_token(<<>>) -> error;
-lower_token(Bin) -> lower_token(Bin, Bin, false).
+lower_token(Bin) ->
+    case token_case(Bin) of
+        lower -> {ok, Bin};
+        upper -> {ok, lower_list(Bin)};
+        error -> error
+    end.
 
-lower_token(<<C, R/binary>>, Bin, Upper) when ?IS_LOWER_TCHAR(C) -> lower_token(R, Bin, Upper);
-lower_token(<<C, R/binary>>, Bin, _) when ?IS_UPPER(C) -> lower_token(R, Bin, true);
-lower_token(<<>>, Bin, false) -> {ok, Bin};
-lower_token(<<>>, Bin, true) -> {ok, lower_list(Bin)};
-lower_token(_, _, _) -> error.
+%% One scan for the three: a token, and whether it has uppercase letters.
+token_case(<<>>) -> error;
+token_case(Bin) -> token_case(Bin, lower).
+
+token_case(<<C, R/binary>>, Case) when ?IS_LOWER_TCHAR(C) -> token_case(R, Case);
+token_case(<<C, R/binary>>, _) when ?IS_UPPER(C) -> token_case(R, upper);
+token_case(<<>>, Case) -> Case;
+token_case(_, _) -> error.
 
 %% @doc Whether `Bin' is `1*DIGIT', as a Content-Length or a port is.
 -spec is_digits(binary()) -> boolean().
