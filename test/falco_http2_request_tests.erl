@@ -47,8 +47,36 @@ body_framing_test_() ->
                    req(Post ++ [{<<"content-length">>, <<>>}], false)),
      ?_assertEqual({error, {malformed, bad_content_length}},
                    req(Post ++ [{<<"content-length">>, binary:copy(<<"x">>, 16)}], false)),
-     ?_assertEqual({error, {reply, content_too_large}},
-                   req(Post ++ [{<<"content-length">>, binary:copy(<<"9">>, 16)}], false))].
+     %% One fault, one status on both protocols (falco_grammar:length_value/1):
+     %% too large to represent is 400, leading zeros are taken however many.
+     ?_assertEqual({error, {reply, {bad_request, length_overflow}}},
+                   req(Post ++ [{<<"content-length">>, binary:copy(<<"9">>, 16)}], false)),
+     ?_assertMatch({ok, #{body := {length, 5}}},
+                   req(Post ++ [{<<"content-length">>, <<(binary:copy(<<"0">>, 30))/binary, "5">>}],
+                       false))].
+
+%% RFC 9110 §10.1.1, the same rule as over HTTP/1.1 (falco_grammar:expect/1):
+%% 100-continue, in any case, repeated in a list or over several fields,
+%% asks for a 100 when content is to come; any other expectation is 417.
+expect_test_() ->
+    Post = [{<<":method">>, <<"POST">>}, {<<":scheme">>, <<"http">>}, {<<":path">>, <<"/">>},
+            {<<":authority">>, <<"h">>}],
+    E = fun(V) -> {<<"expect">>, V} end,
+    [?_assertMatch({ok, #{expect_continue := true}}, req(Post ++ [E(<<"100-continue">>)], false)),
+     ?_assertMatch({ok, #{expect_continue := true}},
+                   req(Post ++ [E(<<"100-continue, 100-continue">>), E(<<"100-Continue">>)], false)),
+     ?_assertMatch({ok, #{expect_continue := false}}, req(Post, false)),
+     ?_assertMatch({ok, #{expect_continue := false}}, req(Post ++ [E(<<",,">>)], false)),
+     %% no content to come: no 100
+     ?_assertMatch({ok, #{expect_continue := false}}, req(Post ++ [E(<<"100-continue">>)], true)),
+     ?_assertMatch({ok, #{expect_continue := false}},
+                   req(Post ++ [E(<<"100-continue">>), {<<"content-length">>, <<"0">>}], false)),
+     ?_assertEqual({error, {reply, expectation_failed}}, req(Post ++ [E(<<"200-ok">>)], false)),
+     ?_assertEqual({error, {reply, expectation_failed}},
+                   req(Post ++ [E(<<"100-continue">>), E(<<"tea">>)], false)),
+     %% the field still reaches the handler
+     ?_assertMatch({ok, #{headers := [{<<"host">>, _}, {<<"expect">>, <<"100-continue">>}]}},
+                   req(Post ++ [E(<<"100-continue">>)], false))].
 
 %% §8.2.3: cookie crumbs are joined with "; " where the first one was.
 cookies_test() ->

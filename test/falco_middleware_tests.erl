@@ -442,6 +442,13 @@ cors_test_() ->
                                  [origin(<<"https://evil.example">>)])),
        ?_assertEqual(Plain, cors(#{origins => [<<"https://a.example">>]}, <<"OPTIONS">>,
                                  preflight_headers(<<"https://evil.example">>, <<"PUT">>)))]},
+     %% RFC 9110 §5.5: a field value may hold obs-text, bytes that are not
+     %% UTF-8; such an Origin is compared as bytes and is not listed
+     {"origin with bytes that are not UTF-8: untouched, no crash",
+      [?_assertEqual(Plain, cors(#{origins => [<<"https://a.example">>]}, <<"GET">>,
+                                 [origin(<<"https://A.example", 16#FF>>)])),
+       ?_assertEqual(Plain, cors(#{origins => [<<"https://a.example">>]}, <<"GET">>,
+                                 [origin(<<"https://", 16#C3, ".example">>)]))]},
      {"fun origins",
       [?_assertMatch({200, [_, {<<"access-control-allow-origin">>, <<"https://ok.example">>},
                             {<<"vary">>, <<"Origin">>}], _},

@@ -267,6 +267,16 @@ error_reply_test() ->
     [{response, 431, H2, <<>>}] = calls(),
     ?assertNotEqual(<<"0">>, proplists:get_value(<<"content-length">>, H2)).
 
+%% The same reply a handler gets from falco_errors:response/1, with its
+%% fields: a 405 falco sends itself (a handler threw it) has its Allow.
+error_reply_fields_test() ->
+    _ = erase_calls(),
+    {ok, s} = falco_pipeline:error_reply({method_not_allowed, [<<"GET">>, <<"HEAD">>]},
+                                         #{method => <<"PUT">>}, ?MODULE, s),
+    [{response, 405, H, <<"Method Not Allowed\n">>}] = calls(),
+    ?assertEqual([{<<"allow">>, <<"GET, HEAD">>}, {<<"content-type">>, <<"text/plain">>},
+                  {<<"content-length">>, <<"19">>}, {<<"connection">>, <<"close">>}], no_date(H)).
+
 %% -- files -------------------------------------------------------------------------------------
 
 with_file(Fun) ->

@@ -284,9 +284,12 @@ precompressed(Ctx) ->
     ?assertMatch({200, _, ?A_TXT}, get(Ctx, <<"/a.txt">>, [{<<"accept-encoding">>, <<"gzip;q=0">>}])),
     ?assertMatch({200, _, ?A_TXT}, get(Ctx, <<"/a.txt">>, [{<<"accept-encoding">>, <<"gzip;q=0.1, identity">>}])),
     ?assertMatch({200, _, Gz}, get(Ctx, <<"/a.txt">>, [{<<"accept-encoding">>, <<"*">>}])),
-    %% Nothing acceptable.
-    ?assertMatch({406, _, _}, get(Ctx, <<"/a.txt">>, [{<<"accept-encoding">>, <<"br, identity;q=0">>}])),
-    ?assertMatch({406, _, _}, get(Ctx, <<"/sub/deep.txt">>, [{<<"accept-encoding">>, <<"gzip, identity;q=0">>}])),
+    %% Nothing acceptable: 406, naming the forms there are (RFC 9110 §15.5.7).
+    {406, H406, Body406} = get(Ctx, <<"/a.txt">>, [{<<"accept-encoding">>, <<"br, identity;q=0">>}]),
+    ?assertEqual(<<"accept-encoding">>, h(<<"vary">>, H406)),
+    ?assertEqual(<<"Not Acceptable: this resource is available as identity, gzip\n">>, Body406),
+    ?assertMatch({406, _, <<"Not Acceptable: this resource is available as identity\n">>},
+                 get(Ctx, <<"/sub/deep.txt">>, [{<<"accept-encoding">>, <<"gzip, identity;q=0">>}])),
     %% Conditional and ranged on the gzip variant use its own validators.
     ?assertMatch({304, _, _}, get(Ctx, <<"/a.txt">>, [{<<"accept-encoding">>, <<"gzip">>},
                                                      {<<"if-none-match">>, h(<<"etag">>, H)}])),

@@ -47,8 +47,8 @@
          stream_large_body/1, sendfile_reply/1, sendfile_range/1, sendfile_missing_404/1,
          sendfile_empty_file/1,
          %% request semantics seen by the handler
-         request_accessors/1, body_read_in_pieces/1, body_without_length/1,
-         request_trailers_seen/1,
+         request_accessors/1, host_ip_literal/1, bad_host_400/1, body_read_in_pieces/1,
+         body_without_length/1, request_trailers_seen/1,
          %% limits and methods falco refuses
          content_too_large_413/1, too_many_fields_431/1, connect_501/1,
          %% HTTP/1.1 only
@@ -92,20 +92,14 @@ semantic_groups() ->
      {replies, [], [stream_with_trailers, stream_empty_pieces, stream_with_content_length,
                     stream_large_body, sendfile_reply, sendfile_range, sendfile_missing_404,
                     sendfile_empty_file]},
-     {request, [], [request_accessors, body_read_in_pieces, body_without_length,
-                    request_trailers_seen]},
+     {request, [], [request_accessors, host_ip_literal, bad_host_400, body_read_in_pieces,
+                    body_without_length, request_trailers_seen]},
      {limits, [], [content_too_large_413, too_many_fields_431, connect_501]}].
 
 %% Where falco's HTTP/2 side does not yet do what its HTTP/1.1 side does
 %% (a known divergence), or a protocol's side has a known bug, the case is
 %% skipped for those groups only, and says why; the case itself states the
 %% one expected behaviour, and runs again once the server is fixed.
-divergence(expect_unknown_417, P) when P =:= h2c; P =:= h2 ->
-    {skip, "known divergence: over HTTP/2 an expectation other than 100-continue is "
-           "ignored (the handler runs) instead of getting 417"};
-divergence(expect_continue_repeated, P) when P =:= h2c; P =:= h2 ->
-    {skip, "known divergence: over HTTP/2 Expect must be exactly one \"100-continue\" "
-           "(not parsed as a list, only the first field read), so no 100 is sent"};
 divergence(_, _) ->
     none.
 
@@ -708,6 +702,28 @@ request_accessors(Config) ->
                    scheme => Scheme, host => <<"example.com">>, port => 8081, qs => <<"a=1">>,
                    listener => ?config(listener, Config), has_body => false, header => <<"b">>,
                    missing => default}, Info).
+
+%% RFC 9110 §7.2, RFC 3986 §3.2.2: an IP-literal host keeps its brackets,
+%% in lowercase, and its port is read after them.
+host_ip_literal(Config) ->
+    R = fetch(Config, <<"GET">>, <<"/info">>, [{<<"host">>, <<"[::FFFF:7F00:1]:8082">>}], <<>>),
+    #{status := 200} = R,
+    ?assertMatch(#{host := <<"[::ffff:7f00:1]">>, port := 8082}, binary_to_term(maps:get(body, R))).
+
+%% RFC 9110 §7.2, RFC 3986 §3.2.2, §3.2.3 (RFC 9112 §3.2 over HTTP/1.1;
+%% RFC 9113 §8.3.1 over HTTP/2, where Host is sent as :authority): a Host
+%% that is not `host [":" port]' is 400 and never reaches the handler.
+%% Both protocols read it with the same rule (falco_grammar:authority/1).
+bad_host_400(Config) ->
+    [begin
+         Conn0 = connect(Config),
+         {ok, R, Conn1} = ?H:request(Conn0, <<"GET">>, <<"/hello">>, [{<<"host">>, Host}], <<>>),
+         ?assertMatch({_, #{status := 400}}, {Host, R}),
+         ?assertEqual([], calls(Config)),
+         after_error_reply(Conn1, R),
+         ok = ?C:recorder_reset(?config(recorder, Config))
+     end || Host <- [<<"exa mple.com">>, <<"example.com:65536">>, <<"example.com:8o">>,
+                     <<"[::1">>, <<"[::1]x">>, <<"ex%zzample.com">>, <<":80">>, <<"a:b:c">>]].
 
 %% RFC 9110 §6.4: content may be consumed incrementally; each piece is at
 %% most the length asked for and together they are the content.

@@ -82,7 +82,7 @@ origins('*') ->
 origins(Fun) when is_function(Fun, 1) ->
     Fun;
 origins(List) when is_list(List) ->
-    maps:from_list([{string:lowercase(origin(O)), true} || O <- List]);
+    maps:from_list([{falco_grammar:lower(origin(O)), true} || O <- List]);
 origins(_) ->
     bad(origins).
 
@@ -90,20 +90,13 @@ origin(O) when is_binary(O), O =/= <<>> -> O;
 origin(_) -> bad(origins).
 
 list_value(Key, List) when is_list(List), List =/= [] ->
-    case lists:all(fun(V) -> is_binary(V) andalso is_token(V) end, List) of
+    %% RFC 9110 §5.6.2: methods and field names are tokens.
+    case lists:all(fun(V) -> is_binary(V) andalso falco_grammar:is_token(V) end, List) of
         true -> iolist_to_binary(lists:join(<<", ">>, List));
         false -> bad(Key)
     end;
 list_value(Key, _) ->
     bad(Key).
-
-is_token(<<>>) -> false;
-is_token(V) -> lists:all(fun is_tchar/1, binary_to_list(V)).
-
-%% RFC 9110 §5.6.2 tchar: field names and methods are tokens.
-is_tchar(C) ->
-    (C >= $a andalso C =< $z) orelse (C >= $A andalso C =< $Z) orelse (C >= $0 andalso C =< $9)
-        orelse lists:member(C, "!#$%&'*+-.^_`|~").
 
 %% @doc Answers preflights, or runs the rest of the chain and adds the
 %% CORS fields to its response.
@@ -130,7 +123,9 @@ call(Req, Next, C) ->
 
 allowed(_Origin, #cors{origins = any}) -> true;
 allowed(Origin, #cors{origins = Fun}) when is_function(Fun, 1) -> Fun(Origin) =:= true;
-allowed(Origin, #cors{origins = Map}) -> maps:is_key(string:lowercase(Origin), Map).
+%% An origin's scheme and host are case-insensitive ASCII (RFC 6454 §6.1);
+%% bytes are compared as they are, so one that is not UTF-8 cannot crash.
+allowed(Origin, #cors{origins = Map}) -> maps:is_key(falco_grammar:lower(Origin), Map).
 
 %% Fetch §3.2.2: a CORS-preflight request is an OPTIONS request with
 %% Access-Control-Request-Method.

@@ -140,11 +140,8 @@ has_ci(Name, Size, [_ | T]) ->
 has_ci(_, _, []) ->
     false.
 
-lower(Name) when is_binary(Name) -> << <<(lower_char(C))>> || <<C>> <= Name >>;
+lower(Name) when is_binary(Name) -> falco_grammar:lower(Name);
 lower(Name) -> Name.
-
-lower_char(C) when C >= $A, C =< $Z -> C + 32;
-lower_char(C) -> C.
 
 %% @doc The status of a response term, or `undefined' if it is not one.
 -spec status(term()) -> falco_handler:status() | undefined.

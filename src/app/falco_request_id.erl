@@ -19,6 +19,8 @@
 
 -export([prepare/1, call/3, generate/0, is_valid/1]).
 
+-include_lib("falco/src/pipeline/falco_grammar.hrl").
+
 -define(MAX, 128).
 
 %% @doc Validates the options.
@@ -30,7 +32,7 @@ prepare(Opts) when is_map(Opts) ->
     end,
     Header = maps:get(header, Opts, <<"x-request-id">>),
     Trust = maps:get(trust_incoming, Opts, true),
-    case is_binary(Header) andalso Header =/= <<>> andalso string:lowercase(Header) =:= Header of
+    case is_binary(Header) andalso Header =/= <<>> andalso falco_grammar:lower(Header) =:= Header of
         true -> ok;
         false -> erlang:error({invalid_option, ?MODULE, {header, Header}})
     end,
@@ -87,7 +89,7 @@ is_valid(_) ->
     false.
 
 valid_chars(<<C, R/binary>>)
-  when (C >= $a andalso C =< $z); (C >= $A andalso C =< $Z); (C >= $0 andalso C =< $9);
+  when ?IS_ALPHA(C); ?IS_DIGIT(C);
        C =:= $-; C =:= $_; C =:= $.; C =:= $:; C =:= $+; C =:= $/; C =:= $=; C =:= $@ ->
     valid_chars(R);
 valid_chars(<<>>) -> true;

@@ -70,7 +70,6 @@
 -opaque router() :: #router{}.
 
 -define(KEY(Name), {?MODULE, Name}).
--define(TEXT, {<<"content-type">>, <<"text/plain">>}).
 
 %% -- compiling ----------------------------------------------------------------
 
@@ -239,15 +238,11 @@ methods(Path, Other) ->
 
 method(Path, M0) ->
     M = to_bin(M0, {invalid_methods, Path, M0}),
-    case M =/= <<>> andalso lists:all(fun is_tchar/1, binary_to_list(M)) of
+    %% RFC 9110 §9.1: a method is a token.
+    case falco_grammar:is_token(M) of
         true -> M;
         false -> fail({invalid_methods, Path, M0})
     end.
-
-%% RFC 9110 §5.6.2 tchar: a method is a token.
-is_tchar(C) ->
-    (C >= $a andalso C =< $z) orelse (C >= $A andalso C =< $Z) orelse (C >= $0 andalso C =< $9)
-        orelse lists:member(C, "!#$%&'*+-.^_`|~").
 
 insert([], Leaf, Node) ->
     Node#{leaves => [Leaf | maps:get(leaves, Node, [])]};
@@ -325,7 +320,7 @@ dispatch(Req = #{method := Method, path := Path}, R = #router{}) ->
                 {ok, {Names, Call, _}, Values} ->
                     Call(Req#{bindings => bind(Names, Values)});
                 {not_allowed, Allow} ->
-                    {405, [{<<"allow">>, join(Allow)}, ?TEXT], <<"Method Not Allowed\n">>};
+                    falco_errors:response({method_not_allowed, Allow});
                 not_found ->
                     not_found(Req, Segs, R)
             end;
@@ -333,7 +328,7 @@ dispatch(Req = #{method := Method, path := Path}, R = #router{}) ->
             %% RFC 9110 §9.3.7: "OPTIONS *" asks about the server itself.
             {204, [], <<>>};
         _ ->
-            {400, [?TEXT], <<"Bad Request\n">>}
+            falco_errors:response({bad_request, bad_path})
     end.
 
 %% @doc Matches a method, host and path without running anything: the
@@ -507,7 +502,7 @@ with_qs(Path, _Req) -> Path.
 
 no_route(Req, #router{not_found = undefined}) ->
     _ = Req,
-    {404, [?TEXT], <<"Not Found\n">>};
+    falco_errors:response(not_found);
 no_route(Req, #router{not_found = Call}) ->
     Call(Req).
 

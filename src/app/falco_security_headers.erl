@@ -61,7 +61,8 @@ value(K, V) ->
 
 extra(List) when is_list(List) ->
     [case F of
-         {Name, V} when is_binary(Name), Name =/= <<>> -> {string:lowercase(Name), value(extra, V)};
+         {Name, V} when is_binary(Name), Name =/= <<>> ->
+             {falco_grammar:lower(Name), value(extra, V)};
          _ -> erlang:error({invalid_option, ?MODULE, extra})
      end || F <- List];
 extra(_) ->

@@ -115,7 +115,7 @@ eligible(Status, Headers, Opts) ->
         andalso compressible(field(<<"content-type">>, Headers), Opts).
 
 no_transform(undefined) -> false;
-no_transform(CC) -> lists:member(<<"no-transform">>, falco_text:list(CC)).
+no_transform(CC) -> lists:member(<<"no-transform">>, falco_grammar:lower_elements(CC)).
 
 full({Status, Headers, Body}, Req, Opts) ->
     case falco_pipeline:body_size(Body) of
@@ -185,10 +185,7 @@ deflate_stream(Coding, Fun, Send, Opts) ->
     end.
 
 not_acceptable(Opts) ->
-    {406, [{<<"content-type">>, <<"text/plain">>},
-           {<<"vary">>, <<"accept-encoding">>}],
-     [<<"Not Acceptable: this resource is available as ">>,
-      lists:join(<<", ">>, [<<"identity">> | codings(Opts)]), <<"\n">>]}.
+    falco_errors:response({coding_not_acceptable, [<<"identity">> | codings(Opts)]}).
 
 coded_headers(Coding, Headers) ->
     [{<<"content-encoding">>, Coding}
@@ -211,7 +208,7 @@ vary(Headers) ->
         [] ->
             Headers ++ [{<<"vary">>, <<"accept-encoding">>}];
         Values ->
-            Tokens = lists:append([falco_text:list(V) || V <- Values]),
+            Tokens = lists:append([falco_grammar:lower_elements(V) || V <- Values]),
             case lists:member(<<"accept-encoding">>, Tokens) orelse lists:member(<<"*">>, Tokens) of
                 true -> Headers;
                 false -> Headers ++ [{<<"vary">>, <<"accept-encoding">>}]
@@ -277,11 +274,11 @@ dedup([], Acc) ->
     lists:reverse(Acc).
 
 member(M) ->
-    [Coding | Params] = [falco_text:trim(P) || P <- binary:split(M, <<";">>, [global])],
-    case Coding =/= <<>> andalso token(Coding) of
+    [Coding | Params] = [falco_grammar:trim(P) || P <- binary:split(M, <<";">>, [global])],
+    case falco_grammar:is_token(Coding) of
         true ->
             case weight(Params) of
-                {ok, Q} -> {falco_text:lower(Coding), Q};
+                {ok, Q} -> {falco_grammar:lower(Coding), Q};
                 error -> skip
             end;
         false ->
@@ -300,7 +297,7 @@ qvalue(<<"1.", Z/binary>>) when byte_size(Z) =< 3 ->
     end;
 qvalue(<<"0">>) -> {ok, 0};
 qvalue(<<"0.", D/binary>>) when byte_size(D) =< 3 ->
-    case D =/= <<>> andalso lists:all(fun(C) -> C >= $0 andalso C =< $9 end, binary_to_list(D)) of
+    case falco_grammar:is_digits(D) of
         true -> {ok, binary_to_integer(D) * pow10(3 - byte_size(D))};
         false when D =:= <<>> -> {ok, 0};
         false -> error
@@ -311,19 +308,13 @@ pow10(0) -> 1;
 pow10(1) -> 10;
 pow10(2) -> 100.
 
-token(Bin) ->
-    lists:all(fun(C) -> (C >= $a andalso C =< $z) orelse (C >= $A andalso C =< $Z)
-                            orelse (C >= $0 andalso C =< $9)
-                            orelse lists:member(C, "!#$%&'*+-.^_`|~") end,
-              binary_to_list(Bin)).
-
 %% @doc Whether a Content-Type value names a compressible media type.
 -spec compressible(binary() | undefined, opts()) -> boolean().
 compressible(undefined, _Opts) ->
     false;
 compressible(ContentType, Opts) ->
     [Type0 | _] = binary:split(ContentType, <<";">>),
-    Type = falco_text:lower(falco_text:trim(Type0)),
+    Type = falco_grammar:lower(falco_grammar:trim(Type0)),
     case maps:get(types, Opts, ?TYPES) of
         Pred when is_function(Pred, 1) -> Pred(Type);
         Types -> lists:any(fun(T) -> type_match(T, Type) end, Types)
@@ -361,7 +352,7 @@ wbits(<<"deflate">>) -> 15.
 decode_request(Req, Opts) ->
     case maps:get(decode_request, Opts, false) of
         true ->
-            case lists:append([falco_text:list(V)
+            case lists:append([falco_grammar:lower_elements(V)
                                || {<<"content-encoding">>, V} <- falco_req:headers(Req)]) of
                 [] -> {ok, Req};
                 [<<"identity">>] -> {ok, strip(Req)};
@@ -371,9 +362,8 @@ decode_request(Req, Opts) ->
                         false -> {ok, strip(Req)}
                     end;
                 _ ->
-                    {error, {415, [{<<"accept-encoding">>, <<"gzip, deflate">>},
-                                   {<<"content-type">>, <<"text/plain">>}],
-                             <<"Unsupported Media Type: unknown Content-Encoding\n">>}}
+                    {error, falco_errors:response({unsupported_content_coding,
+                                                   [<<"gzip">>, <<"deflate">>]})}
             end;
         false ->
             {ok, Req}
@@ -475,4 +465,4 @@ field(Name, Headers) ->
     end.
 
 is_field(N, Names) ->
-    lists:member(N, Names) orelse lists:member(falco_text:lower(N), Names).
+    lists:member(N, Names) orelse lists:member(falco_grammar:lower(N), Names).

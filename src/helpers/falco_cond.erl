@@ -140,14 +140,13 @@ check(Req, V, Headers) ->
     case evaluate(Req, V) of
         ok -> ok;
         not_modified -> {304, not_modified_headers(headers(V) ++ Headers), <<>>};
-        precondition_failed ->
-            {412, [{<<"content-type">>, <<"text/plain">>}], <<"Precondition Failed\n">>}
+        precondition_failed -> falco_errors:response(precondition_failed)
     end.
 
 %% RFC 9110 §15.4.5
 not_modified_headers(Headers) ->
     Keep = [<<"cache-control">>, <<"content-location">>, <<"etag">>, <<"expires">>, <<"vary">>],
-    Lower = [{falco_text:lower(N), V} || {N, V} <- Headers],
+    Lower = [{falco_grammar:lower(N), V} || {N, V} <- Headers],
     HasETag = lists:keymember(<<"etag">>, 1, Lower),
     dedup([F || F = {N, _} <- Lower,
                 lists:member(N, Keep) orelse (N =:= <<"last-modified">> andalso not HasETag)], []).
@@ -250,8 +249,7 @@ opaque(<<C, Rest/binary>>, Kind, N, Orig) when C =:= 16#21; C >= 16#23, C =/= 16
     opaque(Rest, Kind, N + 1, Orig);
 opaque(_, _, _, _) -> error.
 
-skip_ows(<<C, R/binary>>) when C =:= $\s; C =:= $\t -> skip_ows(R);
-skip_ows(B) -> B.
+skip_ows(B) -> falco_grammar:trim_leading(B).
 
 %% @doc Strong comparison (§8.8.3.2): both strong, same opaque tag.
 -spec strong_match(etag(), etag()) -> boolean().
@@ -362,8 +360,9 @@ call(Req, Next, Opts) ->
     end.
 
 conditional({200, Headers0, Body} = Resp, Req, Opts) when is_list(Headers0) ->
-    case is_iodata(Body) of
-        true ->
+    %% Only a body in memory can be hashed; the pipeline's rule says which.
+    case falco_pipeline:body_size(Body) of
+        {ok, _} ->
             Lower = [{lower(N), V} || {N, V} <- Headers0],
             Headers = case lists:keymember(<<"etag">>, 1, Lower)
                           orelse not maps:get(etag, Opts, true) of
@@ -375,7 +374,7 @@ conditional({200, Headers0, Body} = Resp, Req, Opts) when is_list(Headers0) ->
                 ok -> {200, Headers, Body};
                 Other -> Other
             end;
-        false ->
+        error ->
             Resp
     end;
 conditional(Resp, _Req, _Opts) ->
@@ -387,11 +386,4 @@ field(Name, Headers) ->
         false -> undefined
     end.
 
-lower(N) when is_binary(N) -> falco_text:lower(N).
-
-is_iodata(B) when is_binary(B) -> true;
-is_iodata(L) when is_list(L) ->
-    try iolist_size(L) of _ -> true
-    catch error:badarg -> false
-    end;
-is_iodata(_) -> false.
+lower(N) when is_binary(N) -> falco_grammar:lower(N).

@@ -42,14 +42,8 @@
                 | same_site_none_requires_secure | partitioned_requires_secure
                 | secure_prefix_requires_secure | host_prefix_requirements.
 
--define(IS_DIGIT(C), (C >= $0 andalso C =< $9)).
--define(IS_ALPHA(C), ((C >= $a andalso C =< $z) orelse (C >= $A andalso C =< $Z))).
-%% tchar (RFC 9110 §5.6.2)
--define(IS_TCHAR(C), (?IS_ALPHA(C) orelse ?IS_DIGIT(C) orelse C =:= $! orelse C =:= $#
-                      orelse C =:= $$ orelse C =:= $% orelse C =:= $& orelse C =:= $'
-                      orelse C =:= $* orelse C =:= $+ orelse C =:= $- orelse C =:= $.
-                      orelse C =:= $^ orelse C =:= $_ orelse C =:= $` orelse C =:= $|
-                      orelse C =:= $~)).
+-include_lib("falco/src/pipeline/falco_grammar.hrl").
+
 %% cookie-octet (RFC 6265 §4.1.1): visible US-ASCII but DQUOTE, comma,
 %% semicolon and backslash.
 -define(IS_COOKIE_OCTET(C), (C =:= 16#21 orelse (C >= 16#23 andalso C =< 16#2B)
@@ -88,7 +82,7 @@ pairs(Bin, Acc) ->
     name(Bin, Bin, 0, 0, Acc).
 
 name(<<$=, R/binary>>, Orig, _Len, Keep, Acc) ->
-    V = trim_left(R),
+    V = falco_grammar:trim_leading(R),
     value(V, V, 0, 0, binary:part(Orig, 0, Keep), Acc);
 name(<<$;, R/binary>>, Orig, _Len, Keep, Acc) ->
     pairs(R, [{<<>>, binary:part(Orig, 0, Keep)} | Acc]);
@@ -116,9 +110,6 @@ unquote(<<$", V/binary>>) when byte_size(V) > 0 ->
     end;
 unquote(V) ->
     V.
-
-trim_left(<<C, R/binary>>) when C =:= $\s; C =:= $\t -> trim_left(R);
-trim_left(Bin) -> Bin.
 
 %% -- building (RFC 6265 §4.1) ------------------------------------------------
 
@@ -151,8 +142,7 @@ delete(Name, Opts) ->
 fail(Reason) ->
     throw({?MODULE, Reason}).
 
-check_name(<<>>) -> fail(invalid_name);
-check_name(Name) -> all(fun(C) -> ?IS_TCHAR(C) end, Name) orelse fail(invalid_name).
+check_name(Name) -> falco_grammar:is_token(Name) orelse fail(invalid_name).
 
 check_value(<<$", V/binary>>) when byte_size(V) > 0 ->
     case split_binary(V, byte_size(V) - 1) of
@@ -229,7 +219,7 @@ check_rules(Name, Opts) ->
     end.
 
 prefix(<<"__", _/binary>> = Name) ->
-    case string:lowercase(binary:part(Name, 0, min(9, byte_size(Name)))) of
+    case falco_grammar:lower(binary:part(Name, 0, min(9, byte_size(Name)))) of
         <<"__secure-">> -> secure;
         <<"__host-", _/binary>> -> host;
         _ -> none

@@ -41,8 +41,9 @@
                       | {number_out_of_range, non_neg_integer()}
                       | {duplicate_key, binary()}.
 
--define(IS_DIGIT(C), (C >= $0 andalso C =< $9)).
--define(IS_WS(C), (C =:= $\s orelse C =:= $\t orelse C =:= $\n orelse C =:= $\r)).
+-include_lib("falco/src/pipeline/falco_grammar.hrl").
+%% JSON whitespace (RFC 8259 §2), not HTTP's OWS (?IS_WS)
+-define(IS_JSON_WS(C), (C =:= $\s orelse C =:= $\t orelse C =:= $\n orelse C =:= $\r)).
 -define(MAX_NUMBER, 1024).
 
 %% -- encoding ----------------------------------------------------------------
@@ -178,7 +179,7 @@ offset(Rest, {Orig, _}) ->
 fail(Why, Rest) ->
     throw({?MODULE, Why, Rest}).
 
-ws(<<C, R/binary>>) when ?IS_WS(C) -> ws(R);
+ws(<<C, R/binary>>) when ?IS_JSON_WS(C) -> ws(R);
 ws(Bin) -> Bin.
 
 value(<<${, R/binary>> = Bin, D, Depth) ->
@@ -283,9 +284,7 @@ hex4(<<A, B, C, D, R/binary>>, Bin) ->
 hex4(_, Bin) ->
     fail(syntax, Bin).
 
-unhex(C, _) when ?IS_DIGIT(C) -> C - $0;
-unhex(C, _) when C >= $a, C =< $f -> C - $a + 10;
-unhex(C, _) when C >= $A, C =< $F -> C - $A + 10;
+unhex(C, _) when ?IS_HEX(C) -> ?HEX_VALUE(C);
 unhex(_, Bin) -> fail(syntax, Bin).
 
 %% Numbers (§6): `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?'.

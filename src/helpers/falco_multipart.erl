@@ -59,7 +59,8 @@
 
 -define(KEY, falco_multipart).
 -define(READ_LENGTH, 65536).
--define(IS_WS(C), (C =:= $\s orelse C =:= $\t)).
+
+-include_lib("falco/src/pipeline/falco_grammar.hrl").
 
 %% -- the parser --------------------------------------------------------------
 
@@ -72,7 +73,7 @@ boundary(undefined) ->
 boundary(ContentType) ->
     case binary:split(ContentType, <<";">>) of
         [Type, Params] ->
-            case is_multipart(falco_text:lower(trim(Type))) of
+            case is_multipart(falco_grammar:lower(falco_grammar:trim(Type))) of
                 true ->
                     case params(Params) of
                         {ok, Ps} ->
@@ -87,7 +88,7 @@ boundary(ContentType) ->
                     {error, not_multipart}
             end;
         [Type] ->
-            case is_multipart(falco_text:lower(trim(Type))) of
+            case is_multipart(falco_grammar:lower(falco_grammar:trim(Type))) of
                 true -> {error, bad_boundary};
                 false -> {error, not_multipart}
             end
@@ -238,24 +239,19 @@ headers(Block, Acc) ->
     [Line, Rest] = binary:split(Block, <<"\r\n">>),
     case binary:split(Line, <<":">>) of
         [Name, Value] when Name =/= <<>> ->
-            case token(Name) andalso no_ctl(Value) of
-                true -> headers(Rest, [{falco_text:lower(Name), trim(Value)} | Acc]);
+            case falco_grammar:is_token(Name) andalso no_ctl(Value) of
+                true ->
+                    Field = {falco_grammar:lower(Name), falco_grammar:trim(Value)},
+                    headers(Rest, [Field | Acc]);
                 false -> {error, {bad_header, Line}}
             end;
         _ ->
             {error, {bad_header, Line}}
     end.
 
-token(Bin) -> lists:all(fun tchar/1, binary_to_list(Bin)).
-
-tchar(C) when C >= $0, C =< $9; C >= $a, C =< $z; C >= $A, C =< $Z -> true;
-tchar(C) -> lists:member(C, "!#$%&'*+-.^_`|~").
-
 no_ctl(<<C, _/binary>>) when C < 32, C =/= $\t; C =:= 127 -> false;
 no_ctl(<<_, R/binary>>) -> no_ctl(R);
 no_ctl(<<>>) -> true.
-
-trim(Bin) -> falco_text:trim(Bin).
 
 %% -- Content-Disposition (RFC 6266 §4.1, RFC 7578 §4.2, RFC 8187) ---------------
 
@@ -267,15 +263,15 @@ trim(Bin) -> falco_text:trim(Bin).
           {ok, binary(), [{binary(), binary()}]} | {error, bad_content_disposition}.
 content_disposition(Value) ->
     {Type, Params} = case binary:split(Value, <<";">>) of
-                         [T, P] -> {trim(T), P};
-                         [T] -> {trim(T), <<>>}
+                         [T, P] -> {falco_grammar:trim(T), P};
+                         [T] -> {falco_grammar:trim(T), <<>>}
                      end,
-    case Type =/= <<>> andalso token(Type) of
+    case falco_grammar:is_token(Type) of
         true ->
             case params(Params) of
                 {ok, Ps} ->
                     case ext_values(Ps, []) of
-                        {ok, Decoded} -> {ok, falco_text:lower(Type), Decoded};
+                        {ok, Decoded} -> {ok, falco_grammar:lower(Type), Decoded};
                         error -> {error, bad_content_disposition}
                     end;
                 error ->
@@ -304,7 +300,7 @@ ext_value(V) ->
         [Charset, _Lang, Encoded] ->
             case falco_uri:decode(Encoded) of
                 {ok, Raw} ->
-                    case falco_text:lower(Charset) of
+                    case falco_grammar:lower(Charset) of
                         <<"utf-8">> ->
                             case unicode:characters_to_binary(Raw, utf8, utf8) of
                                 B when is_binary(B) -> {ok, B};
@@ -337,12 +333,12 @@ params(Bin) ->
 param(Bin, Acc) ->
     case binary:split(Bin, <<"=">>) of
         [Name0, Rest0] ->
-            Name = trim(Name0),
-            case Name =/= <<>> andalso token(Name) of
+            Name = falco_grammar:trim(Name0),
+            case falco_grammar:is_token(Name) of
                 true ->
                     case value(skip_ws(Rest0)) of
                         {ok, V, Rest} ->
-                            Lower = falco_text:lower(Name),
+                            Lower = falco_grammar:lower(Name),
                             Acc1 = case lists:keymember(Lower, 1, Acc) of
                                        true -> Acc;
                                        false -> [{Lower, V} | Acc]
@@ -368,22 +364,22 @@ param_next(Bin, Acc) -> param(Bin, Acc).
 value(<<$", Rest/binary>>) -> quoted(Rest, <<>>);
 value(Bin) -> token_value(Bin, 0, Bin).
 
-token_value(<<C, R/binary>>, N, Orig) when C =/= $;, C =/= $\s, C =/= $\t, C =/= $" ->
-    case tchar(C) of
-        true -> token_value(R, N + 1, Orig);
-        false -> error
-    end;
+token_value(<<C, R/binary>>, N, Orig) when ?IS_TCHAR(C) -> token_value(R, N + 1, Orig);
 token_value(_, 0, _) -> error;
-token_value(R, N, Orig) -> {ok, binary:part(Orig, 0, N), R}.
+token_value(<<C, _/binary>> = R, N, Orig) when C =:= $;; ?IS_WS(C); C =:= $" ->
+    {ok, binary:part(Orig, 0, N), R};
+token_value(<<>>, N, Orig) -> {ok, binary:part(Orig, 0, N), <<>>};
+token_value(_, _, _) -> error.
 
+%% Not falco_grammar:quoted_string/1, on purpose: a backslash before
+%% anything but `"' or `\' is kept (see params/1).
 quoted(<<$", R/binary>>, Acc) -> {ok, Acc, R};
 quoted(<<$\\, C, R/binary>>, Acc) when C =:= $"; C =:= $\\ -> quoted(R, <<Acc/binary, C>>);
 quoted(<<C, R/binary>>, Acc) when C >= 32, C =/= 127; C =:= $\t ->
     quoted(R, <<Acc/binary, C>>);
 quoted(_, _) -> error.
 
-skip_ws(<<C, R/binary>>) when ?IS_WS(C) -> skip_ws(R);
-skip_ws(B) -> B.
+skip_ws(Bin) -> falco_grammar:trim_leading(Bin).
 
 %% @doc A `multipart/form-data' part's name, file name (`filename*'
 %% preferred, RFC 6266 §4.3) and content type (RFC 7578 §4.4: default

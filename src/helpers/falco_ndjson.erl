@@ -99,7 +99,7 @@ value(Line0, #nd{json = Opts}) ->
                <<L:(byte_size(Line0) - 1)/binary, "\r">> -> L;
                _ -> Line0
            end,
-    case falco_text:trim(Line) of
+    case falco_grammar:trim(Line) of
         <<>> -> skip;
         _ -> falco_json:decode(Line, Opts)
     end.

@@ -40,8 +40,8 @@
             strict :: boolean(),
             utf8 :: keep | replace | reject}).
 
--define(IS_DIGIT(C), (C >= $0 andalso C =< $9)).
--define(IS_ALPHA(C), ((C >= $a andalso C =< $z) orelse (C >= $A andalso C =< $Z))).
+-include_lib("falco/src/pipeline/falco_grammar.hrl").
+
 %% Left alone by the urlencoded serializer (WHATWG URL §5.2, the
 %% application/x-www-form-urlencoded percent-encode set's complement).
 -define(IS_FORM_SAFE(C), (?IS_ALPHA(C) orelse ?IS_DIGIT(C) orelse C =:= $*
@@ -107,7 +107,7 @@ finish(Orig, Len, true, #o{strict = Strict, utf8 = U}) ->
 unescape(<<$+, Rest/binary>>, Strict, Acc) ->
     unescape(Rest, Strict, <<Acc/binary, $\s>>);
 unescape(<<$%, H, L, Rest/binary>> = Bin, Strict, Acc) ->
-    case {unhex(H), unhex(L)} of
+    case {falco_grammar:hex_value(H), falco_grammar:hex_value(L)} of
         {Hi, Lo} when is_integer(Hi), is_integer(Lo) ->
             unescape(Rest, Strict, <<Acc/binary, (Hi * 16 + Lo)>>);
         _ ->
@@ -125,11 +125,6 @@ bad_percent(_, true, _) ->
     throw({?MODULE, bad_percent});
 bad_percent(<<$%, Rest/binary>>, false, Acc) ->
     unescape(Rest, false, <<Acc/binary, $%>>).
-
-unhex(C) when ?IS_DIGIT(C) -> C - $0;
-unhex(C) when C >= $a, C =< $f -> C - $a + 10;
-unhex(C) when C >= $A, C =< $F -> C - $A + 10;
-unhex(_) -> error.
 
 %% -- UTF-8 (WHATWG Encoding "UTF-8 decode without BOM", Unicode §3.9) -------
 

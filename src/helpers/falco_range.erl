@@ -34,7 +34,7 @@
 parse(Bin) ->
     case binary:split(Bin, <<"=">>) of
         [Unit, Set] ->
-            case falco_text:lower(Unit) of
+            case falco_grammar:lower(Unit) of
                 <<"bytes">> -> specs(binary:split(Set, <<",">>, [global]), []);
                 _ -> {error, unsupported_unit}
             end;
@@ -43,7 +43,7 @@ parse(Bin) ->
     end.
 
 specs([Item | T], Acc) ->
-    case falco_text:trim(Item) of
+    case falco_grammar:trim(Item) of
         <<>> -> specs(T, Acc);
         Spec ->
             case spec(Spec) of
@@ -150,9 +150,7 @@ reply(Req, Headers0, Content, Opts) ->
         ignore ->
             {200, Headers, full(Content)};
         unsatisfiable ->
-            {416, [{<<"content-range">>, <<"bytes */", (integer_to_binary(Size))/binary>>},
-                   {<<"content-type">>, <<"text/plain">>}],
-             <<"Range Not Satisfiable\n">>};
+            falco_errors:response({range_not_satisfiable, Size});
         {ok, [{Off, Len}]} ->
             {206, [{<<"content-range">>, content_range(Off, Len, Size)} | Headers],
              slice(Content, Off, Len)};
@@ -250,7 +248,7 @@ send_file(Fd, Off, Len, Send) ->
     end.
 
 field(Name, Headers) ->
-    case [V || {N, V} <- Headers, falco_text:lower(N) =:= Name] of
+    case [V || {N, V} <- Headers, falco_grammar:lower(N) =:= Name] of
         [V | _] -> iolist_to_binary(V);
         [] -> undefined
     end.

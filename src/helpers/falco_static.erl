@@ -73,16 +73,12 @@ handle(Req, Opts) ->
                 {redirect, Location} ->
                     {301, [{<<"location">>, Location}, {<<"content-type">>, <<"text/plain">>}],
                      <<"Moved Permanently\n">>};
-                bad_request -> text(400, <<"Bad Request\n">>);
-                not_found -> text(404, <<"Not Found\n">>)
+                bad_request -> falco_errors:response({bad_request, bad_path});
+                not_found -> falco_errors:response(not_found)
             end;
         _ ->
-            {405, [{<<"allow">>, <<"GET, HEAD">>}, {<<"content-type">>, <<"text/plain">>}],
-             <<"Method Not Allowed\n">>}
+            falco_errors:response({method_not_allowed, [<<"GET">>, <<"HEAD">>]})
     end.
-
-text(Status, Body) ->
-    {Status, [{<<"content-type">>, <<"text/plain">>}], Body}.
 
 %% @doc Maps the request onto a regular file under the root: its resolved
 %% path and information, a redirect for a directory named without its
@@ -286,9 +282,8 @@ serve(Req, Path, Info, Opts) ->
     Type = mime_type(Path, Opts),
     {Variant, VInfo, Extra} = variant(Req, Path, Opts),
     case Variant of
-        not_acceptable ->
-            {406, [{<<"content-type">>, <<"text/plain">>}, {<<"vary">>, <<"accept-encoding">>}],
-             <<"Not Acceptable\n">>};
+        {not_acceptable, Available} ->
+            falco_errors:response({coding_not_acceptable, [<<"identity">> | Available]});
         _ ->
             FInfo = case VInfo of undefined -> Info; _ -> VInfo end,
             V = #{etag => file_etag(FInfo), last_modified => FInfo#file_info.mtime},
@@ -326,7 +321,7 @@ variant(Req, Path, Opts) ->
             {GzPath1, GzInfo1} = Gz,
             {GzPath1, GzInfo1, [{<<"content-encoding">>, <<"gzip">>} | Vary]};
         [identity | _] -> {Path, undefined, Vary};
-        [] -> {not_acceptable, undefined, []}
+        [] -> {{not_acceptable, Available}, undefined, []}
     end.
 
 %% @doc A strong ETag from a file's inode, size and modification time: it
@@ -340,13 +335,13 @@ mtime(DT) ->
     {ok, S} = falco_cond:to_seconds(erlang:localtime_to_universaltime(DT)),
     S.
 
-hex(N) when is_integer(N), N >= 0 -> falco_text:lower(integer_to_binary(N, 16));
+hex(N) when is_integer(N), N >= 0 -> falco_grammar:lower(integer_to_binary(N, 16));
 hex(_) -> <<"0">>.
 
 %% -- media types ----------------------------------------------------------------------
 
 mime_type(Path, Opts) ->
-    Ext = falco_text:lower(ext(filename:extension(Path))),
+    Ext = falco_grammar:lower(ext(filename:extension(Path))),
     case maps:find(Ext, maps:get(mime_types, Opts, #{})) of
         {ok, T} -> T;
         error ->

@@ -30,16 +30,9 @@
 -type split_error() :: not_absolute | bad_percent | dot_dot | encoded_slash
                      | backslash | nul.
 
--define(IS_DIGIT(C), (C >= $0 andalso C =< $9)).
--define(IS_ALPHA(C), ((C >= $a andalso C =< $z) orelse (C >= $A andalso C =< $Z))).
-%% unreserved (RFC 3986 §2.3)
--define(IS_UNRESERVED(C), (?IS_ALPHA(C) orelse ?IS_DIGIT(C) orelse C =:= $-
-                           orelse C =:= $. orelse C =:= $_ orelse C =:= $~)).
-%% pchar minus pct-encoded (RFC 3986 §3.3): unreserved / sub-delims / ":" / "@"
--define(IS_PCHAR(C), (?IS_UNRESERVED(C) orelse C =:= $! orelse C =:= $$
-                      orelse C =:= $& orelse C =:= $' orelse C =:= $( orelse C =:= $)
-                      orelse C =:= $* orelse C =:= $+ orelse C =:= $, orelse C =:= $;
-                      orelse C =:= $= orelse C =:= $: orelse C =:= $@)).
+%% unreserved (RFC 3986 §2.3) and pchar minus pct-encoded (§3.3)
+-include_lib("falco/src/pipeline/falco_grammar.hrl").
+
 %% What stays literal in a query key or value (see the module comment). The
 %% set is also a subset of RFC 6265 cookie-octet, so the output is a valid
 %% cookie value too.
@@ -73,17 +66,8 @@ decode(<<C, Rest/binary>>, Acc) ->
 decode(<<>>, Acc) ->
     {ok, Acc}.
 
-hex2(H, L) ->
-    case {unhex(H), unhex(L)} of
-        {error, _} -> error;
-        {_, error} -> error;
-        {Hi, Lo} -> Hi * 16 + Lo
-    end.
-
-unhex(C) when ?IS_DIGIT(C) -> C - $0;
-unhex(C) when C >= $a, C =< $f -> C - $a + 10;
-unhex(C) when C >= $A, C =< $F -> C - $A + 10;
-unhex(_) -> error.
+hex2(H, L) when ?IS_HEX(H), ?IS_HEX(L) -> ?HEX_VALUE(H) * 16 + ?HEX_VALUE(L);
+hex2(_, _) -> error.
 
 %% -- percent-encoding (RFC 3986 §2.1, §3.3, §3.4) ----------------------------
 

@@ -33,8 +33,7 @@
 -module(falco_http1).
 
 -export([tables/0]).
--export([parse/2, parse_more/2, default_limits/0, method/1, field_line/1, origin_form/1,
-         list_tokens/1, has_token/2]).
+-export([parse/2, parse_more/2, default_limits/0, method/1, field_line/1]).
 
 -export_type([request/0, limits/0, cont/0, reason/0, headers/0, body_framing/0]).
 
@@ -79,25 +78,10 @@
                content_length = undefined :: undefined | binary(),
                transfer_encoding = undefined :: undefined | binary(),
                connection = <<>> :: binary(),
-               expect = undefined :: undefined | binary()}).
+               expect = [] :: [binary()]}).
 -type head() :: #head{}.
 
--define(IS_DIGIT(C), (C >= $0 andalso C =< $9)).
--define(IS_ALPHA(C), ((C >= $a andalso C =< $z) orelse (C >= $A andalso C =< $Z))).
--define(IS_HEX(C), (?IS_DIGIT(C) orelse (C >= $a andalso C =< $f) orelse (C >= $A andalso C =< $F))).
-%% tchar (RFC 9110 §5.6.2)
--define(IS_TCHAR(C), (?IS_ALPHA(C) orelse ?IS_DIGIT(C) orelse C =:= $! orelse C =:= $#
-                      orelse C =:= $$ orelse C =:= $% orelse C =:= $& orelse C =:= $'
-                      orelse C =:= $* orelse C =:= $+ orelse C =:= $- orelse C =:= $.
-                      orelse C =:= $^ orelse C =:= $_ orelse C =:= $` orelse C =:= $|
-                      orelse C =:= $~)).
-%% unreserved / sub-delims (RFC 3986 §2.2, §2.3), plus ":" and "@" (pchar)
--define(IS_PCHAR(C), (?IS_ALPHA(C) orelse ?IS_DIGIT(C) orelse C =:= $- orelse C =:= $.
-                      orelse C =:= $_ orelse C =:= $~ orelse C =:= $! orelse C =:= $$
-                      orelse C =:= $& orelse C =:= $' orelse C =:= $( orelse C =:= $)
-                      orelse C =:= $* orelse C =:= $+ orelse C =:= $, orelse C =:= $;
-                      orelse C =:= $= orelse C =:= $: orelse C =:= $@)).
-%% field-vchar / SP / HTAB (RFC 9110 §5.5): any byte but controls and DEL.
+-include_lib("falco/src/pipeline/falco_grammar.hrl").
 
 %% @doc The default limits (bytes and counts).
 -spec default_limits() -> limits().
@@ -119,8 +103,7 @@ parse_more(More, {headers, Buf, Head, Limits}) ->
 
 %% @doc Validates a method name (a token, RFC 9110 §9.1).
 -spec method(binary()) -> boolean().
-method(<<>>) -> false;
-method(M) -> is_token(M).
+method(M) -> falco_grammar:is_token(M).
 
 %% -- request line (RFC 9112 §3) ---------------------------------------------
 
@@ -160,7 +143,7 @@ request_line(Bin, Empty, Limits = #{max_request_line := Max}) ->
 %% over max_request_line; if its first Max bytes are all method (tchars,
 %% no SP yet), the method is what is too long.
 line_too_long(Bin, Max) ->
-    case is_token(binary:part(Bin, 0, Max)) of
+    case falco_grammar:is_token(binary:part(Bin, 0, Max)) of
         true -> {error, {not_implemented, method_too_long}};
         false -> {error, uri_too_long}
     end.
@@ -182,11 +165,11 @@ method_end(Line, N) ->
         _ -> {error, {bad_request, invalid_method}}
     end.
 
+%% origin-form (RFC 9112 §3.2.1): the target ends at the SP before the
+%% version, so its longest valid prefix must be followed by one.
 target(<<"/", _/binary>> = R, Method) ->
-    {N, QPos} = origin_scan(R, 0, none),
-    case R of
-        <<T:N/binary, " ", Rest/binary>> ->
-            {ok, Path, Qs} = split_target(T, QPos),
+    case falco_grammar:origin_form_prefix(R) of
+        {T, Path, Qs, <<" ", Rest/binary>>} ->
             version(Rest, #head{method = Method, path = Path, qs = Qs, target = T});
         _ ->
             {error, {bad_request, invalid_target}}
@@ -200,37 +183,13 @@ target(R, <<"CONNECT">>) when R =/= <<>> ->
 target(R, Method) ->
     absolute_form(R, Method).
 
-%% @doc Validates a whole origin-form target, `absolute-path [ "?" query ]'
-%% (RFC 9112 §3.2.1, RFC 3986 pchars and percent escapes), and splits it
-%% into path and query. HTTP/2's `:path' (RFC 9113 §8.3.1) uses it too.
--spec origin_form(binary()) -> {ok, binary(), binary()} | error.
-origin_form(<<"/", _/binary>> = Target) ->
-    case origin_scan(Target, 0, none) of
-        {N, QPos} when N =:= byte_size(Target) -> split_target(Target, QPos);
-        _ -> error
-    end;
-origin_form(_) ->
-    error.
-
-%% The length of the valid prefix, and where the first "?" was.
-origin_scan(<<C, R/binary>>, N, Q) when ?IS_PCHAR(C); C =:= $/ -> origin_scan(R, N + 1, Q);
-origin_scan(<<"?", R/binary>>, N, none) -> origin_scan(R, N + 1, N);
-origin_scan(<<"?", R/binary>>, N, Q) -> origin_scan(R, N + 1, Q);
-origin_scan(<<"%", A, B, R/binary>>, N, Q) when ?IS_HEX(A), ?IS_HEX(B) -> origin_scan(R, N + 3, Q);
-origin_scan(_, N, Q) -> {N, Q}.
-
-split_target(T, none) -> {ok, T, <<>>};
-split_target(T, QPos) ->
-    <<P:QPos/binary, "?", Q/binary>> = T,
-    {ok, P, Q}.
-
 %% absolute-form (RFC 9112 §3.2.2): the authority replaces Host.
 absolute_form(R, Method) ->
     case R of
         <<S:4/binary, "://", Rest/binary>> ->
-            absolute_form(lower(S), Rest, Method, 80);
+            absolute_form(falco_grammar:lower(S), Rest, Method, 80);
         <<S:5/binary, "://", Rest/binary>> ->
-            absolute_form(lower(S), Rest, Method, 443);
+            absolute_form(falco_grammar:lower(S), Rest, Method, 443);
         _ ->
             {error, {bad_request, invalid_target}}
     end.
@@ -239,7 +198,7 @@ absolute_form(Scheme, Rest, Method, DefaultPort)
   when Scheme =:= <<"http">>; Scheme =:= <<"https">> ->
     AuthLen = authority_end(Rest, 0),
     <<Authority:AuthLen/binary, PathEtc/binary>> = Rest,
-    case authority(Authority) of
+    case falco_grammar:authority(Authority) of
         {ok, Host, Port} ->
             case PathEtc of
                 <<" ", Rest2/binary>> ->
@@ -250,10 +209,8 @@ absolute_form(Scheme, Rest, Method, DefaultPort)
                     absolute_form(Scheme, <<Authority/binary, "/", PathEtc/binary>>, Method,
                                   DefaultPort);
                 <<"/", _/binary>> ->
-                    {N, QPos} = origin_scan(PathEtc, 0, none),
-                    case PathEtc of
-                        <<T:N/binary, " ", Rest2/binary>> ->
-                            {ok, Path, Qs} = split_target(T, QPos),
+                    case falco_grammar:origin_form_prefix(PathEtc) of
+                        {T, Path, Qs, <<" ", Rest2/binary>>} ->
                             version(Rest2, #head{method = Method, path = Path, qs = Qs,
                                                  target = T, abs_authority = {Host, Port}});
                         _ ->
@@ -294,7 +251,7 @@ headers(<<>>, Head, Limits) ->
     {more, {headers, <<>>, Head, Limits}};
 headers(<<"\n", _/binary>>, _, _) ->
     {error, {bad_request, bare_lf}};
-headers(<<C, _/binary>>, _, _) when C =:= $\s; C =:= $\t ->
+headers(<<C, _/binary>>, _, _) when ?IS_WS(C) ->
     {error, {bad_request, obs_fold}};
 headers(Bin, Head, Limits = #{max_header_line := MaxLine, max_header_block := MaxBlock,
                               max_header_count := MaxCount}) ->
@@ -352,20 +309,20 @@ field_line(Bin, Len) ->
                        true -> lower_name(Name0);
                        false -> Name0
                    end,
-            field_value(skip_ows(Value0), Name);
+            field_value(falco_grammar:trim_leading(Value0), Name);
         Error ->
             Error
     end.
 
-name_scan(<<C, R/binary>>, N, U) when C >= $a, C =< $z; C =:= $-; ?IS_DIGIT(C) ->
+name_scan(<<C, R/binary>>, N, U) when ?IS_LOWER(C); C =:= $-; ?IS_DIGIT(C) ->
     name_scan(R, N + 1, U);
 name_scan(<<":", _/binary>>, N, U) when N > 0 ->
     {ok, N, U};
-name_scan(<<C, R/binary>>, N, _) when C >= $A, C =< $Z ->
+name_scan(<<C, R/binary>>, N, _) when ?IS_UPPER(C) ->
     name_scan(R, N + 1, true);
 name_scan(<<C, R/binary>>, N, U) when ?IS_TCHAR(C) ->
     name_scan(R, N + 1, U);
-name_scan(<<C, _/binary>>, N, _) when N > 0, (C =:= $\s orelse C =:= $\t) ->
+name_scan(<<C, _/binary>>, N, _) when N > 0, ?IS_WS(C) ->
     {error, {bad_request, header_whitespace_before_colon}};
 name_scan(_, _, _) ->
     {error, {bad_request, invalid_header_name}}.
@@ -375,12 +332,9 @@ name_scan(_, _, _) ->
 %% DEL) runs in C, twice as fast as an Erlang loop on a 40-byte value.
 field_value(Value, Name) ->
     case binary:match(Value, ctl()) of
-        nomatch -> {ok, Name, trim_trailing(Value)};
+        nomatch -> {ok, Name, falco_grammar:trim_trailing(Value)};
         _ -> {error, {bad_request, invalid_header_value}}
     end.
-
-skip_ows(<<C, R/binary>>) when C =:= $\s; C =:= $\t -> skip_ows(R);
-skip_ows(Bin) -> Bin.
 
 %% Compiled patterns, stored once per node when the falco application
 %% starts ({@link tables/0}, put by falco_app); atom keys, since a tuple key
@@ -438,11 +392,7 @@ note_field(<<"transfer-encoding">> = N, V, Head = #head{transfer_encoding = TE, 
 note_field(<<"connection">> = N, V, Head = #head{connection = C, headers = Hs}) ->
     {ok, Head#head{connection = <<C/binary, ",", V/binary>>, headers = [{N, V} | Hs]}};
 note_field(<<"expect">> = N, V, Head = #head{expect = E, headers = Hs}) ->
-    E1 = case E of
-             undefined -> V;
-             _ -> <<E/binary, ",", V/binary>>
-         end,
-    {ok, Head#head{expect = E1, headers = [{N, V} | Hs]}};
+    {ok, Head#head{expect = [V | E], headers = [{N, V} | Hs]}};
 note_field(N, V, Head = #head{headers = Hs}) ->
     {ok, Head#head{headers = [{N, V} | Hs]}}.
 
@@ -483,7 +433,7 @@ finish(Head = #head{version = Version}, Rest) ->
 host(#head{host = undefined, version = {1, 1}}) ->
     {error, {bad_request, missing_host}};
 host(#head{abs_authority = {Host, Port}, host = H}) ->
-    case H =:= undefined orelse H =:= <<>> orelse authority(H) =/= error of
+    case H =:= undefined orelse H =:= <<>> orelse falco_grammar:authority(H) =/= error of
         true -> {ok, Host, Port};
         false -> {error, {bad_request, invalid_host}}
     end;
@@ -497,72 +447,10 @@ host(#head{host = <<>>}) ->
     %% put there, so the request is rejected.
     {error, {bad_request, empty_host}};
 host(#head{host = H}) ->
-    case authority(H) of
+    case falco_grammar:authority(H) of
         {ok, Host, Port} -> {ok, Host, Port};
         error -> {error, {bad_request, invalid_host}}
     end.
-
-%% authority = host [ ":" port ] without userinfo (RFC 9110 §4.2.4).
-authority(<<"[", _/binary>> = A) ->
-    case binary:split(A, <<"]">>) of
-        [<<"[", Ip/binary>>, PortPart] when Ip =/= <<>> ->
-            case ip_literal(Ip) andalso port(PortPart) of
-                false -> error;
-                error -> error;
-                {ok, Port} -> {ok, lower(<<"[", Ip/binary, "]">>), Port}
-            end;
-        _ ->
-            error
-    end;
-authority(A) ->
-    case binary:split(A, <<":">>) of
-        [Host] -> reg_name(Host, undefined);
-        [Host, P] ->
-            case port(<<":", P/binary>>) of
-                {ok, Port} -> reg_name(Host, Port);
-                error -> error
-            end
-    end.
-
-reg_name(<<>>, _) ->
-    error;
-reg_name(Host, Port) ->
-    case valid_reg_name(Host) of
-        true -> {ok, lower(Host), Port};
-        false -> error
-    end.
-
-valid_reg_name(<<C, R/binary>>) when ?IS_ALPHA(C); ?IS_DIGIT(C); C =:= $-; C =:= $.; C =:= $_;
-                                     C =:= $~; C =:= $!; C =:= $$; C =:= $&; C =:= $';
-                                     C =:= $(; C =:= $); C =:= $*; C =:= $+; C =:= $,;
-                                     C =:= $;; C =:= $= ->
-    valid_reg_name(R);
-valid_reg_name(<<"%", A, B, R/binary>>) when ?IS_HEX(A), ?IS_HEX(B) ->
-    valid_reg_name(R);
-valid_reg_name(<<>>) -> true;
-valid_reg_name(_) -> false.
-
-ip_literal(<<C, R/binary>>) when ?IS_HEX(C); C =:= $:; C =:= $. -> ip_literal(R);
-ip_literal(<<>>) -> true;
-ip_literal(_) -> false.
-
-port(<<>>) -> {ok, undefined};
-port(<<":">>) -> {ok, undefined};
-port(<<":", P/binary>>) when byte_size(P) =< 5 ->
-    case all_digits(P) of
-        true ->
-            case binary_to_integer(P) of
-                N when N =< 65535 -> {ok, N};
-                _ -> error
-            end;
-        false ->
-            error
-    end;
-port(_) -> error.
-
-all_digits(<<C, R/binary>>) when ?IS_DIGIT(C) -> all_digits(R);
-all_digits(<<>>) -> true;
-all_digits(_) -> false.
 
 %% Message body length (RFC 9112 §6.1, §6.3).
 framing(#head{transfer_encoding = undefined, content_length = undefined}) ->
@@ -574,7 +462,7 @@ framing(#head{content_length = CL}) when CL =/= undefined ->
 framing(#head{version = {1, 0}}) ->
     {error, {bad_request, transfer_encoding_in_http10}};
 framing(#head{transfer_encoding = TE}) ->
-    Codings = [lower(C) || C <- elements(TE)],
+    Codings = falco_grammar:lower_elements(TE),
     case lists:reverse(Codings) of
         [<<"chunked">> | Before] ->
             case Before of
@@ -593,22 +481,16 @@ framing(#head{transfer_encoding = TE}) ->
 content_length([], Len) ->
     {ok, {length, Len}};
 content_length([V0 | More], Len) ->
-    V = trim_ows(V0),
-    case V =/= <<>> andalso all_digits(V) of
-        false ->
-            {error, {bad_request, invalid_content_length}};
-        true ->
-            case byte_size(skip_zeros(V)) > 15 of
-                true ->
-                    %% Too large to represent (at most 15 significant
-                    %% digits, leading zeros taken whatever their number):
-                    %% a framing fault, 400, with the reason of an overlong
-                    %% chunk size (falco_http1_chunked). A length that fits
-                    %% but is over max_body is the connection's 413.
-                    {error, {bad_request, length_overflow}};
-                false ->
-                    content_length(More, Len, binary_to_integer(V))
-            end
+    case falco_grammar:length_value(falco_grammar:trim(V0)) of
+        {ok, N} ->
+            content_length(More, Len, N);
+        {error, overflow} ->
+            %% A framing fault, 400, with the reason of an overlong chunk
+            %% size (falco_http1_chunked). A length that fits but is over
+            %% max_body is the connection's 413.
+            {error, {bad_request, length_overflow}};
+        {error, invalid} ->
+            {error, {bad_request, invalid_content_length}}
     end.
 
 content_length(More, Len, N) ->
@@ -617,81 +499,28 @@ content_length(More, Len, N) ->
         false -> {error, {bad_request, conflicting_content_length}}
     end.
 
-skip_zeros(<<"0", R/binary>>) -> skip_zeros(R);
-skip_zeros(Bin) -> Bin.
 
-%% RFC 9110 §10.1.1: 100-continue is the only expectation; a 1.0 request's
-%% Expect is ignored.
-expect(#head{expect = undefined}) -> {ok, false};
+%% RFC 9110 §10.1.1: the rule HTTP/2 applies too (falco_grammar:expect/1:
+%% 100-continue or 417); a 1.0 request's Expect is ignored.
 expect(#head{version = {1, 0}}) -> {ok, false};
-expect(#head{expect = E}) ->
-    case [lower(X) || X <- elements(E)] of
-        [] -> {ok, false};
-        Es ->
-            case lists:all(fun(X) -> X =:= <<"100-continue">> end, Es) of
-                true -> {ok, true};
-                false -> {error, expectation_failed}
-            end
+expect(#head{expect = Values}) ->
+    case falco_grammar:expect(lists:reverse(Values)) of
+        none -> {ok, false};
+        continue -> {ok, true};
+        {error, _} = Error -> Error
     end.
 
 %% RFC 9112 §9.3: 1.1 persists unless "close"; 1.0 only with "keep-alive".
 keep_alive({1, 1}, <<>>) ->
     true;
 keep_alive(Version, Connection) ->
-    Tokens = list_tokens(Connection),
+    Tokens = falco_grammar:lower_elements(Connection),
     case lists:member(<<"close">>, Tokens) of
         true -> false;
         false -> Version =:= {1, 1} orelse lists:member(<<"keep-alive">>, Tokens)
     end.
 
-%% @doc The elements of a #list field value (RFC 9110 §5.6.1), such as
-%% `Connection' or `Upgrade': trimmed, lowercased, empty ones dropped.
--spec list_tokens(binary()) -> [binary()].
-list_tokens(Value) ->
-    [lower(E) || E <- elements(Value)].
-
-%% @doc Whether the #list field value `Value' holds `Token' (lowercase),
-%% compared case-insensitively: `has_token(<<"Keep-Alive, Close">>,
-%% <<"close">>)' is true.
--spec has_token(binary(), binary()) -> boolean().
-has_token(Value, Token) ->
-    lists:member(Token, list_tokens(Value)).
-
 %% -- helpers ---------------------------------------------------------------
-
-is_token(<<C, R/binary>>) when ?IS_TCHAR(C) -> is_token(R);
-is_token(<<>>) -> true;
-is_token(_) -> false.
-
-trim_ows(Bin) ->
-    trim_trailing(trim_leading(Bin)).
-
-%% The elements of a #list, trimmed, without the empty ones a recipient must
-%% ignore (RFC 9110 §5.6.1): "chunked," and ", chunked" name one coding.
-elements(Bin) ->
-    [E || E <- [trim_ows(E0) || E0 <- binary:split(Bin, <<",">>, [global])], E =/= <<>>].
-
-trim_leading(<<C, R/binary>>) when C =:= $\s; C =:= $\t -> trim_leading(R);
-trim_leading(Bin) -> Bin.
-
-trim_trailing(<<>>) -> <<>>;
-trim_trailing(Bin) ->
-    case binary:last(Bin) of
-        C when C =:= $\s; C =:= $\t -> trim_trailing(binary:part(Bin, 0, byte_size(Bin) - 1));
-        _ -> Bin
-    end.
-
-%% Most input is already lowercase: only build a new binary when needed.
-lower(Bin) ->
-    case has_upper(Bin) of
-        true -> list_to_binary(lower_list(binary_to_list(Bin)));
-        false -> Bin
-    end.
-
-%% Through a list: 2.5x faster than a binary comprehension here.
-lower_list([C | T]) when C >= $A, C =< $Z -> [C + 32 | lower_list(T)];
-lower_list([C | T]) -> [C | lower_list(T)];
-lower_list([]) -> [].
 
 %% Field names as clients usually capitalise them map to literals (no
 %% allocation, 10x faster than lowercasing); anything else is lowercased.
@@ -724,8 +553,4 @@ lower_name(<<"Sec-Fetch-Mode">>) -> <<"sec-fetch-mode">>;
 lower_name(<<"Sec-Fetch-Dest">>) -> <<"sec-fetch-dest">>;
 lower_name(<<"Sec-WebSocket-Key">>) -> <<"sec-websocket-key">>;
 lower_name(<<"Sec-WebSocket-Version">>) -> <<"sec-websocket-version">>;
-lower_name(Name) -> lower(Name).
-
-has_upper(<<C, _/binary>>) when C >= $A, C =< $Z -> true;
-has_upper(<<_, R/binary>>) -> has_upper(R);
-has_upper(<<>>) -> false.
+lower_name(Name) -> falco_grammar:lower(Name).

@@ -24,8 +24,8 @@
                   max_block :: pos_integer()}).
 -opaque state() :: #chunked{}.
 
--define(IS_HEX(C), ((C >= $0 andalso C =< $9) orelse (C >= $a andalso C =< $f)
-                    orelse (C >= $A andalso C =< $F))).
+-include_lib("falco/src/pipeline/falco_grammar.hrl").
+
 -define(MAX_SIZE_LINE, 4096).
 
 %% @doc A decoder; trailer limits come from the header limits.
@@ -136,7 +136,7 @@ size_line(Line) ->
 size_line(<<"0", R/binary>>, 0, 0, _) ->
     size_line(R, 0, 0, true);
 size_line(<<C, R/binary>>, N, Digits, Zeros) when ?IS_HEX(C), Digits < 15 ->
-    size_line(R, N * 16 + hex(C), Digits + 1, Zeros);
+    size_line(R, N * 16 + ?HEX_VALUE(C), Digits + 1, Zeros);
 size_line(<<C, _/binary>>, _, 15, _) when ?IS_HEX(C) ->
     {error, {bad_request, length_overflow}};
 size_line(_, _, 0, false) ->
@@ -146,10 +146,6 @@ size_line(Ext, N, _, _) ->
         ok -> {ok, N};
         error -> {error, {bad_request, invalid_chunk_extension}}
     end.
-
-hex(C) when C >= $0, C =< $9 -> C - $0;
-hex(C) when C >= $a, C =< $f -> C - $a + 10;
-hex(C) -> C - $A + 10.
 
 %% chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )
 chunk_ext(<<>>) -> ok;
@@ -169,31 +165,26 @@ chunk_ext(Bin) ->
         _ -> error
     end.
 
-ext_value(<<"\"", R/binary>>) -> quoted(R);
+%% chunk-ext-val = token / quoted-string (RFC 9110 §5.6.4)
+ext_value(<<"\"", _/binary>> = Bin) ->
+    case falco_grammar:quoted_string(Bin) of
+        {ok, _Value, R} -> chunk_ext(R);
+        error -> error
+    end;
 ext_value(Bin) ->
     case token(Bin, 0) of
         {ok, R} -> chunk_ext(R);
         error -> error
     end.
 
-quoted(<<"\"", R/binary>>) -> chunk_ext(R);
-quoted(<<"\\", C, R/binary>>) when C >= 16#20, C =/= 16#7F; C =:= $\t -> quoted(R);
-quoted(<<C, R/binary>>) when C >= 16#20, C =/= 16#7F, C =/= $\\; C =:= $\t -> quoted(R);
-quoted(_) -> error.
-
 token(Bin, N) ->
     case Bin of
-        <<_:N/binary, C, _/binary>> when C > 16#20, C < 16#7F, C =/= $;, C =/= $=, C =/= $",
-                                         C =/= $(, C =/= $), C =/= $,, C =/= $/, C =/= $:,
-                                         C =/= $<, C =/= $>, C =/= $?, C =/= $@, C =/= $[,
-                                         C =/= $\\, C =/= $], C =/= ${, C =/= $} ->
-            token(Bin, N + 1);
+        <<_:N/binary, C, _/binary>> when ?IS_TCHAR(C) -> token(Bin, N + 1);
         <<_:N/binary, R/binary>> when N > 0 -> {ok, R};
         _ -> error
     end.
 
-bws(<<C, R/binary>>) when C =:= $\s; C =:= $\t -> bws(R);
-bws(Bin) -> Bin.
+bws(Bin) -> falco_grammar:trim_leading(Bin).
 
 %% @doc One chunk. Empty data encodes to nothing: an empty chunk would end the body.
 -spec encode(iodata()) -> iodata().

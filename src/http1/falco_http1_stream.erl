@@ -279,7 +279,7 @@ connection_fields(Fields, S = #h1s{keep_alive = KeepAlive, version = Version}) -
     end.
 
 has_close(V) ->
-    falco_http1:has_token(iolist_to_binary(V), <<"close">>).
+    falco_grammar:has_element(V, <<"close">>).
 
 send(S = #h1s{transport = T, socket = Sock}, Data) ->
     case T:send(Sock, Data) of

@@ -10,7 +10,9 @@
 %% malformed request (§8.1.1: the caller resets the stream with
 %% PROTOCOL_ERROR), or `{error, {reply, Reason}}' for a well-formed request
 %% falco answers with an error status (CONNECT: 501, bad host: 400, too many
-%% fields: 431), as HTTP/1.1 would.
+%% fields: 431, an expectation other than 100-continue: 417), as HTTP/1.1
+%% would. `expect_continue' is true when Expect asks for 100-continue
+%% (RFC 9110 §10.1.1, one rule for both protocols) and content is to come.
 %%
 %% Malformed, after §8.2 and §8.3.1: uppercase or non-token field names,
 %% NUL/CR/LF or other controls in values, leading or trailing whitespace,
@@ -19,6 +21,11 @@
 %% repeated, response or misplaced pseudo-fields, a missing `:method',
 %% `:scheme' or `:path', an empty or relative `:path', `:authority' with
 %% userinfo or differing from Host, and an invalid Content-Length.
+%%
+%% The host and port of `:authority' or Host (RFC 9110 §7.2), the
+%% origin-form of `:path' and tokens are read by {@link falco_grammar},
+%% with the rules HTTP/1.1 applies; this module does not depend on the
+%% HTTP/1.1 codec.
 -module(falco_http2_request).
 
 -export([request/2, trailers/1, response_fields/1]).
@@ -28,21 +35,7 @@
 -type malformed() :: {malformed, atom()}.
 -type headers() :: [{binary(), binary()}].
 
--define(IS_DIGIT(C), (C >= $0 andalso C =< $9)).
--define(IS_ALPHA(C), ((C >= $a andalso C =< $z) orelse (C >= $A andalso C =< $Z))).
--define(IS_HEX(C), (?IS_DIGIT(C) orelse (C >= $a andalso C =< $f) orelse (C >= $A andalso C =< $F))).
-%% tchar (RFC 9110 §5.6.2) without uppercase: §8.2.1 forbids it in h2.
--define(IS_LTCHAR(C), ((C >= $a andalso C =< $z) orelse ?IS_DIGIT(C) orelse C =:= $!
-                       orelse C =:= $# orelse C =:= $$ orelse C =:= $% orelse C =:= $&
-                       orelse C =:= $' orelse C =:= $* orelse C =:= $+ orelse C =:= $-
-                       orelse C =:= $. orelse C =:= $^ orelse C =:= $_ orelse C =:= $`
-                       orelse C =:= $| orelse C =:= $~)).
--define(IS_TCHAR(C), (?IS_LTCHAR(C) orelse (C >= $A andalso C =< $Z))).
--define(IS_PCHAR(C), (?IS_ALPHA(C) orelse ?IS_DIGIT(C) orelse C =:= $- orelse C =:= $.
-                      orelse C =:= $_ orelse C =:= $~ orelse C =:= $! orelse C =:= $$
-                      orelse C =:= $& orelse C =:= $' orelse C =:= $( orelse C =:= $)
-                      orelse C =:= $* orelse C =:= $+ orelse C =:= $, orelse C =:= $;
-                      orelse C =:= $= orelse C =:= $: orelse C =:= $@)).
+-include_lib("falco/src/pipeline/falco_grammar.hrl").
 
 -record(acc, {method :: undefined | binary(),
               scheme :: undefined | binary(),
@@ -53,6 +46,7 @@
               cookies = [] :: [binary()],
               host :: undefined | binary(),
               length :: undefined | binary(),
+              expect = [] :: [binary()],
               count = 0 :: non_neg_integer()}).
 
 %% @doc Builds the request map from a decoded field block. `Opts':
@@ -76,7 +70,7 @@ pseudo(Fields, Acc) ->
     regular(Fields, Acc).
 
 pseudo_field(<<":method">>, V, Acc = #acc{method = undefined}) ->
-    case V =/= <<>> andalso token(V) of
+    case falco_grammar:is_token(V) of
         true -> {ok, Acc#acc{method = V}};
         false -> {error, bad_method}
     end;
@@ -118,7 +112,7 @@ regular_field(N, _, _, _) when N =:= <<"connection">>; N =:= <<"keep-alive">>;
                                N =:= <<"upgrade">> ->
     {error, connection_specific_header};
 regular_field(<<"te">>, V, Rest, Acc) ->
-    case lower(V) of
+    case falco_grammar:lower(V) of
         <<"trailers">> -> regular(Rest, Acc#acc{headers = [{<<"te">>, V} | Acc#acc.headers]});
         _ -> {error, bad_te}
     end;
@@ -131,6 +125,8 @@ regular_field(<<"host">>, V, Rest, Acc = #acc{host = undefined}) ->
     regular(Rest, Acc#acc{host = V, headers = [{<<"host">>, V} | Acc#acc.headers]});
 regular_field(<<"host">>, _, _, _) ->
     {error, duplicate_host};
+regular_field(<<"expect">>, V, Rest, Acc = #acc{expect = E}) ->
+    regular(Rest, Acc#acc{expect = [V | E], headers = [{<<"expect">>, V} | Acc#acc.headers]});
 regular_field(<<"content-length">>, V, Rest, Acc = #acc{length = L}) when L =:= undefined; L =:= V ->
     regular(Rest, Acc#acc{length = V, headers = [{<<"content-length">>, V} | Acc#acc.headers]});
 regular_field(<<"content-length">>, _, _, _) ->
@@ -169,13 +165,22 @@ finish(Acc = #acc{authority = Authority, host = Host, count = Count}, Path, Qs, 
         _ when Count > MaxCount ->
             {error, {reply, {header_too_large, count}}};
         {ok, H, Port} ->
-            Headers = case Authority =/= undefined andalso Host =:= undefined of
-                          true -> [{<<"host">>, Authority} | Headers0];
-                          false -> Headers0
-                      end,
-            {ok, #{method => Acc#acc.method, target => Acc#acc.path, path => Path, qs => Qs,
-                   version => {2, 0}, headers => Headers, host => H, port => Port,
-                   body => Body, keep_alive => true, expect_continue => false}}
+            case falco_grammar:expect(lists:reverse(Acc#acc.expect)) of
+                {error, Reason} ->
+                    {error, {reply, Reason}};
+                Expect ->
+                    Headers = case Authority =/= undefined andalso Host =:= undefined of
+                                  true -> [{<<"host">>, Authority} | Headers0];
+                                  false -> Headers0
+                              end,
+                    %% A 100 only where content is still to come.
+                    Continue = Expect =:= continue andalso Body =/= none
+                        andalso Body =/= {length, 0},
+                    {ok, #{method => Acc#acc.method, target => Acc#acc.path, path => Path,
+                           qs => Qs, version => {2, 0}, headers => Headers, host => H,
+                           port => Port, body => Body, keep_alive => true,
+                           expect_continue => Continue}}
+            end
     end.
 
 headers(#acc{headers = Hs, cookies = []}) ->
@@ -188,7 +193,7 @@ headers(#acc{headers = Hs, cookies = Cookies}) ->
 target(<<"*">>, <<"OPTIONS">>) ->
     {ok, <<"*">>, <<>>};
 target(<<"/", _/binary>> = T, _) ->
-    falco_http1:origin_form(T);
+    falco_grammar:origin_form(T);
 target(_, _) ->
     error.
 
@@ -198,21 +203,14 @@ content_length(undefined, _) ->
     %% Length not known in advance: the body ends with END_STREAM.
     {ok, chunked};
 content_length(V, Opts) ->
-    case V =/= <<>> andalso byte_size(V) =< 15 andalso digits(V) of
-        true ->
-            case {binary_to_integer(V), Opts} of
-                {0, _} -> {ok, {length, 0}};
-                %% §8.1.1: content would have to follow, and cannot.
-                {_, #{end_stream := true}} -> {error, {malformed, content_length_mismatch}};
-                {N, _} -> {ok, {length, N}}
-            end;
-        false when byte_size(V) > 15 ->
-            case digits(V) of
-                true -> {error, {reply, content_too_large}};
-                false -> {error, {malformed, bad_content_length}}
-            end;
-        false ->
-            {error, {malformed, bad_content_length}}
+    case {falco_grammar:length_value(V), Opts} of
+        {{ok, 0}, _} -> {ok, {length, 0}};
+        %% §8.1.1: content would have to follow, and cannot.
+        {{ok, _}, #{end_stream := true}} -> {error, {malformed, content_length_mismatch}};
+        {{ok, N}, _} -> {ok, {length, N}};
+        %% As over HTTP/1.1: too large to represent is a 400.
+        {{error, overflow}, _} -> {error, {reply, {bad_request, length_overflow}}};
+        {{error, invalid}, _} -> {error, {malformed, bad_content_length}}
     end.
 
 %% §8.3.1: ":authority" has no userinfo; Host, when both are present,
@@ -229,50 +227,11 @@ authority(A, Host) when Host =:= undefined; Host =:= A ->
 authority(_, _) ->
     {error, {malformed, authority_host_mismatch}}.
 
-parse_authority(<<"[", _/binary>> = A) ->
-    case binary:split(A, <<"]">>) of
-        [<<"[", Ip/binary>>, PortPart] when Ip =/= <<>> ->
-            case ip_literal(Ip) andalso port(PortPart) of
-                {ok, Port} -> {ok, lower(<<"[", Ip/binary, "]">>), Port};
-                _ -> bad_host()
-            end;
-        _ ->
-            bad_host()
-    end;
 parse_authority(A) ->
-    {Host, PortPart} = case binary:split(A, <<":">>) of
-                           [H] -> {H, <<>>};
-                           [H, P] -> {H, <<":", P/binary>>}
-                       end,
-    case Host =/= <<>> andalso reg_name(Host) andalso port(PortPart) of
-        {ok, Port} -> {ok, lower(Host), Port};
-        _ -> bad_host()
+    case falco_grammar:authority(A) of
+        error -> {error, {reply, {bad_request, invalid_host}}};
+        HostPort -> HostPort
     end.
-
-bad_host() ->
-    {error, {reply, {bad_request, invalid_host}}}.
-
-reg_name(<<C, R/binary>>) when ?IS_ALPHA(C); ?IS_DIGIT(C); C =:= $-; C =:= $.; C =:= $_;
-                               C =:= $~; C =:= $!; C =:= $$; C =:= $&; C =:= $';
-                               C =:= $(; C =:= $); C =:= $*; C =:= $+; C =:= $,;
-                               C =:= $;; C =:= $= ->
-    reg_name(R);
-reg_name(<<"%", A, B, R/binary>>) when ?IS_HEX(A), ?IS_HEX(B) -> reg_name(R);
-reg_name(<<>>) -> true;
-reg_name(_) -> false.
-
-ip_literal(<<C, R/binary>>) when ?IS_HEX(C); C =:= $:; C =:= $. -> ip_literal(R);
-ip_literal(<<>>) -> true;
-ip_literal(_) -> false.
-
-port(<<>>) -> {ok, undefined};
-port(<<":">>) -> {ok, undefined};
-port(<<":", P/binary>>) when byte_size(P) =< 5 ->
-    case digits(P) andalso binary_to_integer(P) of
-        N when is_integer(N), N =< 65535 -> {ok, N};
-        _ -> error
-    end;
-port(_) -> error.
 
 %% @doc Checks a trailer field block (§8.1: no pseudo-fields, §8.2 rules).
 -spec trailers(headers()) -> ok | {error, malformed()}.
@@ -321,30 +280,25 @@ hop_by_hop(_) -> false.
 
 %% §8.2.1: no uppercase; we also require a token (RFC 9110 §5.1).
 field_name(<<":", _/binary>>) -> pseudo;
-field_name(<<>>) -> error;
-field_name(Name) -> lower_token(Name).
-
-lower_token(<<C, R/binary>>) when ?IS_LTCHAR(C) -> lower_token(R);
-lower_token(<<>>) -> ok;
-lower_token(_) -> error.
+field_name(Name) ->
+    case falco_grammar:is_lower_token(Name) of
+        true -> ok;
+        false -> error
+    end.
 
 %% §8.2.1: no NUL, CR, LF, no leading or trailing SP/HTAB; like HTTP/1.1
 %% (RFC 9110 §5.5) no other controls nor DEL either.
 field_value(<<>>) -> ok;
-field_value(<<C, _/binary>>) when C =:= $\s; C =:= $\t -> error;
+field_value(<<C, _/binary>>) when ?IS_WS(C) -> error;
 field_value(V) ->
     case binary:last(V) of
-        C when C =:= $\s; C =:= $\t -> error;
+        C when ?IS_WS(C) -> error;
         _ -> value_chars(V)
     end.
 
 value_chars(<<C, R/binary>>) when C >= 16#20, C =/= 16#7f; C =:= $\t -> value_chars(R);
 value_chars(<<>>) -> ok;
 value_chars(_) -> error.
-
-token(<<C, R/binary>>) when ?IS_TCHAR(C) -> token(R);
-token(<<>>) -> true;
-token(_) -> false.
 
 %% scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) (RFC 3986 §3.1)
 scheme(<<C, R/binary>>) when ?IS_ALPHA(C) -> scheme_rest(R);
@@ -354,18 +308,3 @@ scheme_rest(<<C, R/binary>>) when ?IS_ALPHA(C); ?IS_DIGIT(C); C =:= $+; C =:= $-
     scheme_rest(R);
 scheme_rest(<<>>) -> true;
 scheme_rest(_) -> false.
-
-digits(<<C, R/binary>>) when ?IS_DIGIT(C) -> digits(R);
-digits(<<>>) -> true;
-digits(_) -> false.
-
-%% Most input is already lowercase: only build a new binary when needed.
-lower(Bin) ->
-    case has_upper(Bin) of
-        true -> << <<(case C >= $A andalso C =< $Z of true -> C + 32; false -> C end)>> || <<C>> <= Bin >>;
-        false -> Bin
-    end.
-
-has_upper(<<C, _/binary>>) when C >= $A, C =< $Z -> true;
-has_upper(<<_, R/binary>>) -> has_upper(R);
-has_upper(<<>>) -> false.

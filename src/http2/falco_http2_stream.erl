@@ -80,9 +80,7 @@ init(Conn, Id, Req0, Ctx = #{max_body := MaxBody, body_timeout := BodyTimeout}) 
     end.
 
 run(Req0, Ctx, S0) ->
-    Body = maps:get(body, Req0),
-    #{headers := Headers} = Req0,
-    Continue = Body =/= none andalso Body =/= {length, 0} andalso has_continue(Headers),
+    #{body := Body, expect_continue := Continue} = Req0,
     S = S0#h2s{body = #body{fin = Body =:= none, continue = Continue}},
     Req = Req0#{peer => maps:get(peer, Ctx), scheme => maps:get(scheme, Ctx),
                 listener => maps:get(listener, Ctx), stream => {?MODULE, S}},
@@ -92,12 +90,6 @@ run(Req0, Ctx, S0) ->
 %% crashed), the process ends and the connection resets the stream.
 result({ok, _}) -> ok;
 result(Error) -> Error.
-
-has_continue(Headers) ->
-    case lists:keyfind(<<"expect">>, 1, Headers) of
-        {_, V} -> string:lowercase(V) =:= <<"100-continue">>;
-        false -> false
-    end.
 
 %% -- responses -------------------------------------------------------------------
 

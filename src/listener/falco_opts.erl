@@ -160,7 +160,8 @@ socket_options() ->
 finish(Conf) ->
     Limits = maps:with([max_request_line, max_header_line, max_header_block, max_header_count],
                        Conf),
-    Conf#{limits => Limits#{max_empty_lines => 8}}.
+    Conf#{limits => Limits#{max_empty_lines =>
+                                maps:get(max_empty_lines, falco_http1:default_limits())}}.
 
 %% @doc The options of {@link falco_http2_machine} from a listener's
 %% configuration (every default is in {@link defaults/0}, nowhere else).

@@ -98,7 +98,7 @@ h2c_upgrade(Headers) ->
     end.
 
 tokens(Name, Headers) ->
-    lists:append([falco_http1:list_tokens(V) || {N, V} <- Headers, N =:= Name]).
+    lists:append([falco_grammar:lower_elements(V) || {N, V} <- Headers, N =:= Name]).
 
 settings_payload(Value) ->
     try base64:decode(base64url(Value)) of

@@ -1,32 +1,85 @@
-%% @doc The one place where error reasons become HTTP statuses.
+%% @doc The one place where error reasons become HTTP statuses and error
+%% responses.
 %%
-%% Codecs and connection loops report errors as data (`{bad_request, Why}',
-%% `uri_too_long', ...); this module maps each to the status the RFC asks for
-%% (RFC 9112 §3, §5, §6; RFC 9110 §15.5, §15.6) and builds the small plain
-%% text body sent with it.
+%% Codecs, connection loops, the pipeline and the handlers falco ships
+%% (router, static files, compression, conditional requests, ranges) report
+%% errors as data (`{bad_request, Why}', `uri_too_long', `not_found',
+%% `{method_not_allowed, Allow}', ...). This module maps each to the status
+%% the RFC asks for (RFC 9112 §3, §5, §6; RFC 9110 §15.5, §15.6), adds the
+%% fields that status needs (Allow for 405, Accept-Encoding for a 415 about
+%% a content coding, Content-Range for 416, Vary for a 406 about codings)
+%% and builds the short text/plain body naming the status.
+%%
+%% {@link response/1} is the reply as a handler returns it; the pipeline
+%% sends the same for the errors falco answers itself, with the fields of a
+%% reply that ends the exchange ({@link falco_pipeline:error_reply/4}).
 -module(falco_errors).
 
--export([status/1, body/1]).
+-export([status/1, fields/1, body/1, response/1]).
 
 -type reason() :: falco_http1:reason() | content_too_large | request_timeout | body_timeout
-                | internal_error.
+                | internal_error
+                | not_found
+                | {method_not_allowed, Allowed :: [binary()]}
+                | {coding_not_acceptable, Available :: [binary()]}
+                | precondition_failed
+                | {unsupported_content_coding, Accepted :: [binary()]}
+                | {range_not_satisfiable, Size :: non_neg_integer()}.
 -export_type([reason/0]).
 
 %% @doc The status code for an error reason.
 -spec status(reason()) -> 400..599.
 status({bad_request, _}) -> 400;
+status(not_found) -> 404;
+status({method_not_allowed, _}) -> 405;
+status({coding_not_acceptable, _}) -> 406;
 status(request_timeout) -> 408;
 status(body_timeout) -> 408;
+status(precondition_failed) -> 412;
 status(content_too_large) -> 413;
 status(uri_too_long) -> 414;
+status({unsupported_content_coding, _}) -> 415;
+status({range_not_satisfiable, _}) -> 416;
 status(expectation_failed) -> 417;
 status({header_too_large, _}) -> 431;
 status(internal_error) -> 500;
 status({not_implemented, _}) -> 501;
 status(version_not_supported) -> 505.
 
-%% @doc A short text/plain body naming the status.
+%% @doc The fields a reason's reply carries besides Content-Type.
+-spec fields(reason()) -> [{binary(), binary()}].
+fields({method_not_allowed, Allowed}) ->
+    %% RFC 9110 §15.5.6: a 405 MUST list the methods the target supports.
+    [{<<"allow">>, join(Allowed)}];
+fields({coding_not_acceptable, _}) ->
+    %% RFC 9110 §12.5.5: the answer depended on Accept-Encoding.
+    [{<<"vary">>, <<"accept-encoding">>}];
+fields({unsupported_content_coding, Accepted}) ->
+    %% RFC 9110 §15.5.16, §12.5.3: say which content codings would do.
+    [{<<"accept-encoding">>, join(Accepted)}];
+fields({range_not_satisfiable, Size}) ->
+    %% RFC 9110 §15.5.17, §14.4: the current length of the representation.
+    [{<<"content-range">>, <<"bytes */", (integer_to_binary(Size))/binary>>}];
+fields(_) ->
+    [].
+
+%% @doc A short text/plain body naming the status; a 406 about content
+%% codings also lists the ones the resource is available in (RFC 9110
+%% §15.5.7).
 -spec body(reason()) -> nonempty_binary().
+body({coding_not_acceptable, Available}) ->
+    <<(phrase(406))/binary, ": this resource is available as ", (join(Available))/binary, "\n">>;
 body(Reason) ->
-    Status = status(Reason),
-    <<(falco_http1_encode:reason_phrase(Status))/binary, "\n">>.
+    <<(phrase(status(Reason)))/binary, "\n">>.
+
+%% @doc The reply to an error as a handler returns it:
+%% `{Status, Fields, Body}', with the reason's fields and Content-Type.
+-spec response(reason()) -> {400..599, [{binary(), binary()}], nonempty_binary()}.
+response(Reason) ->
+    {status(Reason), fields(Reason) ++ [{<<"content-type">>, <<"text/plain">>}], body(Reason)}.
+
+phrase(Status) ->
+    falco_http1_encode:reason_phrase(Status).
+
+join(Items) ->
+    iolist_to_binary(lists:join(<<", ">>, Items)).

@@ -50,18 +50,19 @@ call(Fun, Req) when is_function(Fun, 1) -> Fun(Req);
 call({Mod, State}, Req) -> Mod:handle(Req, State);
 call(Mod, Req) -> Mod:handle(Req, undefined).
 
-%% @doc Sends the error reply for `Reason' and asks the protocol to close.
+%% @doc Sends the error reply for `Reason' and asks the protocol to close:
+%% falco_errors' reply (the one a handler would return for it) with
+%% Content-Length, Date and `Connection: close' (HTTP/2 drops the last).
 %% `Req' needs only the method (RFC 9110 §9.3.2: the reply to a HEAD
 %% request has the fields, no content).
 -spec error_reply(falco_errors:reason(), map(), module(), falco_stream:state()) ->
           {ok, falco_stream:state()} | {error, term()}.
 error_reply(Reason, Req, Mod, S) ->
-    Body = falco_errors:body(Reason),
-    Mod:send_response(falco_errors:status(Reason),
-                      [{<<"content-type">>, <<"text/plain">>},
-                       {<<"content-length">>, integer_to_binary(byte_size(Body))},
-                       {<<"date">>, falco_clock:date()},
-                       {<<"connection">>, <<"close">>}],
+    {Status, Fields, Body} = falco_errors:response(Reason),
+    Mod:send_response(Status,
+                      Fields ++ [{<<"content-length">>, integer_to_binary(byte_size(Body))},
+                                 {<<"date">>, falco_clock:date()},
+                                 {<<"connection">>, <<"close">>}],
                       content(Req, Body), S).
 
 content(#{method := <<"HEAD">>}, _Body) -> <<>>;
@@ -185,17 +186,13 @@ send_file(Status, Fields, Path, Offset, Length0, Req, Mod, S) ->
             after
                 _ = file:close(Fd)
             end;
-        {error, enoent} ->
-            not_found(Req, Mod, S);
-        {error, eisdir} ->
-            not_found(Req, Mod, S);
+        {error, Missing} when Missing =:= enoent; Missing =:= eisdir ->
+            %% The file named is not there (any more): falco_errors' 404,
+            %% sent as a full reply (HEAD: without its content).
+            respond(falco_errors:response(not_found), Req, Mod, S);
         {error, Why} ->
             bad_response(Req, {file, Path, Why}, Mod, S)
     end.
-
-not_found(Req, Mod, S) ->
-    Mod:send_response(404, [{<<"content-length">>, <<"10">>}, {<<"date">>, falco_clock:date()}],
-                      content(Req, <<"Not Found\n">>), S).
 
 %% RFC 9112 §6.1: nor may a 204 or 304 stream be chunked; its function is not run.
 send_stream(Status, Fields, _Fun, _Req, Mod, S) when Status =:= 204; Status =:= 304 ->
@@ -252,27 +249,9 @@ check_fields([], Acc, HasDate) ->
 check_fields([Bad | _], _, _) ->
     {error, {bad_header, Bad}}.
 
-field_name(<<>>) -> error;
-field_name(Name) -> field_name(Name, false).
-
-field_name(Name, Upper) ->
-    case name_scan(Name, Upper) of
-        lower -> {ok, Name};
-        upper -> {ok, << <<(lower(C))>> || <<C>> <= Name >>};
-        error -> error
-    end.
-
-name_scan(<<C, R/binary>>, U) when C >= $a, C =< $z; C =:= $-; C >= $0, C =< $9 -> name_scan(R, U);
-name_scan(<<C, R/binary>>, _) when C >= $A, C =< $Z -> name_scan(R, true);
-name_scan(<<C, R/binary>>, U) when C =:= $!; C =:= $#; C =:= $$; C =:= $%; C =:= $&; C =:= $';
-                                   C =:= $*; C =:= $+; C =:= $.; C =:= $^; C =:= $_;
-                                   C =:= $`; C =:= $|; C =:= $~ -> name_scan(R, U);
-name_scan(<<>>, true) -> upper;
-name_scan(<<>>, false) -> lower;
-name_scan(_, _) -> error.
-
-lower(C) when C >= $A, C =< $Z -> C + 32;
-lower(C) -> C.
+%% RFC 9110 §5.1: a field name is a token, case-insensitive; sent in
+%% lowercase (HTTP/2 requires it, RFC 9113 §8.2.1).
+field_name(Name) -> falco_grammar:lower_token(Name).
 
 field_value(V) when is_binary(V) ->
     case value_ok(V) of

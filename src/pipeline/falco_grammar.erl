@@ -1,0 +1,304 @@
+%% @doc The shared rules of the HTTP and URI grammars, written once for
+%% HTTP/1.1, HTTP/2 and the helpers (pure: binaries in, values out, no
+%% exceptions for bad input).
+%%
+%% <ul>
+%% <li>tokens (RFC 9110 §5.6.2), case-insensitive ASCII (§5.1: names,
+%%     tokens, codings), optional whitespace (§5.6.3) and the elements of a
+%%     #list (§5.6.1), quoted-string (§5.6.4), hex digits;</li>
+%% <li>the authority of Host and `:authority' (RFC 9110 §7.2, RFC 3986
+%%     §3.2.2, §3.2.3) and the origin-form of a request target (RFC 9112
+%%     §3.2.1, RFC 9113 §8.3.1), read the same way by both protocols;</li>
+%% <li>the Expect field (RFC 9110 §10.1.1), answered the same way by
+%%     both.</li>
+%% </ul>
+%% Field values may hold any byte but CR, LF and NUL (obs-text, 0x80-0xFF,
+%% included), so they are not necessarily UTF-8 and the `string' module,
+%% which raises on invalid UTF-8, is not used: everything here works on
+%% bytes. The character classes are guard macros in falco_grammar.hrl, for
+%% the modules that match bytes in function heads.
+-module(falco_grammar).
+
+-include("falco_grammar.hrl").
+
+-export([is_token/1, is_lower_token/1, lower_token/1, lower/1, is_digits/1, length_value/1,
+         trim/1, trim_leading/1, trim_trailing/1,
+         elements/1, lower_elements/1, has_element/2,
+         hex_value/1, quoted_string/1,
+         authority/1, origin_form/1, origin_form_prefix/1,
+         expect/1]).
+
+%% qdtext (RFC 9110 §5.6.4): HTAB / SP / %x21 / %x23-5B / %x5D-7E / obs-text
+-define(IS_QDTEXT(C), (C =:= $\t orelse (C >= 16#20 andalso C =/= $" andalso C =/= $\\
+                                          andalso C =/= 16#7F))).
+%% what a quoted-pair may escape: HTAB / SP / VCHAR / obs-text
+-define(IS_QUOTABLE(C), (C =:= $\t orelse (C >= 16#20 andalso C =/= 16#7F))).
+
+%% -- tokens and case ---------------------------------------------------------
+
+%% @doc Whether `Bin' is a token, `1*tchar' (RFC 9110 §5.6.2): methods,
+%% field names, codings and parameter names are.
+-spec is_token(binary()) -> boolean().
+is_token(Bin) ->
+    token_case(Bin) =/= error.
+
+%% @doc Whether `Bin' is a token without uppercase letters, as an HTTP/2
+%% field name must be (RFC 9113 §8.2.1).
+-spec is_lower_token(binary()) -> boolean().
+is_lower_token(Bin) ->
+    token_case(Bin) =:= lower.
+
+%% @doc A token in lowercase, or `error' when `Bin' is not a token. A name
+%% already in lowercase is returned as it is, without a copy.
+-spec lower_token(binary()) -> {ok, binary()} | error.
+lower_token(Bin) ->
+    case token_case(Bin) of
+        lower -> {ok, Bin};
+        upper -> {ok, lower_list(Bin)};
+        error -> error
+    end.
+
+%% One scan for the three: a token, and whether it has uppercase letters.
+token_case(<<>>) -> error;
+token_case(Bin) -> token_case(Bin, lower).
+
+token_case(<<C, R/binary>>, Case) when ?IS_LOWER_TCHAR(C) -> token_case(R, Case);
+token_case(<<C, R/binary>>, _) when ?IS_UPPER(C) -> token_case(R, upper);
+token_case(<<>>, Case) -> Case;
+token_case(_, _) -> error.
+
+%% @doc Whether `Bin' is `1*DIGIT', as a Content-Length or a port is.
+-spec is_digits(binary()) -> boolean().
+is_digits(<<>>) -> false;
+is_digits(Bin) -> all_digits(Bin).
+
+%% @doc One Content-Length value (RFC 9110 §8.6: `1*DIGIT'), the same for
+%% HTTP/1.1 and HTTP/2: leading zeros are taken whatever their number, and
+%% at most 15 significant digits are (below 2^53; a body cannot be that
+%% large anyway). `overflow' is a value too large to represent, the fault
+%% of an overlong chunk size too (`{bad_request, length_overflow}', 400).
+-spec length_value(binary()) -> {ok, non_neg_integer()} | {error, overflow | invalid}.
+length_value(V) ->
+    case is_digits(V) of
+        false ->
+            {error, invalid};
+        true ->
+            case byte_size(skip_zeros(V)) > 15 of
+                true -> {error, overflow};
+                false -> {ok, binary_to_integer(V)}
+            end
+    end.
+
+skip_zeros(<<"0", R/binary>>) -> skip_zeros(R);
+skip_zeros(Bin) -> Bin.
+
+all_digits(<<C, R/binary>>) when ?IS_DIGIT(C) -> all_digits(R);
+all_digits(<<>>) -> true;
+all_digits(_) -> false.
+
+%% @doc ASCII lowercase (RFC 9110 §5.1: field names, and the tokens of
+%% many field values, are case-insensitive); other bytes are unchanged.
+%% Most input is lowercase already: it is then returned as it is.
+-spec lower(binary()) -> binary().
+lower(Bin) ->
+    case has_upper(Bin) of
+        true -> lower_list(Bin);
+        false -> Bin
+    end.
+
+has_upper(<<C, _/binary>>) when ?IS_UPPER(C) -> true;
+has_upper(<<_, R/binary>>) -> has_upper(R);
+has_upper(<<>>) -> false.
+
+%% Through a list: 2.5x faster than a binary comprehension (measured for
+%% falco_http1's field names).
+lower_list(Bin) ->
+    list_to_binary(lower_chars(binary_to_list(Bin))).
+
+lower_chars([C | T]) when ?IS_UPPER(C) -> [C + 32 | lower_chars(T)];
+lower_chars([C | T]) -> [C | lower_chars(T)];
+lower_chars([]) -> [].
+
+%% -- whitespace and lists ----------------------------------------------------
+
+%% @doc Strips leading and trailing OWS, SP and HTAB (RFC 9110 §5.6.3);
+%% CR, LF and other bytes are kept.
+-spec trim(binary()) -> binary().
+trim(Bin) ->
+    trim_trailing(trim_leading(Bin)).
+
+%% @doc Strips leading SP and HTAB.
+-spec trim_leading(binary()) -> binary().
+trim_leading(<<C, R/binary>>) when ?IS_WS(C) -> trim_leading(R);
+trim_leading(Bin) -> Bin.
+
+%% @doc Strips trailing SP and HTAB (RFC 9110 §5.5: they are not part of
+%% a field value). A value without any is returned as it is.
+-spec trim_trailing(binary()) -> binary().
+trim_trailing(Bin) ->
+    trim_trailing(Bin, byte_size(Bin)).
+
+trim_trailing(Bin, N) ->
+    case N > 0 andalso binary:at(Bin, N - 1) of
+        C when ?IS_WS(C) -> trim_trailing(Bin, N - 1);
+        _ when N =:= byte_size(Bin) -> Bin;
+        _ -> binary:part(Bin, 0, N)
+    end.
+
+%% @doc The elements of a #list value (RFC 9110 §5.6.1): split on commas,
+%% each trimmed of OWS, the empty ones, which a recipient must ignore,
+%% dropped: `<<"a, ,b,">>' gives `[<<"a">>, <<"b">>]'. Field lines of the
+%% same name are one list (§5.3): append the elements of each line.
+-spec elements(iodata()) -> [binary()].
+elements(Value) ->
+    [E || E <- [trim(E0) || E0 <- binary:split(iolist_to_binary(Value), <<",">>, [global])],
+          E =/= <<>>].
+
+%% @doc {@link elements/1} in lowercase, for lists of case-insensitive
+%% tokens (Connection options, codings, expectations):
+%% `<<"Gzip , ,BR">>' gives `[<<"gzip">>, <<"br">>]'.
+-spec lower_elements(iodata()) -> [binary()].
+lower_elements(Value) ->
+    [lower(E) || E <- elements(Value)].
+
+%% @doc Whether the #list value `Value' holds `Token' (lowercase),
+%% compared case-insensitively: `has_element(<<"Keep-Alive, Close">>,
+%% <<"close">>)' is true, `has_element(<<"closed">>, <<"close">>)' false.
+-spec has_element(iodata(), binary()) -> boolean().
+has_element(Value, Token) ->
+    lists:member(Token, lower_elements(Value)).
+
+%% -- hex digits and quoted strings ---------------------------------------------
+
+%% @doc The value of a hex digit (either case), or `error'.
+-spec hex_value(byte()) -> 0..15 | error.
+hex_value(C) when ?IS_HEX(C) -> ?HEX_VALUE(C);
+hex_value(_) -> error.
+
+%% @doc Reads a quoted-string at the start of `Bin' (RFC 9110 §5.6.4):
+%% its value (quoted-pairs unescaped) and the bytes after its closing
+%% quote. A string without escapes is a sub-binary of `Bin', not a copy.
+-spec quoted_string(binary()) -> {ok, binary(), binary()} | error.
+quoted_string(<<$", R/binary>>) -> quoted_plain(R, R, 0);
+quoted_string(_) -> error.
+
+quoted_plain(<<$", Rest/binary>>, Orig, N) -> {ok, binary:part(Orig, 0, N), Rest};
+quoted_plain(<<$\\, _/binary>> = Bin, Orig, N) -> quoted_escaped(Bin, binary:part(Orig, 0, N));
+quoted_plain(<<C, R/binary>>, Orig, N) when ?IS_QDTEXT(C) -> quoted_plain(R, Orig, N + 1);
+quoted_plain(_, _, _) -> error.
+
+quoted_escaped(<<$", Rest/binary>>, Acc) -> {ok, Acc, Rest};
+quoted_escaped(<<$\\, C, R/binary>>, Acc) when ?IS_QUOTABLE(C) -> quoted_escaped(R, <<Acc/binary, C>>);
+quoted_escaped(<<C, R/binary>>, Acc) when ?IS_QDTEXT(C) -> quoted_escaped(R, <<Acc/binary, C>>);
+quoted_escaped(_, _) -> error.
+
+%% -- authority (RFC 9110 §7.2, RFC 3986 §3.2.2, §3.2.3) --------------------------
+
+%% @doc Reads `host [ ":" port ]', the authority of a Host field or of an
+%% HTTP/2 `:authority' (no userinfo: RFC 9110 §4.2.4 forbids it in http(s)
+%% URIs, and the caller decides what its presence means). The host is a
+%% reg-name (which includes IPv4 addresses) or an IP-literal in brackets,
+%% returned in lowercase (§4.2.3: the host is case-insensitive); the port
+%% is `undefined' when absent or empty (RFC 3986 §3.2.3: "host:" means
+%% the default port).
+-spec authority(binary()) -> {ok, binary(), inet:port_number() | undefined} | error.
+authority(<<"[", _/binary>> = A) ->
+    case binary:split(A, <<"]">>) of
+        [<<"[", Ip/binary>>, PortPart] when Ip =/= <<>> ->
+            case ip_literal(Ip) andalso port(PortPart) of
+                {ok, Port} -> {ok, lower(<<"[", Ip/binary, "]">>), Port};
+                _ -> error
+            end;
+        _ ->
+            error
+    end;
+authority(A) ->
+    {Host, PortPart} = case binary:split(A, <<":">>) of
+                           [H] -> {H, <<>>};
+                           [H, P] -> {H, <<":", P/binary>>}
+                       end,
+    case Host =/= <<>> andalso reg_name(Host) andalso port(PortPart) of
+        {ok, Port} -> {ok, lower(Host), Port};
+        _ -> error
+    end.
+
+%% reg-name = *( unreserved / pct-encoded / sub-delims )
+reg_name(<<C, R/binary>>) when ?IS_UNRESERVED(C); ?IS_SUB_DELIM(C) -> reg_name(R);
+reg_name(<<"%", A, B, R/binary>>) when ?IS_HEX(A), ?IS_HEX(B) -> reg_name(R);
+reg_name(<<>>) -> true;
+reg_name(_) -> false.
+
+%% The characters of an IPv6 address (or IPv4-in-IPv6); the address
+%% itself is not checked further.
+ip_literal(<<C, R/binary>>) when ?IS_HEX(C); C =:= $:; C =:= $. -> ip_literal(R);
+ip_literal(<<>>) -> true;
+ip_literal(_) -> false.
+
+port(<<>>) -> {ok, undefined};
+port(<<":">>) -> {ok, undefined};
+port(<<":", P/binary>>) when byte_size(P) =< 5 ->
+    case is_digits(P) andalso binary_to_integer(P) of
+        N when is_integer(N), N =< 65535 -> {ok, N};
+        _ -> error
+    end;
+port(_) -> error.
+
+%% -- origin-form (RFC 9112 §3.2.1, RFC 3986 §3.3, §3.4) ---------------------------
+
+%% @doc Validates a whole origin-form target, `absolute-path [ "?" query ]'
+%% (pchars, "/" and percent escapes; the query may also hold "/" and
+%% "?"), and splits it into path and query. HTTP/2's `:path' is one
+%% (RFC 9113 §8.3.1).
+-spec origin_form(binary()) -> {ok, binary(), binary()} | error.
+origin_form(Target) ->
+    case origin_form_prefix(Target) of
+        {_, Path, Query, <<>>} -> {ok, Path, Query};
+        _ -> error
+    end.
+
+%% @doc The longest origin-form prefix of `Bin', which starts with "/":
+%% `{Target, Path, Query, Rest}', Target split at its first "?" into
+%% path and query, and the bytes that follow it. The HTTP/1.1 parser reads
+%% a request line with it in one pass (the target must be followed by SP).
+-spec origin_form_prefix(binary()) -> {binary(), binary(), binary(), binary()} | error.
+origin_form_prefix(<<"/", _/binary>> = Bin) ->
+    {N, QPos} = origin_scan(Bin, 0, none),
+    <<Target:N/binary, Rest/binary>> = Bin,
+    case QPos of
+        none ->
+            {Target, Target, <<>>, Rest};
+        _ ->
+            <<Path:QPos/binary, "?", Query/binary>> = Target,
+            {Target, Path, Query, Rest}
+    end;
+origin_form_prefix(_) ->
+    error.
+
+%% The length of the valid prefix, and where its first "?" is.
+origin_scan(<<C, R/binary>>, N, Q) when ?IS_PCHAR(C); C =:= $/ -> origin_scan(R, N + 1, Q);
+origin_scan(<<"?", R/binary>>, N, none) -> origin_scan(R, N + 1, N);
+origin_scan(<<"?", R/binary>>, N, Q) -> origin_scan(R, N + 1, Q);
+origin_scan(<<"%", A, B, R/binary>>, N, Q) when ?IS_HEX(A), ?IS_HEX(B) -> origin_scan(R, N + 3, Q);
+origin_scan(_, N, Q) -> {N, Q}.
+
+%% -- Expect (RFC 9110 §10.1.1) ------------------------------------------------------
+
+%% @doc What the Expect field lines of a request (their values, in order)
+%% ask for: `none' (no field, or only empty list elements), `continue'
+%% (every element is "100-continue", in any case: a list that repeats it,
+%% or several lines, still ask for one 100 response), or
+%% `{error, expectation_failed}' (417) for any other expectation, the
+%% only one defined being 100-continue. The caller ignores Expect in an
+%% HTTP/1.0 request (§10.1.1), which it alone can tell.
+-spec expect([binary()]) -> none | continue | {error, expectation_failed}.
+expect([]) ->
+    none;
+expect(Values) ->
+    case lists:append([lower_elements(V) || V <- Values]) of
+        [] -> none;
+        Es ->
+            case lists:all(fun(E) -> E =:= <<"100-continue">> end, Es) of
+                true -> continue;
+                false -> {error, expectation_failed}
+            end
+    end.
