@@ -13,7 +13,8 @@
 -export([tree_shape/1, sys_on_acceptors/1, sys_on_http1_connection/1,
          sys_on_h2_connection/1, sys_on_tls_connections/1, stop_writes_no_crash_report/1,
          stop_sends_goaway/1, slot_returns_after_kill/1, acceptor_death_is_contained/1,
-         upgrade_h2c_keeps_sys/1, goaway_closes_on_silent_client/1]).
+         upgrade_h2c_keeps_sys/1, goaway_closes_on_silent_client/1,
+         sys_right_after_response/1]).
 
 -define(C, falco_test_client).
 -define(H2, falco_test_h2_client).
@@ -23,7 +24,7 @@ all() ->
     [tree_shape, sys_on_acceptors, sys_on_http1_connection, sys_on_h2_connection,
      sys_on_tls_connections, stop_writes_no_crash_report, stop_sends_goaway,
      slot_returns_after_kill, acceptor_death_is_contained, upgrade_h2c_keeps_sys,
-     goaway_closes_on_silent_client].
+     goaway_closes_on_silent_client, sys_right_after_response].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
@@ -298,3 +299,26 @@ goaway_closes_on_silent_client(_Config) ->
     receive {'DOWN', Mon, process, _, normal} -> ok after 5000 -> ct:fail(connection_alive) end,
     ct:log("closed ~p ms after the GOAWAY", [erlang:monotonic_time(millisecond) - T0]),
     ?H2:close(H2).
+
+%% A sys request that arrives while a request is being served is answered
+%% right after the response (it is seen before the passive read for the
+%% next request), and the next request is then served at once, not at the
+%% end of idle_timeout.
+sys_right_after_response(_Config) ->
+    {Sup, Port} = start(sys_right_after_response, #{}),
+    Sock = ?C:connect(Port),
+    ?C:send(Sock, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Sock),
+    Conn = one_conn(Sup),
+    [begin
+         ?C:send(Sock, <<"GET /slow HTTP/1.1\r\n" ?HOST "\r\n">>),
+         Self = self(),
+         %% asked while the handler sleeps
+         timer:sleep(50),
+         _ = spawn_link(fun() -> Self ! {state, sys:get_state(Conn, 5000)} end),
+         {ok, #{status := 200, body := <<"slow">>}} = ?C:recv_response(Sock),
+         receive {state, #{phase := idle}} -> ok after 5000 -> ct:fail(no_sys_answer) end,
+         ?C:send(Sock, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+         {ok, #{status := 200}} = ?C:recv_response(Sock, #{timeout => 3000})
+     end || _ <- lists:seq(1, 3)],
+    ?C:close(Sock).
