@@ -9,6 +9,9 @@
 %% that hits a limit while reading the body gets that limit's status.
 -module(falco_pipeline).
 
+%% The most characters a report of a failed request has (see report/2).
+-define(REPORT_CHARS, 16384).
+
 -export([run/4, precheck/2, error_reply/4, check_response/1, check_fields/1, body_size/1]).
 -export_type([checked/0, checked_body/0]).
 
@@ -42,8 +45,13 @@ run(Req, Handler, Mod, S) ->
         throw:{falco_error, Reason} ->
             error_reply(Reason, Req, Mod, S);
         Class:Reason:Stack ->
-            log_crash(Req, Class, Reason, Stack),
-            error_reply(internal_error, Req, Mod, S)
+            %% The report is formatted (bounded), the answer sent, and then
+            %% the report logged: over HTTP/2 the stream's process may be
+            %% stopped as soon as the client has its answer.
+            Report = crash_report(Req, Class, Reason, Stack),
+            Result = error_reply(internal_error, Req, Mod, S),
+            log(Report),
+            Result
     end.
 
 call(Fun, Req) when is_function(Fun, 1) -> Fun(Req);
@@ -122,9 +130,11 @@ full_body(_Status, Body) ->
     end.
 
 bad_response(Req, Why, Mod, S) ->
-    logger:error("falco: ~ts ~ts from ~ts: invalid handler response: ~0p",
-                 [maps:get(method, Req), maps:get(path, Req), peer(Req), Why]),
-    error_reply(internal_error, Req, Mod, S).
+    Report = report("falco: ~ts ~ts from ~ts: invalid handler response: ~0p",
+                    [maps:get(method, Req), maps:get(path, Req), peer(Req), Why]),
+    Result = error_reply(internal_error, Req, Mod, S),
+    log(Report),
+    Result.
 
 with_date(Fields, true) -> Fields;
 with_date(Fields, false) -> [{<<"date">>, falco_clock:date()} | Fields].
@@ -275,8 +285,32 @@ value_ok(<<>>) -> true;
 value_ok(_) -> false.
 
 log_crash(Req, Class, Reason, Stack) ->
-    logger:error("falco: handler crashed on ~ts ~ts from ~ts: ~0p:~0p~n~0p",
-                 [maps:get(method, Req), maps:get(path, Req), peer(Req), Class, Reason, Stack]).
+    log(crash_report(Req, Class, Reason, Stack)).
+
+crash_report(Req, Class, Reason, Stack) ->
+    report("falco: handler crashed on ~ts ~ts from ~ts: ~0p:~0p~n~0p",
+           [maps:get(method, Req), maps:get(path, Req), peer(Req), Class, Reason,
+            without_args(Stack)]).
+
+%% A reason, a bad response or the arguments in a stack can hold a whole
+%% request body (a handler that fails on `binary_to_integer(Body)' with a
+%% 10 MB body made a 35 MB report line and 5.8 GB of peak memory while the
+%% client waited for its 500): the report is formatted here with a bound
+%% on its size (about 10 ms for a 9 MB binary in the reason), and the stack
+%% keeps the arity of each call, not its arguments.
+report(Format, Args) ->
+    io_lib:format(Format, Args, [{chars_limit, ?REPORT_CHARS}]).
+
+log(Report) ->
+    logger:error("~ts", [Report]).
+
+without_args(Stack) when is_list(Stack) ->
+    [case Frame of
+         {M, F, A, Loc} when is_list(A) -> {M, F, length(A), Loc};
+         _ -> Frame
+     end || Frame <- Stack];
+without_args(Stack) ->
+    Stack.
 
 peer(#{peer := {Ip, Port}}) -> [inet:ntoa(Ip), ":", integer_to_list(Port)];
 peer(_) -> "unknown".
