@@ -304,13 +304,11 @@ report(Format, Args) ->
 log(Report) ->
     logger:error("~ts", [Report]).
 
-without_args(Stack) when is_list(Stack) ->
+without_args(Stack) ->
     [case Frame of
          {M, F, A, Loc} when is_list(A) -> {M, F, length(A), Loc};
          _ -> Frame
-     end || Frame <- Stack];
-without_args(Stack) ->
-    Stack.
+     end || Frame <- Stack].
 
 peer(#{peer := {Ip, Port}}) -> [inet:ntoa(Ip), ":", integer_to_list(Port)];
 peer(_) -> "unknown".
