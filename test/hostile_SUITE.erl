@@ -11,7 +11,6 @@
 
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1,
          init_per_testcase/2, end_per_testcase/2]).
--export([log/2]).
 -export([crash_report_bounded_http/1, crash_report_bounded_h2c/1,
          killed_connections_keep_slots/1, acceptor_death_under_load/1,
          stray_messages_dropped/1, idle_connection_releases_garbage/1]).
@@ -74,25 +73,13 @@ start(Name, Opts) ->
     {ok, Port} = falco:port(Name),
     {Sup, Port}.
 
-acceptors(Sup) ->
-    {acceptors, AccSup, supervisor, _} = lists:keyfind(acceptors, 1, supervisor:which_children(Sup)),
-    [Pid || {{acceptor, _}, Pid, supervisor, _} <- supervisor:which_children(AccSup)].
+acceptors(Sup) -> falco_test_tree:acceptors(Sup).
 
-conns(Sup) ->
-    lists:append([[Pid || {_, Pid, worker, [falco_conn]} <- supervisor:which_children(A)]
-                  || A <- acceptors(Sup)]).
-
-log(Event, #{config := #{pid := Pid}}) ->
-    Pid ! {log, Event}.
+conns(Sup) -> falco_test_tree:conns(Sup).
 
 %% The error reports received so far, as the text a handler would write.
 reports() ->
-    receive
-        {log, #{level := error, msg := Msg}} -> [report_text(Msg) | reports()];
-        {log, _} -> reports()
-    after 0 ->
-        []
-    end.
+    [report_text(Msg) || #{level := error, msg := Msg} <- falco_test_tree:logged()].
 
 report_text({string, S}) -> iolist_to_binary(S);
 report_text({report, R}) -> iolist_to_binary(io_lib:format("~0p", [R]));
@@ -119,38 +106,39 @@ sample(Parent, Peak) ->
 %% as the crash, the report line stays under 64 KB, and memory grows by
 %% less than 50 MB beyond the body itself.
 crash_report_bounded_http(_Config) ->
-    Name = crash_report_bounded_http,
-    {_Sup, Port} = start(Name, #{}),
-    ok = logger:add_handler(Name, ?MODULE, #{config => #{pid => self()}, level => error}),
-    Body = binary:copy(<<"7">>, ?BIG),
-    Base = erlang:memory(total),
-    {Elapsed, Peak} =
-        peak_memory(fun() ->
-                            Sock = ?C:connect(Port),
-                            ?C:send(Sock, [<<"POST /crash HTTP/1.1\r\n" ?HOST "Content-Length: ">>,
-                                           integer_to_binary(?BIG), <<"\r\n\r\n">>, Body]),
-                            T0 = erlang:monotonic_time(millisecond),
-                            {ok, #{status := 500}} = ?C:recv_response(Sock, #{timeout => 10000}),
-                            ?C:close(Sock),
-                            erlang:monotonic_time(millisecond) - T0
-                    end),
-    check_report(Elapsed, Peak - Base).
+    crash_report_bounded(crash_report_bounded_http,
+                         fun(Port, Body) ->
+                                 Sock = ?C:connect(Port),
+                                 ?C:send(Sock, [<<"POST /crash HTTP/1.1\r\n" ?HOST "Content-Length: ">>,
+                                                integer_to_binary(?BIG), <<"\r\n\r\n">>, Body]),
+                                 T0 = erlang:monotonic_time(millisecond),
+                                 {ok, #{status := 500}} = ?C:recv_response(Sock, #{timeout => 10000}),
+                                 ?C:close(Sock),
+                                 T0
+                         end).
 
 crash_report_bounded_h2c(_Config) ->
-    Name = crash_report_bounded_h2c,
+    crash_report_bounded(crash_report_bounded_h2c,
+                         fun(Port, Body) ->
+                                 C0 = ?H2:connect(Port, #{}),
+                                 {Id, C1} = ?H2:request(C0, <<"POST">>, <<"/crash">>, [], Body),
+                                 T0 = erlang:monotonic_time(millisecond),
+                                 {ok, #{status := 500}, C2} = ?H2:response(C1, Id, 10000),
+                                 ?H2:close(C2),
+                                 T0
+                         end).
+
+%% Exchange(Port, Body) sends the body and reads the 500; it returns when
+%% the upload was done.
+crash_report_bounded(Name, Exchange) ->
     {_Sup, Port} = start(Name, #{}),
-    ok = logger:add_handler(Name, ?MODULE, #{config => #{pid => self()}, level => error}),
+    ok = falco_test_tree:capture_log(Name, error),
     Body = binary:copy(<<"7">>, ?BIG),
     Base = erlang:memory(total),
-    {Elapsed, Peak} =
-        peak_memory(fun() ->
-                            C0 = ?H2:connect(Port, #{}),
-                            {Id, C1} = ?H2:request(C0, <<"POST">>, <<"/crash">>, [], Body),
-                            T0 = erlang:monotonic_time(millisecond),
-                            {ok, #{status := 500}, C2} = ?H2:response(C1, Id, 10000),
-                            ?H2:close(C2),
-                            erlang:monotonic_time(millisecond) - T0
-                    end),
+    {Elapsed, Peak} = peak_memory(fun() ->
+                                          T0 = Exchange(Port, Body),
+                                          erlang:monotonic_time(millisecond) - T0
+                                  end),
     check_report(Elapsed, Peak - Base).
 
 check_report(Elapsed, Growth) ->

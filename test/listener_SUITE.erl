@@ -136,9 +136,7 @@ connections(Name) ->
 now_ms() -> erlang:monotonic_time(millisecond).
 
 %% The acceptors of a listener: listener_sup > acceptor_sup > acceptor.
-acceptors(Sup) ->
-    {acceptors, AccSup, supervisor, _} = lists:keyfind(acceptors, 1, supervisor:which_children(Sup)),
-    [Pid || {{acceptor, _}, Pid, supervisor, _} <- supervisor:which_children(AccSup)].
+acceptors(Sup) -> falco_test_tree:acceptors(Sup).
 
 %% -- lifecycle -----------------------------------------------------------------
 

@@ -9,7 +9,6 @@
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
--export([log/2]).
 -export([tree_shape/1, sys_on_acceptors/1, sys_on_http1_connection/1,
          sys_on_h2_connection/1, sys_on_tls_connections/1, stop_writes_no_crash_report/1,
          stop_sends_goaway/1, slot_returns_after_kill/1, acceptor_death_is_contained/1,
@@ -58,18 +57,11 @@ start(Name, Opts) ->
     {ok, Port} = falco:port(Name),
     {Sup, Port}.
 
-acceptors(Sup) ->
-    {acceptors, AccSup, supervisor, _} = lists:keyfind(acceptors, 1, supervisor:which_children(Sup)),
-    [Pid || {{acceptor, _}, Pid, supervisor, _} <- supervisor:which_children(AccSup)].
+acceptors(Sup) -> falco_test_tree:acceptors(Sup).
 
-conns(Sup) ->
-    lists:append([[Pid || {_, Pid, worker, [falco_conn]} <- supervisor:which_children(A)]
-                  || A <- acceptors(Sup)]).
+conns(Sup) -> falco_test_tree:conns(Sup).
 
-one_conn(Sup) ->
-    ok = ?C:wait_until(fun() -> length(conns(Sup)) =:= 1 end, 5000),
-    [Pid] = conns(Sup),
-    Pid.
+one_conn(Sup) -> falco_test_tree:one_conn(Sup).
 
 hello(Port) ->
     {Sock, {ok, #{status := 200}}} = ?C:request(Port, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
@@ -84,24 +76,12 @@ request_on(Sock) ->
         {error, _} -> closed
     end.
 
-%% A logger handler that forwards every event to the test process.
-log(Event, #{config := #{pid := Pid}}) ->
-    Pid ! {log, Event}.
-
-capture_log(Name) ->
-    ok = logger:add_handler(Name, ?MODULE, #{config => #{pid => self()}, level => all}).
+capture_log(Name) -> falco_test_tree:capture_log(Name).
 
 %% Error-level events (crash reports included) received so far.
 errors() ->
-    receive
-        {log, #{level := Level} = E} when Level =:= error; Level =:= critical;
-                                          Level =:= alert; Level =:= emergency ->
-            [E | errors()];
-        {log, _} ->
-            errors()
-    after 0 ->
-        []
-    end.
+    [E || E = #{level := Level} <- falco_test_tree:logged(),
+          lists:member(Level, [error, critical, alert, emergency])].
 
 %% -- cases -----------------------------------------------------------------
 
