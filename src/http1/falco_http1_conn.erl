@@ -5,11 +5,13 @@
 %%
 %% Entered from {@link falco_conn} once the protocol is known. While a
 %% request is read and answered the socket is passive (a `recv' per read,
-%% no mailbox traffic); between requests it waits in `{active, once}' mode
-%% in a `receive', where it answers `sys' messages. Time limits: `idle_timeout' while waiting for the first byte of a request
-%% (keep-alive), `request_timeout' for the whole head counted from its first
-%% byte (so a slowloris client that trickles bytes still gets 408 and is
-%% closed), and `body_timeout' for each body read. A parse error is answered
+%% no mailbox traffic); between requests it reads passively for at most
+%% 100 ms, then waits in `{active, once}' mode in a `receive', where it
+%% answers `sys' messages (see idle/1). Time limits: `idle_timeout' while
+%% waiting for the first byte of a request (keep-alive), `request_timeout'
+%% for the whole head counted from its first byte (so a slowloris client
+%% that trickles bytes still gets 408 and is closed), and `body_timeout'
+%% for each body read. A parse error is answered
 %% with its status and the connection is closed: once framing is in doubt
 %% no further byte can be trusted (RFC 9112 §11.2).
 -module(falco_http1_conn).
