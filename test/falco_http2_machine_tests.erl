@@ -586,6 +586,8 @@ ping_flood_test() ->
     T = flood(Opts, Ping, 11),
     ?assertEqual(enhance_your_calm, goaway_code(T)),
     ?assertEqual([{enhance_your_calm, {flood, ping}}], closed(T)),
+    %% the GOAWAY's debug data names the budget
+    ?assertEqual([<<"flood: ping">>], [D || {goaway, _, _, D} <- frames(T)]),
     %% the window resets the count
     T2 = call(fun(M) -> ?M:timeout(flood, M) end, flood(Opts, Ping, 10)),
     ?assertEqual([{timer, flood, 10000}], T2#t.acts),

@@ -637,8 +637,11 @@ goaway(Code, Why, M = #m{last_id = Last}) ->
 conn_error(_, _, M = #m{closing = true}) ->
     M;
 conn_error(Code, Why, M = #m{last_id = Last}) ->
+    %% The debug data names the fault, and for a flood the budget that
+    %% tripped, so a client's operator can tell which limit it hit.
     Debug = case Why of
                 W when is_atom(W) -> atom_to_binary(W);
+                {flood, Key} -> <<"flood: ", (atom_to_binary(Key))/binary>>;
                 _ -> <<>>
             end,
     act({close, {Code, Why}}, send(falco_http2_frame:goaway(Last, Code, Debug),
