@@ -378,23 +378,19 @@ note_field(<<"host">>, V, Head = #head{host = undefined, headers = Hs}) ->
 note_field(<<"host">>, _, _) ->
     {error, {bad_request, duplicate_host}};
 note_field(<<"content-length">> = N, V, Head = #head{content_length = CL, headers = Hs}) ->
-    CL1 = case CL of
-              undefined -> V;
-              _ -> <<CL/binary, ",", V/binary>>
-          end,
-    {ok, Head#head{content_length = CL1, headers = [{N, V} | Hs]}};
+    {ok, Head#head{content_length = join(CL, V), headers = [{N, V} | Hs]}};
 note_field(<<"transfer-encoding">> = N, V, Head = #head{transfer_encoding = TE, headers = Hs}) ->
-    TE1 = case TE of
-              undefined -> V;
-              _ -> <<TE/binary, ",", V/binary>>
-          end,
-    {ok, Head#head{transfer_encoding = TE1, headers = [{N, V} | Hs]}};
+    {ok, Head#head{transfer_encoding = join(TE, V), headers = [{N, V} | Hs]}};
 note_field(<<"connection">> = N, V, Head = #head{connection = C, headers = Hs}) ->
     {ok, Head#head{connection = <<C/binary, ",", V/binary>>, headers = [{N, V} | Hs]}};
 note_field(<<"expect">> = N, V, Head = #head{expect = E, headers = Hs}) ->
     {ok, Head#head{expect = [V | E], headers = [{N, V} | Hs]}};
 note_field(N, V, Head = #head{headers = Hs}) ->
     {ok, Head#head{headers = [{N, V} | Hs]}}.
+
+%% Repeated lines of a #list field are one list (RFC 9110 §5.3).
+join(undefined, V) -> V;
+join(Acc, V) -> <<Acc/binary, ",", V/binary>>.
 
 %% -- message semantics once the head is complete ----------------------------
 

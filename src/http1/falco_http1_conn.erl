@@ -119,7 +119,7 @@ upgrade_h2c(C = #conn{socket = Sock, transport = T}, Request, Settings, Rest) ->
     case T:send(Sock, <<"HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\n"
                         "upgrade: h2c\r\n\r\n">>) of
         ok ->
-            {upgrade, h2c, Settings, request(Request, C), Rest};
+            {upgrade, h2c, Settings, with_connection(Request, C), Rest};
         {error, _} ->
             close(C)
     end.
@@ -131,7 +131,7 @@ serve(C = #conn{socket = Sock, transport = T, conf = Conf, served = Served,
     KeepAlive = KeepAlive0 andalso Served + 1 < Max,
     S0 = falco_http1_stream:with_body(Framing, Rest, Continue, Tracker,
                                       falco_http1_stream:new(Sock, T, Version, KeepAlive, Conf)),
-    Req = (request(Request, C))#{stream => {falco_http1_stream, S0}},
+    Req = (with_connection(Request, C))#{stream => {falco_http1_stream, S0}},
     case falco_pipeline:run(Req, C#conn.handler, falco_http1_stream, S0) of
         {ok, S} ->
             case falco_http1_stream:body_finish(S) of
@@ -190,7 +190,7 @@ keep(Messages) ->
     ok.
 
 %% What every request of this connection carries.
-request(Request, #conn{ctx = #{peer := Peer, scheme := Scheme, listener := Listener}}) ->
+with_connection(Request, #conn{ctx = #{peer := Peer, scheme := Scheme, listener := Listener}}) ->
     Request#{peer => Peer, scheme => Scheme, listener => Listener}.
 
 %% -- waiting for the next request ---------------------------------------------

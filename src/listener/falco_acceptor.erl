@@ -131,13 +131,12 @@ supervisor_call(_, _) ->
 %% Stops the waiting process and every connection: `shutdown' first, then
 %% `kill' for what is still there after shutdown_timeout.
 -spec terminate(term(), #acc{}) -> no_return().
-terminate(Reason, S = #acc{waiting = Waiting, conns = Conns, conf = Conf}) ->
+terminate(Reason, #acc{waiting = Waiting, conns = Conns, conf = Conf}) ->
     Pids = [P || P <- [Waiting], is_pid(P)] ++ maps:keys(Conns),
     Mons = maps:from_list([{monitor(process, P), P} || P <- Pids]),
     _ = [exit(P, shutdown) || P <- Pids],
     Deadline = falco_transport:deadline(maps:get(shutdown_timeout, Conf)),
     await_down(Mons, Deadline),
-    _ = S,
     exit(Reason).
 
 await_down(Mons, _Deadline) when map_size(Mons) =:= 0 ->
