@@ -110,7 +110,8 @@ routes() ->
      {<<"/static">>, fun falco_example_files:static/1, ?GET},
      {<<"/static/*path">>, fun falco_example_files:static/1, ?GET},
      {<<"/upload">>, fun falco_example_files:upload/1, #{methods => [<<"POST">>]}},
-     {<<"/events">>, fun falco_example_files:events/1, ?GET}].
+     {<<"/events">>, fun falco_example_files:events/1, ?GET},
+     {<<"/ws">>, fun falco_example_ws:upgrade/1, ?GET}].
 
 index(_Req) ->
     {200, [?TEXT], <<"Hello from falco!\n">>}.

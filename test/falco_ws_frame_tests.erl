@@ -73,6 +73,13 @@ errors_test_() ->
                                         ?OPTS#{max_frame_size => 1024})),
      ?_assertMatch({ok, _, <<>>},
                    falco_ws_frame:parse(masked(binary, <<0:8192>>), ?OPTS#{max_frame_size => 1024})),
+     %% a client reads unmasked frames only
+     ?_assertEqual({ok, {frame, text, fin, false, <<"Hello">>}, <<>>},
+                   falco_ws_frame:parse(<<16#81, 16#05, "Hello">>, ?OPTS#{role => client})),
+     ?_assertEqual({error, masked_frame},
+                   falco_ws_frame:parse(masked(text, <<"Hello">>), ?OPTS#{role => client})),
+     ?_assertEqual({more, 3},
+                   falco_ws_frame:parse(<<16#82, 16#7E, 16#0100:16, 0:2024>>, ?OPTS#{role => client})),
      ?_assertEqual(1009, falco_ws_frame:close_code(frame_too_big)),
      ?_assertEqual(1002, falco_ws_frame:close_code(unmasked_frame))].
 

@@ -5,7 +5,7 @@
 %% refused. Every rule that can be checked on one frame is checked here, on
 %% its first two to fourteen bytes, before any payload is buffered:
 %% <ul>
-%% <li>client frames must be masked (§5.1, §5.3);</li>
+%% <li>client frames must be masked, server frames must not (§5.1, §5.3);</li>
 %% <li>RSV1 only when an extension that defines it was negotiated
 %%     (permessage-deflate, RFC 7692 §6), and never on a control frame;
 %%     RSV2 and RSV3 never (§5.2);</li>
@@ -33,9 +33,12 @@
 -type fin() :: fin | nofin.
 %% `{frame, Opcode, Fin, Rsv1, Payload}', the payload unmasked.
 -type frame() :: {frame, opcode(), fin(), boolean(), binary()}.
+%% `role': whose frames are parsed; a server (the default) reads masked
+%% client frames, a client (tests) unmasked server frames (§5.1).
 -type parse_opts() :: #{max_frame_size := non_neg_integer() | infinity,
-                        rsv1 := boolean()}.
--type error_reason() :: unmasked_frame | reserved_bits | reserved_opcode
+                        rsv1 := boolean(),
+                        role => server | client}.
+-type error_reason() :: unmasked_frame | masked_frame | reserved_bits | reserved_opcode
                       | fragmented_control | control_too_long | non_minimal_length
                       | bad_length | frame_too_big.
 
@@ -45,7 +48,7 @@
           {ok, frame(), binary()} | {more, pos_integer()} | {error, error_reason()}.
 parse(<<Fin:1, Rsv1:1, Rsv23:2, Op:4, Mask:1, Len7:7, Rest/binary>>, Opts) ->
     case check(Fin, Rsv1, Rsv23, Op, Mask, Len7, Opts) of
-        ok -> len(Len7, Rest, Fin, Rsv1, Op, Opts);
+        ok -> len(Len7, Rest, {Op, Fin, Rsv1, 4 * Mask}, Opts);
         Error -> Error
     end;
 parse(Bin, _Opts) ->
@@ -57,35 +60,46 @@ check(_, 1, _, _, _, _, #{rsv1 := false}) -> {error, reserved_bits};
 check(_, _, _, Op, _, _, _) when Op >= 3, Op =< 7; Op >= 11 -> {error, reserved_opcode};
 check(0, _, _, Op, _, _, _) when Op >= 8 -> {error, fragmented_control};
 check(_, _, _, Op, _, Len7, _) when Op >= 8, Len7 > 125 -> {error, control_too_long};
-check(_, _, _, _, 0, _, _) -> {error, unmasked_frame};
-check(_, _, _, _, _, _, _) -> ok.
+check(_, _, _, _, 1, _, #{role := client}) -> {error, masked_frame};
+check(_, _, _, _, 1, _, _) -> ok;
+check(_, _, _, _, 0, _, #{role := client}) -> ok;
+check(_, _, _, _, 0, _, _) -> {error, unmasked_frame}.
 
-len(126, <<Len:16, Rest/binary>>, Fin, Rsv1, Op, Opts) ->
+%% `Head' is what the first two bytes said: opcode, FIN, RSV1 and the
+%% size of the masking key that follows the length (0 or 4).
+len(126, <<Len:16, Rest/binary>>, Head, Opts) ->
     if Len < 126 -> {error, non_minimal_length};
-       true -> payload(Len, 4, Rest, Fin, Rsv1, Op, Opts)
+       true -> payload(Len, Rest, Head, Opts)
     end;
-len(126, Rest, _, _, _, _) ->
-    {more, 2 + 4 - byte_size(Rest)};
-len(127, <<0:1, Len:63, Rest/binary>>, Fin, Rsv1, Op, Opts) ->
+len(126, Rest, {_, _, _, KeySize}, _) ->
+    {more, 2 + KeySize - byte_size(Rest)};
+len(127, <<0:1, Len:63, Rest/binary>>, Head, Opts) ->
     if Len < 16#10000 -> {error, non_minimal_length};
-       true -> payload(Len, 10, Rest, Fin, Rsv1, Op, Opts)
+       true -> payload(Len, Rest, Head, Opts)
     end;
-len(127, <<1:1, _:63, _/binary>>, _, _, _, _) ->
+len(127, <<1:1, _:63, _/binary>>, _, _) ->
     {error, bad_length};
-len(127, Rest, _, _, _, _) ->
-    {more, 8 + 4 - byte_size(Rest)};
-len(Len, Rest, Fin, Rsv1, Op, Opts) ->
-    payload(Len, 2, Rest, Fin, Rsv1, Op, Opts).
+len(127, Rest, {_, _, _, KeySize}, _) ->
+    {more, 8 + KeySize - byte_size(Rest)};
+len(Len, Rest, Head, Opts) ->
+    payload(Len, Rest, Head, Opts).
 
-%% `Rest' starts after the length field: the mask key, then the payload.
-payload(Len, _, _, _, _, _, #{max_frame_size := Max}) when Len > Max ->
+%% `Rest' starts after the length field: the masking key, then the payload.
+payload(Len, _, _, #{max_frame_size := Max}) when Len > Max ->
     {error, frame_too_big};
-payload(Len, _, Rest, Fin, Rsv1, Op, _) ->
+payload(Len, Rest, {Op, Fin, Rsv1, 4}, _) ->
     case Rest of
         <<Key:4/binary, Payload:Len/binary, After/binary>> ->
             {ok, {frame, opcode(Op), fin(Fin), Rsv1 =:= 1, mask(Payload, Key)}, After};
         _ ->
             {more, 4 + Len - byte_size(Rest)}
+    end;
+payload(Len, Rest, {Op, Fin, Rsv1, 0}, _) ->
+    case Rest of
+        <<Payload:Len/binary, After/binary>> ->
+            {ok, {frame, opcode(Op), fin(Fin), Rsv1 =:= 1, Payload}, After};
+        _ ->
+            {more, Len - byte_size(Rest)}
     end.
 
 opcode(0) -> continuation;
