@@ -57,6 +57,13 @@
 enter(#{socket := Sock, transport := T, parent := Parent}, Buf,
       #{handler := Mod, state := HState, opts := Opts, deflate := Params, req := Req}) ->
     O = Opts,
+    %% the optional callbacks are looked up with function_exported/3, which
+    %% is false for a module not loaded yet
+    _ = code:ensure_loaded(Mod),
+    %% the listener's stop reaches the session as a message: the peer gets
+    %% 1001 and the handler terminate(shutdown, ...); other exits of linked
+    %% processes are the handler's, through handle_info
+    _ = process_flag(trap_exit, true),
     Deflate = case Params of
                   undefined -> undefined;
                   _ -> falco_ws_deflate:init(Params, compress_config(maps:get(compress, O)))

@@ -47,8 +47,9 @@
 %% frame after ours), `compress' (`true', `false' or a
 %% {@link falco_ws_deflate:config()}: accept permessage-deflate),
 %% `protocols' (the subprotocols spoken, in order of preference: the first
-%% the client offers is selected; read it back in `init' with the
-%% `protocol' key of the state's request if you kept it).
+%% the client offers is selected; a route handler that needs to know which
+%% calls {@link falco_ws_handshake:protocol/2} with the same list and keeps
+%% the answer in its state).
 -module(falco_ws_handler).
 
 -type frame() :: {text | binary | ping, iodata()} | {close, 1000..4999, iodata()} | close.

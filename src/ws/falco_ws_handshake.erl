@@ -11,7 +11,7 @@
 %% method other than GET, HTTP/1.0).
 -module(falco_ws_handshake).
 
--export([accept/2, accept_key/1, default_opts/0, check_opts/1]).
+-export([accept/2, accept_key/1, protocol/2, default_opts/0, check_opts/1]).
 -export_type([opts/0, result/0]).
 
 -define(GUID, <<"258EAFA5-E914-47DA-95CA-C5AB0DC85B11">>).
@@ -93,8 +93,7 @@ accept_key(Key) ->
     base64:encode(crypto:hash(sha, [Key, ?GUID])).
 
 negotiate(Req, Status, Fields, Opts) ->
-    Protocol = protocol(values(<<"sec-websocket-protocol">>, Req),
-                        maps:get(protocols, Opts, [])),
+    Protocol = protocol(Req, maps:get(protocols, Opts, [])),
     Deflate = case maps:get(compress, Opts, false) of
                   false -> none;
                   true -> falco_ws_deflate:negotiate(values(<<"sec-websocket-extensions">>, Req), #{});
@@ -109,12 +108,14 @@ negotiate(Req, Status, Fields, Opts) ->
     {ok, Status, Fields ++ ProtocolField ++ DeflateField,
      #{protocol => Protocol, deflate => Params}}.
 
-%% The server's first choice among those the client offered; none if it
-%% offered none the server speaks (the client then decides, §4.1).
-protocol([], _) ->
-    undefined;
-protocol(Values, Ours) ->
-    Offered = [E || V <- Values, E <- falco_grammar:elements(V)],
+%% @doc The subprotocol the handshake selects (`Sec-WebSocket-Protocol',
+%% RFC 6455 §4.2.2): the first of `Ours' (the handler's `protocols'
+%% option, in its order of preference) that the client offered, or
+%% `undefined' (the client then decides whether to go on, §4.1). A route
+%% handler that needs to know it calls this with the same list.
+-spec protocol(falco_req:req(), [binary()]) -> binary() | undefined.
+protocol(Req, Ours) ->
+    Offered = [E || V <- values(<<"sec-websocket-protocol">>, Req), E <- falco_grammar:elements(V)],
     case [P || P <- Ours, lists:member(P, Offered)] of
         [First | _] -> First;
         [] -> undefined
