@@ -13,7 +13,8 @@
          init_per_testcase/2, end_per_testcase/2]).
 -export([crash_report_bounded_http/1, crash_report_bounded_h2c/1,
          killed_connections_keep_slots/1, acceptor_death_under_load/1,
-         stray_messages_dropped/1, idle_connection_releases_garbage/1]).
+         stray_messages_dropped/1, idle_connection_releases_garbage/1,
+         connection_deaths_logged_once/1, connection_crash_logged_once/1]).
 
 -define(C, falco_test_client).
 -define(H2, falco_test_h2_client).
@@ -26,7 +27,8 @@ all() ->
 groups() ->
     [{hostile, [], [crash_report_bounded_http, crash_report_bounded_h2c,
                     killed_connections_keep_slots, acceptor_death_under_load,
-                    stray_messages_dropped, idle_connection_releases_garbage]}].
+                    stray_messages_dropped, idle_connection_releases_garbage,
+                    connection_deaths_logged_once, connection_crash_logged_once]}].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
@@ -54,6 +56,14 @@ handler(Req) ->
             error({cannot_parse, Body});
         <<"/die">> ->
             exit(self(), kill);
+        <<"/linked">> ->
+            %% a linked process dies with a 1 MB reason, taking the
+            %% connection (which does not trap exits) with it
+            _ = spawn_link(fun() -> exit({linked_crash, binary:copy(<<"x">>, 1024 * 1024)}) end),
+            timer:sleep(5000);
+        <<"/heap">> ->
+            _ = process_flag(max_heap_size, #{size => 1000000, kill => true, error_logger => false}),
+            {200, [], integer_to_binary(length(lists:seq(1, 10000000)))};
         <<"/litter">> ->
             [self() ! {litter, I} || I <- lists:seq(1, 1000)],
             {200, [], <<"littered">>};
@@ -84,6 +94,16 @@ reports() ->
 report_text({string, S}) -> iolist_to_binary(S);
 report_text({report, R}) -> iolist_to_binary(io_lib:format("~0p", [R]));
 report_text({Format, Args}) -> iolist_to_binary(io_lib:format(Format, Args)).
+
+%% The error reports logged from now on: once the first is in, what else
+%% comes within 300 ms (a second report of the same event would).
+await_reports() ->
+    ok = ?C:wait_until(fun() ->
+                               {messages, Ms} = process_info(self(), messages),
+                               lists:keymember(log, 1, Ms)
+                       end, 5000),
+    timer:sleep(300),
+    reports().
 
 %% The largest erlang:memory(total) seen while Fun runs.
 peak_memory(Fun) ->
@@ -232,3 +252,72 @@ idle_connection_releases_garbage(_Config) ->
     ?C:send(Sock, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
     {ok, #{status := 200}} = ?C:recv_response(Sock),
     ?C:close(Sock).
+
+%% A connection that dies abnormally (killed, a linked crash, max_heap_size)
+%% is reported once, by its acceptor, in one bounded line naming the
+%% listener and the reason; a handler crash only by the pipeline (its 500
+%% went out); a plain close not at all. Every slot comes back.
+connection_deaths_logged_once(_Config) ->
+    Name = connection_deaths_logged_once,
+    {_Sup, Port} = start(Name, #{}),
+    ok = falco_test_tree:capture_log(Name, error),
+    Died = fun(Path) ->
+                   Sock = ?C:connect(Port),
+                   ?C:send(Sock, [<<"GET ">>, Path, <<" HTTP/1.1\r\n" ?HOST "\r\n">>]),
+                   ok = ?C:expect_closed(Sock, 10000),
+                   ?C:close(Sock),
+                   ok = ?C:wait_until(fun() -> falco:connections(Name) =:= {ok, 0} end, 5000),
+                   await_reports()
+           end,
+    [Killed] = Died(<<"/die">>),
+    [Linked] = Died(<<"/linked">>),
+    [Heap] = Died(<<"/heap">>),
+    ct:log("~ts~n~ts~n~ts", [Killed, Linked, Heap]),
+    Name1 = atom_to_binary(Name),
+    [?assertMatch({match, _}, re:run(R, <<"^falco: listener ", Name1/binary, ": connection ">>))
+     || R <- [Killed, Linked, Heap]],
+    ?assertMatch({match, _}, re:run(Killed, <<"ended: killed$">>)),
+    ?assertMatch({match, _}, re:run(Heap, <<"ended: killed$">>)),
+    ?assertMatch({match, _}, re:run(Linked, <<"ended: \\{linked_crash,">>)),
+    ?assert(byte_size(Linked) < 8192),
+    %% a handler crash: the pipeline's report, nothing more
+    Sock = ?C:connect(Port),
+    ?C:send(Sock, <<"POST /crash HTTP/1.1\r\n" ?HOST "Content-Length: 2\r\n\r\n42">>),
+    {ok, #{status := 500}} = ?C:recv_response(Sock),
+    ?C:close(Sock),
+    ok = ?C:wait_until(fun() -> falco:connections(Name) =:= {ok, 0} end, 5000),
+    [Crash] = await_reports(),
+    ?assertMatch({match, _}, re:run(Crash, <<"^falco: handler crashed">>)),
+    %% served and closed by the client: silent
+    {Sock2, {ok, #{status := 200}}} = ?C:request(Port, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    ?C:close(Sock2),
+    ok = ?C:wait_until(fun() -> falco:connections(Name) =:= {ok, 0} end, 5000),
+    timer:sleep(100),
+    ?assertEqual([], reports()).
+
+%% An exception in falco's own connection code (here: an acceptor given a
+%% configuration without `protocols', so falco_conn fails right after
+%% accept) is reported once, by the acceptor, in a bounded line: no
+%% crash report of the connection process besides.
+connection_crash_logged_once(_Config) ->
+    Name = connection_crash_logged_once,
+    {ok, LSock} = gen_tcp:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    {ok, Port} = inet:port(LSock),
+    Conf = #{transport => tcp, max_connections => infinity, shutdown_timeout => 1000,
+             handler => fun handler/1, padding => binary:copy(<<"p">>, 1024 * 1024)},
+    ok = falco_test_tree:capture_log(Name, error),
+    {ok, Acc} = falco_acceptor:start_link(Name, LSock, Conf, falco_slots:new(1), 1),
+    try
+        {ok, Sock} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+        ok = ?C:expect_closed(Sock, 5000),
+        ok = gen_tcp:close(Sock),
+        Reports = await_reports(),
+        ct:log("~p reports, sizes ~p", [length(Reports), [byte_size(R) || R <- Reports]]),
+        [Line] = Reports,
+        ?assertMatch({match, _}, re:run(Line, <<"^falco: listener connection_crash_logged_once: ">>)),
+        ?assert(byte_size(Line) < 8192)
+    after
+        unlink(Acc),
+        exit(Acc, shutdown),
+        gen_tcp:close(LSock)
+    end.
