@@ -14,7 +14,11 @@
 -export([crash_report_bounded_http/1, crash_report_bounded_h2c/1,
          killed_connections_keep_slots/1, acceptor_death_under_load/1,
          stray_messages_dropped/1, idle_connection_releases_garbage/1,
-         connection_deaths_logged_once/1, connection_crash_logged_once/1]).
+         connection_deaths_logged_once/1, connection_crash_logged_once/1,
+         listener_storm_contained/1, listener_storm_in_user_supervisor/1,
+         holder_death_keeps_connections/1]).
+%% the supervisor of listener_storm_in_user_supervisor
+-export([init/1]).
 
 -define(C, falco_test_client).
 -define(H2, falco_test_h2_client).
@@ -28,7 +32,9 @@ groups() ->
     [{hostile, [], [crash_report_bounded_http, crash_report_bounded_h2c,
                     killed_connections_keep_slots, acceptor_death_under_load,
                     stray_messages_dropped, idle_connection_releases_garbage,
-                    connection_deaths_logged_once, connection_crash_logged_once]}].
+                    connection_deaths_logged_once, connection_crash_logged_once,
+                    listener_storm_contained, listener_storm_in_user_supervisor,
+                    holder_death_keeps_connections]}].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
@@ -43,7 +49,10 @@ init_per_testcase(Case, Config) ->
 
 end_per_testcase(Case, _Config) ->
     _ = logger:remove_handler(Case),
+    %% a storm that stopped the application must not fail the cases after
+    {ok, _} = application:ensure_all_started(falco),
     _ = falco:stop_listener(Case),
+    _ = falco:stop_listener(bystander),
     ok.
 
 %% -- helpers ---------------------------------------------------------------
@@ -321,3 +330,157 @@ connection_crash_logged_once(_Config) ->
         exit(Acc, shutdown),
         gen_tcp:close(LSock)
     end.
+
+%% -- restart storms --------------------------------------------------------
+
+%% The supervisor of a listener, as the registry knows it (undefined once
+%% it is gone).
+listener_sup(Name) ->
+    case ets:lookup(falco_listeners, Name) of
+        [{_, _, _, Sup}] ->
+            case is_process_alive(Sup) of
+                true -> Sup;
+                false -> undefined
+            end;
+        [] -> undefined
+    end.
+
+%% Kills every acceptor of listener Name, round after round, until Stop()
+%% says enough (or 5000 rounds). Returns the rounds.
+storm(Name, Stop) -> storm(Name, Stop, 0).
+
+storm(_Name, _Stop, 5000) ->
+    5000;
+storm(Name, Stop, N) ->
+    case Stop() of
+        true -> N;
+        false ->
+            _ = try acceptors(listener_sup(Name)) of
+                    Accs -> [exit(A, kill) || A <- Accs]
+                catch
+                    _:_ -> []
+                end,
+            timer:sleep(1),
+            storm(Name, Stop, N + 1)
+    end.
+
+%% A client process asking listener Port for "/" every 10 ms until told to
+%% stop; it reports {Served, Failed}.
+keep_asking(Port) ->
+    Self = self(),
+    spawn_link(fun() -> ask(Self, Port, 0, 0) end).
+
+ask(Parent, Port, Ok, Failed) ->
+    receive
+        stop -> Parent ! {asked, Ok, Failed}
+    after 10 ->
+        case catch ?C:request(Port, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>) of
+            {Sock, {ok, #{status := 200}}} -> ?C:close(Sock), ask(Parent, Port, Ok + 1, Failed);
+            _ -> ask(Parent, Port, Ok, Failed + 1)
+        end
+    end.
+
+stop_asking(Pid) ->
+    Pid ! stop,
+    receive {asked, Ok, Failed} -> {Ok, Failed} after 10000 -> error(asker_lost) end.
+
+%% One listener's acceptors killed round after round until the listener
+%% gives up: another listener serves throughout (a held connection and new
+%% ones), falco_sup and the application stay up, and the stormed listener
+%% stops alone and can be started again. (Before, falco_sup restarted it,
+%% ran out of restarts, and the application stopped with every listener.)
+listener_storm_contained(_Config) ->
+    Name = listener_storm_contained,
+    {_, _} = start(Name, #{num_acceptors => 2}),
+    {_, Port} = start(bystander, #{}),
+    TopSup = whereis(falco_sup),
+    Held = ?C:connect(Port),
+    ?C:send(Held, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Held),
+    Asker = keep_asking(Port),
+    T0 = erlang:monotonic_time(millisecond),
+    Rounds = storm(Name, fun() ->
+                                 falco:port(Name) =:= {error, not_found}
+                                     orelse whereis(falco_sup) =/= TopSup
+                         end),
+    Ms = erlang:monotonic_time(millisecond) - T0,
+    timer:sleep(200),
+    {Ok, Failed} = stop_asking(Asker),
+    ct:log("~p rounds in ~p ms; falco_sup ~p -> ~p; bystander served ~p, failed ~p",
+           [Rounds, Ms, TopSup, whereis(falco_sup), Ok, Failed]),
+    ?assertEqual(TopSup, whereis(falco_sup)),
+    ?assertMatch({falco, _, _}, lists:keyfind(falco, 1, application:which_applications())),
+    ?assertEqual({error, not_found}, falco:port(Name)),
+    ?assertEqual(0, Failed),
+    ?assert(Ok > 0),
+    ?C:send(Held, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Held),
+    ?C:close(Held),
+    %% the stormed listener can be started again
+    {_, Port2} = start(Name, #{}),
+    {Sock, {ok, #{status := 200}}} = ?C:request(Port2, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    ?C:close(Sock).
+
+%% A listener in a user's supervisor (falco:child_spec/2, permanent): when
+%% it gives up, that supervisor starts it again on a fresh listen socket,
+%% and falco's supervisor is not involved.
+listener_storm_in_user_supervisor(_Config) ->
+    Name = listener_storm_in_user_supervisor,
+    TopSup = whereis(falco_sup),
+    Spec = falco:child_spec(Name, #{port => 0, ip => {127, 0, 0, 1}, num_acceptors => 2,
+                                    handler => fun handler/1}),
+    Self = self(),
+    Owner = spawn(fun() ->
+                          {ok, Sup} = supervisor:start_link(?MODULE, {user_sup, Spec}),
+                          Self ! {user_sup, Sup},
+                          receive stop -> ok end
+                  end),
+    UserSup = receive {user_sup, S} -> S after 5000 -> error(no_user_sup) end,
+    try
+        First = listener_sup(Name),
+        Rounds = storm(Name, fun() ->
+                                     Now = listener_sup(Name),
+                                     Now =/= First andalso Now =/= undefined
+                             end),
+        ct:log("~p rounds until the listener was restarted by the user's supervisor", [Rounds]),
+        ?assert(Rounds < 5000),
+        ?assert(is_process_alive(UserSup)),
+        ?assertEqual(TopSup, whereis(falco_sup)),
+        {ok, Port} = falco:port(Name),
+        {Sock, {ok, #{status := 200}}} = ?C:request(Port, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+        ?C:close(Sock),
+        ok = supervisor:terminate_child(UserSup, {falco_listener, Name}),
+        ?assertEqual({error, not_found}, falco:port(Name))
+    after
+        Owner ! stop
+    end.
+
+%% @private the user's supervisor of listener_storm_in_user_supervisor
+init({user_sup, Spec}) ->
+    {ok, {#{strategy => one_for_one, intensity => 5, period => 10}, [Spec]}}.
+
+%% The holder of the listen socket killed while 20 connections are open:
+%% it alone is restarted (the socket is the listener supervisor's and stays
+%% open), every connection keeps working and new ones are accepted. Before,
+%% the listener was rest_for_one and every connection was closed.
+holder_death_keeps_connections(_Config) ->
+    Name = holder_death_keeps_connections,
+    {Sup, Port} = start(Name, #{}),
+    Socks = [?C:connect(Port) || _ <- lists:seq(1, 20)],
+    [?C:send(S, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>) || S <- Socks],
+    [{ok, #{status := 200}} = ?C:recv_response(S) || S <- Socks],
+    Accs = acceptors(Sup),
+    {listen_socket, Holder, worker, _} = lists:keyfind(listen_socket, 1, supervisor:which_children(Sup)),
+    exit(Holder, kill),
+    ok = ?C:wait_until(fun() ->
+                               case lists:keyfind(listen_socket, 1, supervisor:which_children(Sup)) of
+                                   {_, New, _, _} -> is_pid(New) andalso New =/= Holder;
+                                   false -> false
+                               end
+                       end, 5000),
+    ?assertEqual(Accs, acceptors(Sup)),
+    [?C:send(S, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>) || S <- Socks],
+    [{ok, #{status := 200}} = ?C:recv_response(S, #{timeout => 5000}) || S <- Socks],
+    {Sock, {ok, #{status := 200}}} = ?C:request(Port, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    ?C:close(Sock),
+    [?C:close(S) || S <- Socks].
