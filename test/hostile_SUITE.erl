@@ -16,7 +16,7 @@
          stray_messages_dropped/1, idle_connection_releases_garbage/1,
          connection_deaths_logged_once/1, connection_crash_logged_once/1,
          listener_storm_contained/1, listener_storm_in_user_supervisor/1,
-         holder_death_keeps_connections/1]).
+         holder_death_keeps_connections/1, small_fixes_http/1, small_fixes_h2c/1]).
 %% the supervisor of listener_storm_in_user_supervisor
 -export([init/1]).
 
@@ -34,7 +34,7 @@ groups() ->
                     stray_messages_dropped, idle_connection_releases_garbage,
                     connection_deaths_logged_once, connection_crash_logged_once,
                     listener_storm_contained, listener_storm_in_user_supervisor,
-                    holder_death_keeps_connections]}].
+                    holder_death_keeps_connections, small_fixes_http, small_fixes_h2c]}].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
@@ -484,3 +484,69 @@ holder_death_keeps_connections(_Config) ->
     {Sock, {ok, #{status := 200}}} = ?C:request(Port, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
     ?C:close(Sock),
     [?C:close(S) || S <- Socks].
+
+%% -- point 7, over the wire -------------------------------------------------
+
+%% A handler that inflates gzip uploads (falco_compress, decode_request)
+%% at /upload, and serves the files under Root at every other path.
+fixes_handler(Root) ->
+    {ok, Static} = falco_static:init(#{root => Root}),
+    fun(Req) ->
+            case falco_req:path(Req) of
+                <<"/upload">> ->
+                    falco_compress:call(Req, fun(R) ->
+                                                     {ok, Body, _} = falco_req:read_body(R),
+                                                     {200, [], Body}
+                                             end, #{decode_request => true});
+                _ ->
+                    falco_static:handle(Req, Static)
+            end
+    end.
+
+%% Before: a body of two gzip members reached the handler as its first
+%% member ("hello "), trailing garbage was dropped (200), `GET //sub'
+%% answered `Location: //sub/', a file was served at `a.txt/', and of two
+%% Range fields the first was used (206).
+small_fixes_http(Config) ->
+    small_fixes(small_fixes_http, Config,
+                fun(Port, Method, Path, Headers, Body) ->
+                        Raw = [Method, " ", Path, " HTTP/1.1\r\n", ?HOST,
+                               [[N, ": ", V, "\r\n"] || {N, V} <- Headers],
+                               "Content-Length: ", integer_to_binary(byte_size(Body)), "\r\n\r\n",
+                               Body],
+                        {Sock, {ok, R}} = ?C:request(Port, Raw),
+                        ?C:close(Sock),
+                        R
+                end).
+
+small_fixes_h2c(Config) ->
+    small_fixes(small_fixes_h2c, Config,
+                fun(Port, Method, Path, Headers, Body) ->
+                        C0 = ?H2:connect(Port, #{}),
+                        {Id, C1} = ?H2:request(C0, Method, Path, Headers, Body),
+                        {ok, R, C2} = ?H2:response(C1, Id, 5000),
+                        ?H2:close(C2),
+                        R
+                end).
+
+small_fixes(Name, Config, Ask) ->
+    Root = filename:join(?config(priv_dir, Config), atom_to_list(Name)),
+    ok = filelib:ensure_dir(filename:join([Root, "sub", "x"])),
+    ok = file:write_file(filename:join([Root, "sub", "index.html"]), <<"index">>),
+    ok = file:write_file(filename:join(Root, "a.txt"), <<"0123456789">>),
+    {_, Port} = start(Name, #{handler => fixes_handler(Root)}),
+    Gz = fun(Data) -> zlib:gzip(Data) end,
+    Two = <<(Gz(<<"hello ">>))/binary, (Gz(<<"world">>))/binary>>,
+    Upload = fun(Body) -> Ask(Port, <<"POST">>, <<"/upload">>,
+                              [{<<"content-encoding">>, <<"gzip">>}], Body) end,
+    ?assertMatch(#{status := 200, body := <<"hello world">>}, Upload(Two)),
+    ?assertMatch(#{status := 400}, Upload(<<(Gz(<<"hello">>))/binary, "garbage">>)),
+    Get = fun(Path, Headers) -> Ask(Port, <<"GET">>, Path, Headers, <<>>) end,
+    #{status := 301, headers := H1} = Get(<<"//sub">>, []),
+    ?assertEqual(<<"/sub/">>, proplists:get_value(<<"location">>, H1)),
+    ?assertMatch(#{status := 200, body := <<"index">>}, Get(<<"/sub/">>, [])),
+    ?assertMatch(#{status := 200}, Get(<<"/a.txt">>, [])),
+    ?assertMatch(#{status := 404}, Get(<<"/a.txt/">>, [])),
+    ?assertMatch(#{status := 206, body := <<"01">>}, Get(<<"/a.txt">>, [{<<"range">>, <<"bytes=0-1">>}])),
+    ?assertMatch(#{status := 200, body := <<"0123456789">>},
+                 Get(<<"/a.txt">>, [{<<"range">>, <<"bytes=0-1">>}, {<<"range">>, <<"bytes=5-6">>}])).
