@@ -31,7 +31,11 @@
                  expected :: undefined | non_neg_integer(),
                  received = 0 :: non_neg_integer(),
                  lingering = false :: boolean(),
-                 queue = [] :: [out()]}).
+                 queue = [] :: [out()],
+                 %% response DATA bytes sent, and how many there were when
+                 %% the stall timer last started (falco_http2_flow)
+                 sent = 0 :: non_neg_integer(),
+                 sent_mark = 0 :: non_neg_integer()}).
 
 -type out() :: {data, iodata(), non_neg_integer(), fin(), tag()}
              | {trailers, headers(), tag()}.
