@@ -511,6 +511,36 @@ min_rate_test() ->
     ?assertEqual([{1, cancel}], rst(T5)),
     ?assert(lists:member({reply, tag, {error, send_timeout}}, others(T5))).
 
+%% A client that lets a small piece through now and then, just before the
+%% handler queues the next, does not restart the clock: the stall timer
+%% runs on while the queue is briefly empty.
+min_rate_small_pieces_test() ->
+    T0 = feed({settings, #{initial_window_size => 0}},
+              start(#{send_timeout => 1000, send_min_rate => 1000})),
+    T1 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end, headers(1, req_get(1), fin, T0)),
+    T2 = call(fun(M) -> ?M:send_data(1, <<"row 1\n">>, nofin, t1, M) end, T1),
+    ?assertEqual([{timer, {stall, 1}, 1000}], others(T2)),
+    T3 = feed({window_update, 1, 6}, T2),
+    ?assertEqual([{reply, t1, ok}], others(T3)),
+    T4 = call(fun(M) -> ?M:send_data(1, <<"row 2\n">>, nofin, t2, M) end, T3),
+    ?assertEqual([], others(T4)),
+    T5 = call(fun(M) -> ?M:timeout({stall, 1}, M) end, T4),
+    ?assertEqual([{1, cancel}], rst(T5)),
+    ?assert(lists:member({reply, t2, {error, send_timeout}}, others(T5))).
+
+%% With nothing queued when the timer fires, the stream waits for its
+%% handler (an SSE stream between events): the timer stops, nothing is
+%% reset, and the next block starts a new one.
+stall_timer_stops_when_drained_test() ->
+    T0 = feed({settings, #{initial_window_size => 0}},
+              start(#{send_timeout => 1000, send_min_rate => 1000})),
+    T1 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end, headers(1, req_get(1), fin, T0)),
+    T2 = call(fun(M) -> ?M:send_data(1, <<"event\n">>, nofin, t1, M) end, T1),
+    T3 = call(fun(M) -> ?M:timeout({stall, 1}, M) end, feed({window_update, 1, 100}, T2)),
+    ?assertEqual({[], []}, {rst(T3), others(T3)}),
+    T4 = call(fun(M) -> ?M:send_data(1, binary:copy(<<"x">>, 200), nofin, t2, M) end, T3),
+    ?assertEqual([{timer, {stall, 1}, 1000}], others(T4)).
+
 trailers_after_queued_data_test() ->
     T0 = feed({settings, #{initial_window_size => 2}}, start()),
     T1 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end, headers(1, req_get(1), fin, T0)),

@@ -12,7 +12,8 @@
 
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1,
          init_per_testcase/2, end_per_testcase/2]).
--export([window_dribble_reset/1, slow_reader_reset/1, small_window_client_completes/1,
+-export([window_dribble_reset/1, row_dribble_reset/1, slow_reader_reset/1,
+         small_window_client_completes/1,
          queued_bytes_bounded/1, streamed_length_short_reset/1,
          streamed_length_long_refused/1, authority_host_normalised/1]).
 
@@ -25,7 +26,8 @@ all() ->
     [{group, send}].
 
 groups() ->
-    [{send, [], [window_dribble_reset, slow_reader_reset, small_window_client_completes,
+    [{send, [], [window_dribble_reset, row_dribble_reset, slow_reader_reset,
+                 small_window_client_completes,
                  queued_bytes_bounded, streamed_length_short_reset,
                  streamed_length_long_refused, authority_host_normalised]}].
 
@@ -70,6 +72,12 @@ route(<<"/megabyte">>, _Req) ->
      fun(Send) ->
              tell({result, self(), send_all(Send, 16)})
      end};
+%% Up to 1000 rows of 100 bytes, one Send each.
+route(<<"/rows">>, _Req) ->
+    {stream, 200, [],
+     fun(Send) ->
+             tell({result, self(), rows(Send, 1000)})
+     end};
 %% A 1 MB full reply made of small binaries (copied with every message).
 route(<<"/full">>, _Req) ->
     Body = lists:duplicate(16384, <<"0123456789abcdef0123456789abcdef"
@@ -98,14 +106,22 @@ send_all(Send, N) ->
         Error -> Error
     end.
 
+rows(_Send, 0) ->
+    ok;
+rows(Send, N) ->
+    case Send(binary:copy(<<"r">>, 100)) of
+        ok -> rows(Send, N - 1);
+        Error -> Error
+    end.
+
 %% -- window dribbling ---------------------------------------------------------------
 
 %% Issue 13: a client that gives 1 byte of window per stream now and then
 %% used to hold 100 streams and their handlers for good (every byte went
 %% out as a 1-byte DATA frame and restarted the stall timer). Now no DATA
 %% frame is cut under 16 KB because the window is short, the stall timer is
-%% not restarted by progress, and every stream is reset (CANCEL) about one
-%% send_timeout after it blocks, its handler's send returning
+%% not restarted by progress, and every stream is reset (CANCEL) one or
+%% two send_timeouts after it blocks, its handler's send returning
 %% {error, send_timeout}; the connection still serves.
 window_dribble_reset(_Config) ->
     {_, Port} = listener(window_dribble_reset, #{send_timeout => 1000}),
@@ -123,8 +139,9 @@ window_dribble_reset(_Config) ->
            [map_size(Resets), Elapsed, length(Sizes), lists:min([infinity | Sizes])]),
     ?assertEqual(100, map_size(Resets)),
     ?assertEqual([cancel], lists:usort(maps:values(Resets))),
-    %% one send_timeout after blocking, with a generous margin
-    ?assert(Elapsed < 4000),
+    %% within two send_timeouts of blocking (the first byte of dribble can
+    %% complete a 16 KB frame, which counts as progress), with a margin
+    ?assert(Elapsed < 5000),
     ?assertEqual([], [S || S <- Sizes, S < 16384]),
     Results = [receive {result, _, R} -> R after 5000 -> no_result end || _ <- Ids],
     ?assertEqual([{error, send_timeout}], lists:usort(Results)),
@@ -159,6 +176,27 @@ dribble(C0, Ids, Resets, Sizes, Deadline, Next) ->
             end
     end.
 
+%% The same with a handler that sends 100-byte rows: the client lets one
+%% row through every 300 ms (333 B/s, under the default h2_send_min_rate of
+%% 512), so the stream's queue empties for a moment before the handler
+%% queues the next row. The stall timer runs on through those moments (a
+%% drained queue used to cancel it, and every row restarted the clock), so
+%% the stream is reset about one send_timeout after it first blocks.
+row_dribble_reset(_Config) ->
+    {_, Port} = listener(row_dribble_reset, #{send_timeout => 1000}),
+    C0 = ?C:connect(Port, #{auto_window => false, settings => #{initial_window_size => 0}}),
+    C1 = ?C:send_frame(C0, falco_http2_frame:window_update(0, 100000000)),
+    {Id, C2} = ?C:request(C1, <<"GET">>, <<"/rows">>),
+    Start = erlang:monotonic_time(millisecond),
+    {Resets, Sizes, _} = paced_read(C2, Id, {100, 300}, Start + 300, Start + 6000, []),
+    Elapsed = erlang:monotonic_time(millisecond) - Start,
+    ct:pal("reset ~p after ~b ms, ~b rows received", [Resets, Elapsed, length(Sizes)]),
+    ?assertEqual(#{Id => cancel}, Resets),
+    ?assert(Elapsed < 4000),
+    receive {result, _, R} -> ?assertEqual({error, send_timeout}, R)
+    after 5000 -> ct:fail(no_result)
+    end.
+
 %% A reader that gives 16 KB of window every 400 ms (40 KB/s) is slower
 %% than this listener's h2_send_min_rate of 100 KB/s: its stream is reset
 %% within a few send_timeouts, though it always makes progress (which used
@@ -170,7 +208,7 @@ slow_reader_reset(_Config) ->
     C1 = ?C:send_frame(C0, falco_http2_frame:window_update(0, 100000000)),
     {Id, C2} = ?C:request(C1, <<"GET">>, <<"/megabyte">>),
     Start = erlang:monotonic_time(millisecond),
-    {Resets, Sizes, _} = slow_read(C2, Id, Start + 400, Start + 6000, []),
+    {Resets, Sizes, _} = paced_read(C2, Id, {16384, 400}, Start + 400, Start + 6000, []),
     Elapsed = erlang:monotonic_time(millisecond) - Start,
     Got = lists:sum(Sizes),
     ct:pal("reset ~p after ~b ms, ~b bytes received", [Resets, Elapsed, Got]),
@@ -181,24 +219,26 @@ slow_reader_reset(_Config) ->
     after 5000 -> ct:fail(no_result)
     end.
 
-slow_read(C0, Id, Next, Deadline, Sizes) ->
+%% Reads stream Id until it is reset or Deadline, giving it Inc bytes of
+%% window every Every ms: {Resets, DataFrameSizes, C}.
+paced_read(C0, Id, Pace = {Inc, Every}, Next, Deadline, Sizes) ->
     Now = erlang:monotonic_time(millisecond),
     if
         Now >= Deadline ->
             {#{}, Sizes, C0};
         Now >= Next ->
-            C = ?C:send_frame(C0, falco_http2_frame:window_update(Id, 16384)),
-            slow_read(C, Id, Now + 400, Deadline, Sizes);
+            C = ?C:send_frame(C0, falco_http2_frame:window_update(Id, Inc)),
+            paced_read(C, Id, Pace, Now + Every, Deadline, Sizes);
         true ->
             case ?C:recv_frame(C0, Next - Now) of
                 {ok, {data, Id, _, Data, _}, C} ->
-                    slow_read(C, Id, Next, Deadline, [byte_size(Data) | Sizes]);
+                    paced_read(C, Id, Pace, Next, Deadline, [byte_size(Data) | Sizes]);
                 {ok, {rst_stream, Id, Code}, C} ->
                     {#{Id => Code}, Sizes, C};
                 {ok, _, C} ->
-                    slow_read(C, Id, Next, Deadline, Sizes);
+                    paced_read(C, Id, Pace, Next, Deadline, Sizes);
                 {error, timeout, C} ->
-                    slow_read(C, Id, Next, Deadline, Sizes)
+                    paced_read(C, Id, Pace, Next, Deadline, Sizes)
             end
     end.
 

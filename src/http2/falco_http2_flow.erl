@@ -21,9 +21,9 @@
 %% SETTINGS_INITIAL_WINDOW_SIZE if that is smaller (a client that reads
 %% always gives back at least that much, so it is never deadlocked; h2spec
 %% §6.9 uses windows of 1 to 3 bytes). And the stall timer is not restarted
-%% by progress: at each `send_timeout' a blocked stream must have sent
-%% `send_min_rate' bytes per second since the last one, or it is reset
-%% (see stalled/2).
+%% by progress, nor stopped by a moment with nothing queued: at each
+%% `send_timeout' a stream with data queued must have sent `send_min_rate'
+%% bytes per second since the last one, or it is reset (see stalled/2).
 -module(falco_http2_flow).
 
 -export([headers/5, inform/3, data/5, trailers/4, flush_stream/2, flush_blocked/1, stalled/2]).
@@ -124,22 +124,30 @@ flush_stream(S = #stream{id = Id, send_window = SW, sent = Sent,
     end.
 
 %% A stream waiting for window: remembered in order, with a stall timer
-%% that progress does not restart (see stalled/2).
-block(S = #stream{id = Id, sent = Sent}, M = #m{blocked = Blocked}) ->
-    case lists:member(Id, Blocked) of
+%% that progress does not restart, nor a moment with nothing queued (the
+%% end of a small piece let through just before the handler queues the
+%% next): see stalled/2.
+block(S = #stream{id = Id, sent = Sent, stall = Stall}, M0 = #m{blocked = Blocked}) ->
+    M = case lists:member(Id, Blocked) of
+            true -> M0;
+            false -> M0#m{blocked = Blocked ++ [Id]}
+        end,
+    case Stall of
         true -> put_stream(S, M);
-        false -> put_stream(S#stream{sent_mark = Sent},
-                            act({timer, {stall, Id}, send_timeout(M)},
-                                M#m{blocked = Blocked ++ [Id]}))
+        false -> put_stream(S#stream{stall = true, sent_mark = Sent},
+                            act({timer, {stall, Id}, send_timeout(M)}, M))
     end.
 
 send_timeout(#m{opts = #{send_timeout := T}}) -> T.
 
-%% @doc The stall timer of a blocked stream expired: `continue' (the timer
-%% is armed again) if the client let at least `send_min_rate' bytes per
-%% second through since it started, and at least one byte, `reset'
-%% otherwise.
+%% @doc The stall timer of a stream expired. With nothing queued the
+%% stream waits for its handler, not for the client: `continue', the timer
+%% stopped. Otherwise `continue' (the timer armed again) if the client let
+%% at least `send_min_rate' bytes per second through since it started, and
+%% at least one byte; `reset' if not.
 -spec stalled(#stream{}, #m{}) -> {continue, #m{}} | reset.
+stalled(S = #stream{queue = []}, M) ->
+    {continue, put_stream(S#stream{stall = false}, M)};
 stalled(S = #stream{id = Id, sent = Sent, sent_mark = Mark},
         M = #m{opts = #{send_timeout := Timeout, send_min_rate := Rate}}) ->
     case Sent - Mark >= max(1, Rate * Timeout div 1000) of
@@ -149,14 +157,8 @@ stalled(S = #stream{id = Id, sent = Sent, sent_mark = Mark},
     end.
 
 after_send(S = #stream{id = Id, queue = []}, M0 = #m{blocked = Blocked, settled = Settled}) ->
-    M = M0#m{settled = [Id | Settled]},
-    case lists:member(Id, Blocked) of
-        true ->
-            put_stream(S, act({cancel_timer, {stall, Id}},
-                              M#m{blocked = lists:delete(Id, Blocked)}));
-        false ->
-            put_stream(S, M)
-    end;
+    %% The stall timer, if it runs, runs on (see block/2).
+    put_stream(S, M0#m{settled = [Id | Settled], blocked = lists:delete(Id, Blocked)});
 after_send(S, M) ->
     put_stream(S, M).
 

@@ -556,13 +556,13 @@ stop_lingering(S = #stream{id = Id}, M) ->
 
 
 %% Removes a stream, failing its queued sends, and remembers how it closed.
-forget(#stream{id = Id, queue = Q, lingering = Lingering}, How,
+forget(#stream{id = Id, queue = Q, lingering = Lingering, stall = Stall}, How,
        M0 = #m{streams = Streams, blocked = Blocked}) ->
     M1 = lists:foldl(fun({data, _, _, _, Tag}, Acc) -> reply(Tag, {error, closed}, Acc);
                         ({trailers, _, Tag}, Acc) -> reply(Tag, {error, closed}, Acc)
-                     end, M0, Q),
-    M2 = case lists:member(Id, Blocked) of
-             true -> act({cancel_timer, {stall, Id}}, M1#m{blocked = lists:delete(Id, Blocked)});
+                     end, M0#m{blocked = lists:delete(Id, Blocked)}, Q),
+    M2 = case Stall of
+             true -> act({cancel_timer, {stall, Id}}, M1);
              false -> M1
          end,
     M3 = case Lingering of
@@ -623,7 +623,7 @@ timeout(idle, M = #m{streams = Streams}) when map_size(Streams) =:= 0 ->
     done(goaway(no_error, idle_timeout, M));
 timeout({stall, Id}, M = #m{streams = Streams}) ->
     case Streams of
-        #{Id := S = #stream{queue = Q = [_ | _]}} ->
+        #{Id := S = #stream{queue = Q}} ->
             case falco_http2_flow:stalled(S, M) of
                 {continue, M1} ->
                     done(M1);

@@ -32,9 +32,11 @@
                  received = 0 :: non_neg_integer(),
                  lingering = false :: boolean(),
                  queue = [] :: [out()],
-                 %% response DATA bytes sent, and how many there were when
-                 %% the stall timer last started (falco_http2_flow)
+                 %% response DATA bytes sent, whether the stall timer runs,
+                 %% and how many bytes were sent when it last started
+                 %% (falco_http2_flow)
                  sent = 0 :: non_neg_integer(),
+                 stall = false :: boolean(),
                  sent_mark = 0 :: non_neg_integer()}).
 
 -type out() :: {data, iodata(), non_neg_integer(), fin(), tag()}
