@@ -3,8 +3,9 @@
 %% bounds: window dribbling (a byte of window per stream now and then, to
 %% hold streams and their handlers), a reader slower than h2_send_min_rate,
 %% response bytes queued in the connection for a client that does not
-%% read, a streamed reply that breaks its declared content-length, and
-%% `:authority' against Host after normalisation (RFC 9113 §8.3.1).
+%% read, a streamed reply that breaks its declared content-length (over
+%% HTTP/1.1 too: the rule is the pipeline's), and `:authority' against
+%% Host after normalisation (RFC 9113 §8.3.1).
 -module(hostile_h2_send_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
@@ -15,7 +16,8 @@
 -export([window_dribble_reset/1, row_dribble_reset/1, slow_reader_reset/1,
          small_window_client_completes/1,
          queued_bytes_bounded/1, streamed_length_short_reset/1,
-         streamed_length_long_refused/1, authority_host_normalised/1]).
+         streamed_length_long_refused/1, streamed_length_http1/1,
+         authority_host_normalised/1]).
 
 -define(C, falco_test_h2_client).
 %% the name the test process takes to hear from the handlers
@@ -29,7 +31,8 @@ groups() ->
     [{send, [], [window_dribble_reset, row_dribble_reset, slow_reader_reset,
                  small_window_client_completes,
                  queued_bytes_bounded, streamed_length_short_reset,
-                 streamed_length_long_refused, authority_host_normalised]}].
+                 streamed_length_long_refused, streamed_length_http1,
+                 authority_host_normalised]}].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
@@ -48,10 +51,11 @@ end_per_testcase(Case, _Config) ->
     catch unregister(?TESTER),
     ok.
 
-%% A listener named after the case, h2c only.
+%% A listener named after the case, h2c only unless Opts say otherwise.
 listener(Case, Opts) ->
-    {ok, Sup} = falco:start_listener(Case, Opts#{port => 0, ip => {127, 0, 0, 1},
-                                                 protocols => [h2], handler => fun handle/1}),
+    {ok, Sup} = falco:start_listener(Case, maps:merge(#{port => 0, ip => {127, 0, 0, 1},
+                                                        protocols => [h2], handler => fun handle/1},
+                                                      Opts)),
     {ok, Port} = falco:port(Case),
     {Sup, Port}.
 
@@ -317,6 +321,28 @@ streamed_length_long_refused(_Config) ->
     ?assertEqual(internal_error, Reset),
     receive {result, _, R} -> ?assertEqual({error, content_length_exceeded}, R)
     after 5000 -> ct:fail(no_result)
+    end.
+
+%% The rule is the pipeline's, so HTTP/1.1 keeps it too: a short body is
+%% cut by closing the connection (it used to stay open, the client waiting
+%% for the rest), and bytes beyond the length never go out (they used to,
+%% where a keep-alive client would read them as the next response).
+streamed_length_http1(_Config) ->
+    {_, Port} = listener(streamed_length_http1, #{protocols => [http1]}),
+    [begin
+         {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+         ok = gen_tcp:send(S, ["GET ", Path, " HTTP/1.1\r\nHost: a\r\n\r\n"]),
+         {Bytes, End} = recv_all(S, <<>>),
+         [_Head, Body] = binary:split(Bytes, <<"\r\n\r\n">>),
+         ?assertEqual({Expected, closed}, {Body, End}),
+         _ = gen_tcp:close(S),
+         receive {result, _, _} -> ok after 5000 -> ct:fail(no_result) end
+     end || {Path, Expected} <- [{"/short", <<"01234">>}, {"/long", <<"012">>}]].
+
+recv_all(S, Acc) ->
+    case gen_tcp:recv(S, 0, 2000) of
+        {ok, Data} -> recv_all(S, <<Acc/binary, Data/binary>>);
+        {error, Why} -> {Acc, Why}
     end.
 
 %% The DATA of stream Id until its end: {Bytes, ResetCode | fin, C}.
