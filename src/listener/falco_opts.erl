@@ -61,6 +61,11 @@ defaults() ->
       h2_max_continuations => 32,
       h2_settings_timeout => 10000,
       h2_preface_timeout => 10000,
+      %% bytes/s a response waiting on the client's window must get through,
+      %% over each send_timeout (falco_http2_flow)
+      h2_send_min_rate => 512,
+      %% response bytes one stream may have queued in the connection
+      h2_send_buffer => 65536,
       %% Per 10 s window; over a limit is a GOAWAY ENHANCE_YOUR_CALM
       %% (falco_http2_machine, which merges a listener's own map over this one).
       h2_flood_limits => #{rst_stream => 500, ping => 1000, settings => 100, priority => 10000,
@@ -177,6 +182,7 @@ http2_machine(Conf) ->
       max_header_count => maps:get(max_header_count, Conf),
       settings_timeout => maps:get(h2_settings_timeout, Conf),
       send_timeout => maps:get(send_timeout, Conf),
+      send_min_rate => maps:get(h2_send_min_rate, Conf),
       idle_timeout => maps:get(idle_timeout, Conf),
       flood_limits => maps:get(h2_flood_limits, Conf)}.
 
@@ -218,6 +224,8 @@ valid(h2_initial_window_size, V) -> is_integer(V) andalso V >= 1 andalso V =< 16
 valid(h2_connection_window_size, V) -> is_integer(V) andalso V >= 65535 andalso V =< 16#7fffffff;
 valid(h2_max_frame_size, V) -> is_integer(V) andalso V >= 16384 andalso V =< 16777215;
 valid(h2_max_continuations, V) -> is_integer(V) andalso V >= 0;
+valid(h2_send_min_rate, V) -> is_integer(V) andalso V >= 0;
+valid(h2_send_buffer, V) -> is_integer(V) andalso V >= 1024;
 valid(K, V) when K =:= h2_settings_timeout; K =:= h2_preface_timeout ->
     V =:= infinity orelse (is_integer(V) andalso V > 0);
 valid(h2_flood_limits, V) ->

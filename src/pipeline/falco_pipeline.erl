@@ -211,23 +211,84 @@ send_stream(Status, Fields, Fun, Req = #{method := <<"HEAD">>}, Mod, S) ->
     _ = Fun, _ = Req,
     Mod:send_response(Status, Fields, <<>>, S);
 send_stream(Status, Fields, Fun, Req, Mod, S0) ->
+    case declared_length(Fields) of
+        {ok, Declared} -> send_stream(Status, Fields, Fun, Declared, Req, Mod, S0);
+        error -> bad_response(Req, {bad_content_length, Fields}, Mod, S0)
+    end.
+
+send_stream(Status, Fields, Fun, Declared, Req, Mod, S0) ->
     case Mod:send_headers(Status, without_te(Fields), S0) of
         {ok, S} ->
-            Send = fun(Data) -> Mod:send_data(Data, S) end,
+            {Send, Sent} = sender(Declared, Mod, S),
             try Fun(Send) of
-                {trailers, Trailers} ->
-                    case check_fields(Trailers) of
-                        {ok, T, _} -> Mod:send_end(T, S);
-                        {error, Why} -> stream_failed(Req, error, Why, [])
-                    end;
-                _ ->
-                    Mod:send_end([], S)
+                Result ->
+                    case complete(Declared, Sent) of
+                        true -> stream_end(Result, Req, Mod, S);
+                        false -> length_failed(Req, Declared, Sent)
+                    end
             catch
                 Class:Reason:Stack -> stream_failed(Req, Class, Reason, Stack)
             end;
         Error ->
             Error
     end.
+
+stream_end({trailers, Trailers}, Req, Mod, S) ->
+    case check_fields(Trailers) of
+        {ok, T, _} -> Mod:send_end(T, S);
+        {error, Why} -> stream_failed(Req, error, Why, [])
+    end;
+stream_end(_, _Req, Mod, S) ->
+    Mod:send_end([], S).
+
+%% A stream that declares its Content-Length sends exactly that many bytes,
+%% over every protocol (RFC 9110 §8.6; RFC 9113 §8.1.1 makes a mismatch a
+%% malformed response): a piece that would go beyond it is refused whole
+%% (the send returns `{error, content_length_exceeded}' and nothing of it
+%% goes out), and a stream that ends short, or had a piece refused, is cut
+%% as a failed stream is (HTTP/1.1 closes the connection, HTTP/2 resets the
+%% stream with INTERNAL_ERROR), so the client never takes it for whole.
+declared_length(Fields) ->
+    case [V || {<<"content-length">>, V} <- Fields] of
+        [] -> {ok, undefined};
+        [V | Vs] ->
+            case lists:all(fun(W) -> W =:= V end, Vs) andalso falco_grammar:length_value(V) of
+                {ok, N} -> {ok, N};
+                _ -> error
+            end
+    end.
+
+sender(undefined, Mod, S) ->
+    {fun(Data) -> Mod:send_data(Data, S) end, undefined};
+sender(Declared, Mod, S) ->
+    %% The count is shared by every call of the fun; nothing of it
+    %% outlives the request.
+    Sent = counters:new(1, []),
+    Send = fun(Data) ->
+                   Size = iolist_size(Data),
+                   Before = counters:get(Sent, 1),
+                   case Before + Size > Declared of
+                       true ->
+                           counters:put(Sent, 1, Declared + 1),
+                           {error, content_length_exceeded};
+                       false ->
+                           ok = counters:add(Sent, 1, Size),
+                           Mod:send_data(Data, S)
+                   end
+           end,
+    {Send, Sent}.
+
+complete(undefined, _) -> true;
+complete(Declared, Sent) -> counters:get(Sent, 1) =:= Declared.
+
+length_failed(Req, Declared, Sent) ->
+    log(report("falco: ~ts ~ts from ~ts: streamed reply declared content-length ~b and sent ~ts",
+               [maps:get(method, Req), maps:get(path, Req), peer(Req), Declared,
+                case counters:get(Sent, 1) of
+                    N when N > Declared -> "more";
+                    N -> integer_to_list(N)
+                end])),
+    {error, content_length_mismatch}.
 
 %% The head is out, so no error status can be sent: log and let the
 %% protocol cut the stream (HTTP/1.1 closes without the last chunk).
