@@ -14,7 +14,7 @@ defaults_test() ->
     ?assertNot(maps:is_key(handler, D)),
     ?assertMatch(#{port := 8080, ip := {0, 0, 0, 0}, num_acceptors := 10, max_connections := 16384,
                    backlog := 1024, nodelay := true, send_timeout := 30000, idle_timeout := 60000,
-                   request_timeout := 30000, body_timeout := 30000,
+                   request_timeout := 10000, body_timeout := 30000,
                    max_keep_alive_requests := 1000, max_request_line := 8192,
                    max_header_line := 8192, max_header_block := 16384, max_header_count := 100,
                    max_body := 10485760}, D).

