@@ -15,7 +15,8 @@
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1,
          init_per_testcase/2, end_per_testcase/2]).
 -export([silent_connection_closes/1, crlf_counts_toward_request_timeout/1,
-         idle_timeout_between_requests/1]).
+         idle_timeout_between_requests/1,
+         slow_post_ends_http/1, slow_post_ends_h2c/1, steady_upload_passes/1]).
 
 -define(C, falco_test_client).
 -define(H2, falco_test_h2_client).
@@ -26,7 +27,8 @@ all() ->
 
 groups() ->
     [{deadlines, [], [silent_connection_closes, crlf_counts_toward_request_timeout,
-                      idle_timeout_between_requests]}].
+                      idle_timeout_between_requests,
+                      slow_post_ends_http, slow_post_ends_h2c, steady_upload_passes]}].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
@@ -48,6 +50,9 @@ end_per_testcase(Case, _Config) ->
 
 handler(Req) ->
     case falco_req:path(Req) of
+        <<"/upload">> ->
+            {ok, Body, _} = falco_req:read_body(Req),
+            {200, [], integer_to_binary(byte_size(Body))};
         _ ->
             {200, [], <<"hello">>}
     end.
@@ -128,4 +133,71 @@ idle_timeout_between_requests(_Config) ->
     ok = ?C:expect_silence(Sock, 2000),
     ok = ?C:send(Sock, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
     {ok, #{status := 200}} = ?C:recv_response(Sock),
+    ?C:close(Sock).
+
+%% -- request bodies: a minimum rate ---------------------------------------------
+
+%% The rule of these cases: 1 s of grace, then 1000 bytes a second.
+-define(RATE, #{grace => 1000, bytes_per_second => 1000}).
+
+%% A slow POST, 1 byte every 300 ms (each within body_timeout, 5 s), ends
+%% with 408 once the body is behind min_body_rate (1 s + 1 ms a byte),
+%% long before the 100 bytes it announced would have arrived (30 s).
+slow_post_ends_http(_Config) ->
+    {_Sup, Port} = start(slow_post_ends_http, #{body_timeout => 5000, min_body_rate => ?RATE}),
+    Sock = ?C:connect(Port),
+    ok = ?C:send(Sock, <<"POST /upload HTTP/1.1\r\n" ?HOST "Content-Length: 100\r\n\r\n">>),
+    T0 = now_ms(),
+    Trickler = spawn_link(fun() -> trickle(fun(B) -> gen_tcp:send(Sock, B) end, 100) end),
+    {ok, R} = ?C:recv_response(Sock, #{timeout => 15000}),
+    Elapsed = now_ms() - T0,
+    ct:log("HTTP/1.1 slow POST ended after ~p ms: ~p", [Elapsed, maps:get(status, R)]),
+    #{status := 408} = R,
+    ?assert(Elapsed >= 900),
+    ?assert(Elapsed < 5000),
+    ok = ?C:expect_closed(Sock, 5000),
+    unlink(Trickler),
+    exit(Trickler, kill),
+    ?C:close(Sock).
+
+slow_post_ends_h2c(_Config) ->
+    {_Sup, Port} = start(slow_post_ends_h2c, #{body_timeout => 5000, min_body_rate => ?RATE}),
+    C0 = ?H2:connect(Port, #{}),
+    #{next_id := Id} = C0,
+    C1 = ?H2:headers_frame(C0, Id, [{<<":method">>, <<"POST">>}, {<<":scheme">>, <<"http">>},
+                                    {<<":path">>, <<"/upload">>},
+                                    {<<":authority">>, <<"localhost">>}], nofin),
+    T0 = now_ms(),
+    Trickler = spawn_link(fun() ->
+                                  trickle(fun(B) ->
+                                                  ?H2:send(C1, falco_http2_frame:data(Id, nofin, B))
+                                          end, 100)
+                          end),
+    {ok, R, C2} = ?H2:response(C1#{next_id => Id + 2}, Id, 15000),
+    Elapsed = now_ms() - T0,
+    ct:log("HTTP/2 slow POST ended after ~p ms: ~p", [Elapsed, maps:get(status, R)]),
+    #{status := 408} = R,
+    ?assert(Elapsed >= 900),
+    ?assert(Elapsed < 5000),
+    unlink(Trickler),
+    exit(Trickler, kill),
+    ?H2:close(C2).
+
+trickle(_Send, 0) ->
+    ok;
+trickle(Send, N) ->
+    case Send(<<"x">>) of
+        ok -> timer:sleep(300), trickle(Send, N - 1);
+        {error, _} -> ok
+    end.
+
+%% An upload at twice the minimum rate (200 bytes every 100 ms, 4 KB in
+%% about 2 s, past the grace) is read whole.
+steady_upload_passes(_Config) ->
+    {_Sup, Port} = start(steady_upload_passes, #{body_timeout => 5000, min_body_rate => ?RATE}),
+    Sock = ?C:connect(Port),
+    ok = ?C:send(Sock, <<"POST /upload HTTP/1.1\r\n" ?HOST "Content-Length: 4000\r\n\r\n">>),
+    [begin ok = ?C:send(Sock, binary:copy(<<"x">>, 200)), timer:sleep(100) end
+     || _ <- lists:seq(1, 20)],
+    {ok, #{status := 200, body := <<"4000">>}} = ?C:recv_response(Sock, #{timeout => 10000}),
     ?C:close(Sock).

@@ -11,6 +11,9 @@
 %% part of this stream state, which the request carries, so each read
 %% returns a new state (and {@link falco_req:read_body/1} a new request).
 %% `100 Continue' is sent on the first read that has to wait for the body.
+%% Each wait for body bytes is bounded by `body_timeout' and by the
+%% deadline of `min_body_rate' ({@link falco_body_deadline}), which also
+%% bounds the discarding of a body the handler left unread.
 %%
 %% The connection must learn where the body ended to read the next
 %% request, though the handler returns a response, not its last request.
@@ -40,7 +43,9 @@
                %% the socket's read buffer was widened for this body
                wide = false :: boolean(),
                %% the socket was read (or written, 100) since the last report
-               io = false :: boolean()}).
+               io = false :: boolean(),
+               %% min_body_rate's clock, from the first wait for body bytes
+               clock :: falco_body_deadline:clock() | undefined}).
 
 %% The connection, its reports' tag and count, and the read count.
 -opaque tracker() :: {pid(), reference(), counters:counters_ref(), falco_stream:reads()}.
@@ -51,6 +56,7 @@
               keep_alive :: boolean(),
               max_body :: non_neg_integer(),
               body_timeout :: timeout(),
+              min_body_rate :: falco_body_deadline:rule(),
               limits :: falco_http1:limits(),
               mode = full :: full | chunked | raw,
               close = false :: boolean(),
@@ -84,10 +90,12 @@ tracker() ->
 
 %% @doc The stream state for one request, without a body.
 -spec new(inet:socket() | ssl:sslsocket(), gen_tcp | ssl, {1, 0} | {1, 1}, boolean(), map()) -> state().
-new(Socket, Transport, Version, KeepAlive, #{max_body := MaxBody, body_timeout := BodyTimeout,
-                                             limits := Limits}) ->
+new(Socket, Transport, Version, KeepAlive, Conf = #{max_body := MaxBody,
+                                                    body_timeout := BodyTimeout,
+                                                    limits := Limits}) ->
     #h1s{socket = Socket, transport = Transport, version = Version, keep_alive = KeepAlive,
-         max_body = MaxBody, body_timeout = BodyTimeout, limits = Limits}.
+         max_body = MaxBody, body_timeout = BodyTimeout,
+         min_body_rate = maps:get(min_body_rate, Conf, none), limits = Limits}.
 
 %% @doc The request body: its framing, the bytes already received after the
 %% head, whether the client waits for `100 Continue', and the connection's
@@ -317,8 +325,9 @@ read(all, #body{framing = {length, Left}, pending = <<>>, read = Read}, #h1s{max
 read(all, B0 = #body{framing = {length, Left}, pending = <<>>, buf = Buf, read = Read}, S)
   when byte_size(Buf) < Left, Left - byte_size(Buf) =< ?MAX_EXACT_READ ->
     %% One exact-length recv: a single allocation for the whole body.
-    B = continue(B0, S),
-    Data = recv(S, Left - byte_size(Buf)),
+    B = clock(continue(B0, S), S),
+    %% The rule allows this read the time the whole of it earns.
+    Data = recv(S, B#body{read = Read + Left - byte_size(Buf)}, Left - byte_size(Buf)),
     {ok, <<Buf/binary, Data/binary>>,
      B#body{framing = done, buf = <<>>, read = Read + Left, io = true}};
 read(all, B, S) ->
@@ -350,8 +359,8 @@ trailers(#h1s{body = #body{trailers = T}}) ->
 %% Moves at least some body bytes (or the end) into `pending', with at
 %% most one recv. Enforces max_body on everything read.
 pull(B = #body{framing = {length, Left}, buf = <<>>}, S) ->
-    B1 = widen(Left, continue(B, S), S),
-    Data = recv(S, 0),
+    B1 = clock(widen(Left, continue(B, S), S), S),
+    Data = recv(S, B1, 0),
     pull(B1#body{buf = Data, io = true}, S);
 pull(B = #body{framing = {length, Left}, buf = Buf, read = Read}, S) ->
     case Buf of
@@ -372,8 +381,8 @@ pull(B = #body{framing = {chunked, C0}, buf = Buf, read = Read}, S = #h1s{max_bo
             end,
             case Size of
                 0 ->
-                    B1 = widen(infinity, continue(B, S), S),
-                    More = recv(S, 0),
+                    B1 = clock(widen(infinity, continue(B, S), S), S),
+                    More = recv(S, B1, 0),
                     pull(B1#body{framing = {chunked, C}, buf = More, io = true}, S);
                 _ ->
                     add(B#body{framing = {chunked, C}, buf = <<>>}, iolist_to_binary(Data), Read, S)
@@ -425,7 +434,17 @@ continue(B = #body{continue = pending}, #h1s{transport = T, socket = Sock}) ->
 continue(B, _S) ->
     B.
 
-recv(#h1s{transport = T, socket = Sock, body_timeout = Timeout}, Len) ->
+%% The first wait for body bytes starts min_body_rate's clock.
+clock(B = #body{clock = undefined}, #h1s{min_body_rate = Rule}) ->
+    B#body{clock = falco_body_deadline:start(Rule, erlang:monotonic_time(millisecond))};
+clock(B, _S) ->
+    B.
+
+%% A wait for body bytes: body_timeout, or less when min_body_rate's
+%% deadline for the bytes received so far comes first.
+recv(#h1s{transport = T, socket = Sock, body_timeout = Wait}, #body{clock = Clock, read = Read},
+     Len) ->
+    Timeout = falco_body_deadline:timeout(Clock, Read, Wait, erlang:monotonic_time(millisecond)),
     case T:recv(Sock, Len, Timeout) of
         {ok, Data} -> Data;
         {error, timeout} -> throw({falco_error, body_timeout});

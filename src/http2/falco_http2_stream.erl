@@ -45,6 +45,9 @@
               id :: pos_integer(),
               max_body :: non_neg_integer(),
               body_timeout :: timeout(),
+              %% min_body_rate's rule, and its clock from the first wait
+              min_body_rate = none :: falco_body_deadline:rule(),
+              clock :: falco_body_deadline:clock() | undefined,
               body = #body{fin = true} :: #body{},
               %% reads so far (shared by every state of this stream), and
               %% how many there were when this state was made
@@ -68,6 +71,7 @@ start(Conn, Id, Req, Ctx) ->
           ok | {error, term()}.
 init(Conn, Id, Req0, Ctx = #{max_body := MaxBody, body_timeout := BodyTimeout}) ->
     S = #h2s{conn = Conn, id = Id, max_body = MaxBody, body_timeout = BodyTimeout,
+             min_body_rate = maps:get(min_body_rate, Ctx, none),
              reads = falco_stream:reads(), owner = self()},
     case Req0 of
         {error, Reason, Method} ->
@@ -179,7 +183,8 @@ read(Want, S = #h2s{body = B}) ->
         #body{buf_size = 0, fin = true} ->
             {ok, <<>>, S};
         #body{buf_size = 0} ->
-            read(Want, S#h2s{body = wait(B, S)});
+            S1 = clock(S),
+            read(Want, S1#h2s{body = wait(B, S1)});
         #body{buf = Buf, buf_size = Size, fin = Fin} ->
             Data = iolist_to_binary(lists:reverse(Buf)),
             {Give, Keep} = case Size > Want of
@@ -201,12 +206,22 @@ read_all(S = #h2s{body = B = #body{buf = Buf, buf_size = Size, fin = Fin}}, Acc)
         true ->
             {ok, iolist_to_binary(lists:reverse(Acc, lists:reverse(Buf))), S#h2s{body = Emptied}};
         false ->
-            read_all(S#h2s{body = wait(Emptied, S)}, lists:reverse(Buf, Acc))
+            S1 = clock(S),
+            read_all(S1#h2s{body = wait(Emptied, S1)}, lists:reverse(Buf, Acc))
     end.
 
-%% Waits for the next piece of body (or its end); enforces max_body on
-%% everything received.
-wait(B0, #h2s{conn = Conn, id = Id, body_timeout = Timeout, max_body = Max}) ->
+%% The first wait for body bytes starts min_body_rate's clock.
+clock(S = #h2s{clock = undefined, min_body_rate = Rule}) ->
+    S#h2s{clock = falco_body_deadline:start(Rule, erlang:monotonic_time(millisecond))};
+clock(S) ->
+    S.
+
+%% Waits for the next piece of body (or its end), for body_timeout or less
+%% when min_body_rate's deadline comes first ({@link falco_body_deadline});
+%% enforces max_body on everything received.
+wait(B0, #h2s{conn = Conn, id = Id, body_timeout = Wait, max_body = Max, clock = Clock}) ->
+    Timeout = falco_body_deadline:timeout(Clock, B0#body.read, Wait,
+                                          erlang:monotonic_time(millisecond)),
     B = case B0#body.continue of
             true -> Conn ! {h2_stream, Id, {inform, 100}}, B0#body{continue = false};
             false -> B0

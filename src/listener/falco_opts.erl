@@ -42,6 +42,9 @@ defaults() ->
       idle_timeout => 60000,
       request_timeout => 10000,
       body_timeout => 30000,
+      %% Apache httpd's default (mod_reqtimeout body=20,MinRate=500):
+      %% falco_body_deadline.
+      min_body_rate => #{grace => 20000, bytes_per_second => 500},
       max_keep_alive_requests => 1000,
       max_request_line => 8192,
       max_header_line => 8192,
@@ -226,6 +229,10 @@ valid(h2_flood_limits, V) ->
     is_map(V) andalso lists:all(fun({K, N}) -> lists:member(K, Keys) andalso is_integer(N)
                                                    andalso N >= 0 end, maps:to_list(V));
 valid(max_body, V) -> is_integer(V) andalso V >= 0;
+valid(min_body_rate, none) -> true;
+valid(min_body_rate, #{grace := G, bytes_per_second := R} = V) ->
+    map_size(V) =:= 2 andalso is_integer(G) andalso G >= 0 andalso is_integer(R) andalso R > 0;
+valid(min_body_rate, _) -> false;
 valid(_, V) -> is_integer(V) andalso V > 0.
 
 %% A non-empty list of http1 and h2, each at most once.
