@@ -16,7 +16,8 @@
          init_per_testcase/2, end_per_testcase/2]).
 -export([silent_connection_closes/1, crlf_counts_toward_request_timeout/1,
          idle_timeout_between_requests/1,
-         slow_post_ends_http/1, slow_post_ends_h2c/1, steady_upload_passes/1]).
+         slow_post_ends_http/1, slow_post_ends_h2c/1, steady_upload_passes/1,
+         unread_body_close_announced/1]).
 
 -define(C, falco_test_client).
 -define(H2, falco_test_h2_client).
@@ -28,7 +29,8 @@ all() ->
 groups() ->
     [{deadlines, [], [silent_connection_closes, crlf_counts_toward_request_timeout,
                       idle_timeout_between_requests,
-                      slow_post_ends_http, slow_post_ends_h2c, steady_upload_passes]}].
+                      slow_post_ends_http, slow_post_ends_h2c, steady_upload_passes,
+                      unread_body_close_announced]}].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
@@ -201,3 +203,37 @@ steady_upload_passes(_Config) ->
      || _ <- lists:seq(1, 20)],
     {ok, #{status := 200, body := <<"4000">>}} = ?C:recv_response(Sock, #{timeout => 10000}),
     ?C:close(Sock).
+
+%% -- an unread body, and the close that follows --------------------------------
+
+%% A handler that ignores a body too large to discard (2 MB announced, the
+%% cap is 1 MB), or one the client holds back for 100 Continue: falco
+%% closes after the response, and the response says so (RFC 9112 §9.6).
+%% A small ignored body is discarded and the connection kept.
+unread_body_close_announced(_Config) ->
+    {_Sup, Port} = start(unread_body_close_announced, #{}),
+    Big = ?C:connect(Port),
+    ok = ?C:send(Big, [<<"POST /ignore HTTP/1.1\r\n" ?HOST "Content-Length: 2097152\r\n\r\n">>,
+                       binary:copy(<<"x">>, 1000)]),
+    {ok, R1} = ?C:recv_response(Big),
+    #{status := 200} = R1,
+    ?assert(?C:has_token(<<"connection">>, <<"close">>, R1)),
+    {ok, _} = ?C:recv_until_closed(Big, 5000),
+    ?C:close(Big),
+    Held = ?C:connect(Port),
+    ok = ?C:send(Held, <<"POST /ignore HTTP/1.1\r\n" ?HOST "Content-Length: 10\r\n"
+                         "Expect: 100-continue\r\n\r\n">>),
+    {ok, R2} = ?C:recv_response(Held),
+    #{status := 200} = R2,
+    ?assert(?C:has_token(<<"connection">>, <<"close">>, R2)),
+    ok = ?C:expect_closed(Held, 5000),
+    ?C:close(Held),
+    Small = ?C:connect(Port),
+    ok = ?C:send(Small, [<<"POST /ignore HTTP/1.1\r\n" ?HOST "Content-Length: 1000\r\n\r\n">>,
+                         binary:copy(<<"x">>, 1000)]),
+    {ok, R3} = ?C:recv_response(Small),
+    #{status := 200} = R3,
+    ?assertNot(?C:has_token(<<"connection">>, <<"close">>, R3)),
+    ok = ?C:send(Small, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Small),
+    ?C:close(Small).

@@ -134,13 +134,22 @@ body_finish(S = #h1s{close = Close}) ->
             case B of
                 _ when Close -> {close, ended(B)};
                 #body{framing = done, buf = Buf} -> ok = narrow(B, S), {ok, Buf};
-                #body{continue = pending} -> {close, false};
-                #body{framing = {length, Left}} when Left > ?MAX_DISCARD -> {close, false};
-                _ -> discard(B, S#h1s{max_body = B#body.read + ?MAX_DISCARD})
+                _ ->
+                    case undiscardable(B) of
+                        true -> {close, false};
+                        false -> discard(B, S#h1s{max_body = B#body.read + ?MAX_DISCARD})
+                    end
             end;
         lost ->
             {close, false}
     end.
+
+%% Whether the rest of an unread body is not worth reading to keep the
+%% connection: the client still waits for `100 Continue' (it may never
+%% send the body), or more than MAX_DISCARD bytes are announced.
+undiscardable(#body{continue = pending}) -> true;
+undiscardable(#body{framing = {length, Left}}) -> Left > ?MAX_DISCARD;
+undiscardable(_) -> false.
 
 %% Whether the bytes received end the body exactly (reads that took no
 %% bytes from the socket are not reported, so the body may be done only in
@@ -266,7 +275,8 @@ file_body(Fd, Offset, Length, S = #h1s{transport = T, socket = Sock}) ->
     end.
 
 %% RFC 9112 §9.3, §9.6: say when we will close; 1.0 peers are told keep-alive.
-connection_fields(Fields, S = #h1s{keep_alive = KeepAlive, version = Version}) ->
+connection_fields(Fields, S0) ->
+    S = #h1s{keep_alive = KeepAlive, version = Version} = unread(S0),
     case lists:keyfind(<<"connection">>, 1, Fields) of
         {_, V} when not KeepAlive ->
             %% We close whatever the handler said, so say so (§9.6).
@@ -288,6 +298,26 @@ connection_fields(Fields, S = #h1s{keep_alive = KeepAlive, version = Version}) -
 
 has_close(V) ->
     falco_grammar:has_element(V, <<"close">>).
+
+%% Before the head: if the body the handler left unread is one that
+%% body_finish/1 will not discard (or its state was lost), the connection
+%% closes after this response, and the head says so (RFC 9112 §9.6). The
+%% latest body state is taken now and kept in the state returned, which
+%% is the one body_finish/1 gets.
+unread(S = #h1s{tracker = undefined}) ->
+    S;
+unread(S = #h1s{keep_alive = false}) ->
+    S;
+unread(S = #h1s{tracker = {_, _, Reports, _}}) ->
+    case latest(S) of
+        {ok, B = #body{framing = done}} ->
+            S#h1s{body = B, report_no = counters:get(Reports, 1)};
+        {ok, B} ->
+            S#h1s{body = B, report_no = counters:get(Reports, 1),
+                  keep_alive = not undiscardable(B)};
+        lost ->
+            S#h1s{keep_alive = false}
+    end.
 
 send(S = #h1s{transport = T, socket = Sock}, Data) ->
     case T:send(Sock, Data) of
