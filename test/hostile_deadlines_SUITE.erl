@@ -17,7 +17,7 @@
 -export([silent_connection_closes/1, crlf_counts_toward_request_timeout/1,
          idle_timeout_between_requests/1,
          slow_post_ends_http/1, slow_post_ends_h2c/1, steady_upload_passes/1,
-         unread_body_close_announced/1]).
+         unread_body_close_announced/1, send_timeout_covers_files/1]).
 
 -define(C, falco_test_client).
 -define(H2, falco_test_h2_client).
@@ -30,7 +30,7 @@ groups() ->
     [{deadlines, [], [silent_connection_closes, crlf_counts_toward_request_timeout,
                       idle_timeout_between_requests,
                       slow_post_ends_http, slow_post_ends_h2c, steady_upload_passes,
-                      unread_body_close_announced]}].
+                      unread_body_close_announced, send_timeout_covers_files]}].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
@@ -237,3 +237,28 @@ unread_body_close_announced(_Config) ->
     ok = ?C:send(Small, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
     {ok, #{status := 200}} = ?C:recv_response(Small),
     ?C:close(Small).
+
+%% -- send_timeout and file bodies -------------------------------------------------
+
+%% Five clients ask for a 32 MB file and never read: each connection is
+%% closed within send_timeout (1 s) of the send that stalls, and the
+%% listener is back to 0 connections (with sendfile they were held for
+%% ever).
+send_timeout_covers_files(Config) ->
+    Path = filename:join(?config(priv_dir, Config), "big.bin"),
+    ok = file:write_file(Path, binary:copy(<<"0123456789abcdef">>, 2 * 1024 * 1024)),
+    Name = send_timeout_covers_files,
+    {_Sup, Port} = start(Name, #{send_timeout => 1000,
+                                 handler => fun(_) -> {200, [], {file, Path}} end}),
+    Socks = [?C:connect(Port, [{recbuf, 4096}]) || _ <- lists:seq(1, 5)],
+    [ok = ?C:send(S, <<"GET /file HTTP/1.1\r\n" ?HOST "\r\n">>) || S <- Socks],
+    T0 = now_ms(),
+    ok = ?C:wait_until(fun() -> falco:connections(Name) =:= {ok, 0} end, 20000),
+    ct:log("5 stalled file downloads closed after ~p ms", [now_ms() - T0]),
+    [?C:close(S) || S <- Socks],
+    %% a reading client still gets the whole file
+    Reader = ?C:connect(Port),
+    ok = ?C:send(Reader, <<"GET /file HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200, body := Body}} = ?C:recv_response(Reader, #{timeout => 20000}),
+    ?assertEqual(32 * 1024 * 1024, byte_size(Body)),
+    ?C:close(Reader).
