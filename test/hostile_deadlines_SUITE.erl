@@ -17,7 +17,8 @@
 -export([silent_connection_closes/1, crlf_counts_toward_request_timeout/1,
          idle_timeout_between_requests/1,
          slow_post_ends_http/1, slow_post_ends_h2c/1, steady_upload_passes/1,
-         unread_body_close_announced/1, send_timeout_covers_files/1]).
+         unread_body_close_announced/1, send_timeout_covers_files/1,
+         handler_timeout_http/1, handler_timeout_h2c/1]).
 
 -define(C, falco_test_client).
 -define(H2, falco_test_h2_client).
@@ -30,7 +31,8 @@ groups() ->
     [{deadlines, [], [silent_connection_closes, crlf_counts_toward_request_timeout,
                       idle_timeout_between_requests,
                       slow_post_ends_http, slow_post_ends_h2c, steady_upload_passes,
-                      unread_body_close_announced, send_timeout_covers_files]}].
+                      unread_body_close_announced, send_timeout_covers_files,
+                      handler_timeout_http, handler_timeout_h2c]}].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
@@ -52,6 +54,14 @@ end_per_testcase(Case, _Config) ->
 
 handler(Req) ->
     case falco_req:path(Req) of
+        <<"/block">> ->
+            receive after 30000 -> ok end,
+            {200, [], <<"late">>};
+        <<"/stream_block">> ->
+            {stream, 200, [], fun(Send) ->
+                                      ok = Send(<<"first">>),
+                                      receive after 30000 -> ok end
+                              end};
         <<"/upload">> ->
             {ok, Body, _} = falco_req:read_body(Req),
             {200, [], integer_to_binary(byte_size(Body))};
@@ -262,3 +272,83 @@ send_timeout_covers_files(Config) ->
     {ok, #{status := 200, body := Body}} = ?C:recv_response(Reader, #{timeout => 20000}),
     ?assertEqual(32 * 1024 * 1024, byte_size(Body)),
     ?C:close(Reader).
+
+%% -- handler_timeout ---------------------------------------------------------------
+
+%% The log lines about handler_timeout so far.
+timeout_logs() ->
+    [M || #{level := warning, msg := {"~ts", [M]}} <- falco_test_tree:logged(),
+          binary:match(iolist_to_binary(M), <<"handler_timeout">>) =/= nomatch].
+
+%% handler_timeout 500 ms over HTTP/1.1: a handler blocked in receive gets
+%% its client a 503 at the deadline and the connection closes; a streamed
+%% reply blocked after its first piece is cut (the connection closes
+%% without the last chunk); each logged once; every connection and its
+%% slot are given back; a handler that returns in time keeps its
+%% connection.
+handler_timeout_http(_Config) ->
+    Name = handler_timeout_http,
+    {_Sup, Port} = start(Name, #{handler_timeout => 500}),
+    ok = falco_test_tree:capture_log(Name, warning),
+    Sock = ?C:connect(Port),
+    T0 = now_ms(),
+    ok = ?C:send(Sock, <<"GET /block HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, R} = ?C:recv_response(Sock, #{timeout => 10000}),
+    Elapsed = now_ms() - T0,
+    ct:log("blocked handler: ~p after ~p ms", [maps:get(status, R), Elapsed]),
+    #{status := 503} = R,
+    ?assert(?C:has_token(<<"connection">>, <<"close">>, R)),
+    ?assert(Elapsed >= 400),
+    ?assert(Elapsed < 4000),
+    ok = ?C:expect_closed(Sock, 5000),
+    ?C:close(Sock),
+    Streamed = ?C:connect(Port),
+    ok = ?C:send(Streamed, <<"GET /stream_block HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, Raw} = ?C:recv_until_closed(Streamed, 10000),
+    ct:log("blocked stream: ~p", [Raw]),
+    <<"HTTP/1.1 200 OK\r\n", _/binary>> = Raw,
+    ?assertNotEqual(nomatch, binary:match(Raw, <<"first">>)),
+    ?assertEqual(nomatch, binary:match(Raw, <<"\r\n0\r\n\r\n">>)),
+    ?C:close(Streamed),
+    Fast = ?C:connect(Port),
+    ok = ?C:send(Fast, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Fast),
+    ok = ?C:expect_silence(Fast, 1000),
+    ok = ?C:send(Fast, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Fast),
+    ?C:close(Fast),
+    ok = ?C:wait_until(fun() -> falco:connections(Name) =:= {ok, 0} end, 5000),
+    timer:sleep(100),
+    ?assertEqual(2, length(timeout_logs())).
+
+%% The same over h2c: the blocked handler's stream gets a 503, the blocked
+%% stream is reset, each logged once, and the connection keeps serving
+%% with no stream process left.
+handler_timeout_h2c(_Config) ->
+    Name = handler_timeout_h2c,
+    {Sup, Port} = start(Name, #{handler_timeout => 500}),
+    ok = falco_test_tree:capture_log(Name, warning),
+    C0 = ?H2:connect(Port, #{}),
+    Conn = falco_test_tree:one_conn(Sup),
+    {Id1, C1} = ?H2:request(C0, <<"GET">>, <<"/block">>),
+    T0 = now_ms(),
+    {ok, R, C2} = ?H2:response(C1, Id1, 10000),
+    Elapsed = now_ms() - T0,
+    ct:log("blocked handler over h2c: ~p after ~p ms", [maps:get(status, R), Elapsed]),
+    #{status := 503} = R,
+    ?assert(Elapsed >= 400),
+    ?assert(Elapsed < 4000),
+    {Id2, C3} = ?H2:request(C2, <<"GET">>, <<"/stream_block">>),
+    {error, {reset, Code}, C4} = ?H2:response(C3, Id2, 10000),
+    ct:log("blocked stream over h2c: reset ~p", [Code]),
+    {Id3, C5} = ?H2:request(C4, <<"GET">>, <<"/">>),
+    {ok, #{status := 200}, C6} = ?H2:response(C5, Id3, 5000),
+    ok = ?C:wait_until(fun() ->
+                               {links, L} = process_info(Conn, links),
+                               [P || P <- L, is_pid(P), P =/= Conn] -- acceptors(Sup) =:= []
+                       end, 5000),
+    ?H2:close(C6),
+    timer:sleep(100),
+    ?assertEqual(2, length(timeout_logs())).
+
+acceptors(Sup) -> falco_test_tree:acceptors(Sup).

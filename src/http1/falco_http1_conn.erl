@@ -148,7 +148,8 @@ serve(C = #conn{socket = Sock, transport = T, conf = Conf, served = Served,
     S0 = falco_http1_stream:with_body(Framing, Rest, Continue, Tracker,
                                       falco_http1_stream:new(Sock, T, Version, KeepAlive, Conf)),
     Req = (with_connection(Request, C))#{stream => {falco_http1_stream, S0}},
-    case falco_pipeline:run(Req, C#conn.handler, falco_http1_stream, S0) of
+    case falco_pipeline:run(Req, C#conn.handler, falco_http1_stream, S0,
+                            maps:get(handler_timeout, Conf)) of
         {ok, S} ->
             case falco_http1_stream:body_finish(S) of
                 {ok, Buf} ->

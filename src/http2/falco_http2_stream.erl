@@ -61,7 +61,7 @@
 
 %% @doc Starts the process for stream `Id', linked to the connection.
 %% `Ctx' has `handler', `listener', `peer', `scheme', `max_body' and
-%% `body_timeout'.
+%% `body_timeout', and may have `min_body_rate' and `handler_timeout'.
 -spec start(pid(), pos_integer(), map() | {error, falco_errors:reason(), binary() | undefined}, map()) -> pid().
 start(Conn, Id, Req, Ctx) ->
     spawn_link(?MODULE, init, [Conn, Id, Req, Ctx]).
@@ -88,7 +88,8 @@ run(Req0, Ctx, S0) ->
     S = S0#h2s{body = #body{fin = Body =:= none, continue = Continue}},
     Req = Req0#{peer => maps:get(peer, Ctx), scheme => maps:get(scheme, Ctx),
                 listener => maps:get(listener, Ctx), stream => {?MODULE, S}},
-    result(falco_pipeline:run(Req, maps:get(handler, Ctx), ?MODULE, S)).
+    result(falco_pipeline:run(Req, maps:get(handler, Ctx), ?MODULE, S,
+                              maps:get(handler_timeout, Ctx, infinity))).
 
 %% When the pipeline could not finish the response (a streamed reply
 %% crashed), the process ends and the connection resets the stream.

@@ -42,6 +42,7 @@ defaults() ->
       idle_timeout => 60000,
       request_timeout => 10000,
       body_timeout => 30000,
+      handler_timeout => infinity,
       %% Apache httpd's default (mod_reqtimeout body=20,MinRate=500):
       %% falco_body_deadline.
       min_body_rate => #{grace => 20000, bytes_per_second => 500},
@@ -207,6 +208,7 @@ valid(nodelay, B) -> is_boolean(B);
 valid(inet_backend, B) -> B =:= socket orelse B =:= inet;
 valid(K, V) when K =:= max_connections; K =:= max_keep_alive_requests ->
     V =:= infinity orelse (is_integer(V) andalso V > 0);
+valid(handler_timeout, V) -> V =:= infinity orelse (is_integer(V) andalso V > 0);
 valid(K, V) when K =:= send_timeout; K =:= idle_timeout; K =:= request_timeout;
                  K =:= body_timeout ->
     V =:= infinity orelse (is_integer(V) andalso V >= 0);
