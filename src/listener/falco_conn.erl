@@ -7,7 +7,9 @@
 %% never in the acceptor), and then picks the protocol from the one
 %% decision table ({@link falco_protocol:select/3}): after the handshake
 %% (ALPN), on the first bytes of a cleartext connection (the HTTP/2
-%% preface, read within `h2_preface_timeout') or on an HTTP/1.1 request
+%% preface, read within `h2_preface_timeout' and the first request's
+%% deadline, `request_timeout' from the accept, which this module sets in
+%% the context for the protocol loops) or on an HTTP/1.1 request
 %% asking to upgrade. It then hands the socket to that protocol's loop,
 %% {@link falco_http1_conn} or {@link falco_http2_conn}, which run in this
 %% same process; a loop that ends with an upgrade returns here and the next

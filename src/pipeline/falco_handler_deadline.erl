@@ -46,15 +46,17 @@
 -opaque state() :: #guard{}.
 -export_type([state/0]).
 
-%% @doc Starts the watchdog for the request `Req' (only its method, path
-%% and peer are kept, for the reply and the log) answered on `Mod'/`S' by
-%% the calling process; returns the stream state that wraps `S'.
--spec start(pos_integer(), map(), module(), falco_stream:state()) -> state().
-start(Timeout, Req, Mod, S) ->
+%% @doc Starts the watchdog for a request answered on `Mod'/`S' by the
+%% calling process; returns the stream state that wraps `S'. At the
+%% deadline the watchdog calls `Reply()' to send the 503 (if no head went
+%% out), kills the caller, and calls `Log(replied | cut)'. (The pipeline
+%% gives these, so this module does not call it back.)
+-spec start(pos_integer(), module(), falco_stream:state(),
+            #{reply := fun(() -> term()), log := fun((replied | cut) -> term())}) -> state().
+start(Timeout, Mod, S, Hooks) ->
     Phase = atomics:new(1, []),
     Owner = self(),
-    About = maps:with([method, path, peer], Req),
-    Watchdog = spawn(fun() -> watch(Owner, Timeout, Phase, About, Mod, S) end),
+    Watchdog = spawn(fun() -> watch(Owner, Timeout, Phase, Hooks) end),
     #guard{watchdog = Watchdog, phase = Phase, mod = Mod, state = S}.
 
 %% @doc After the pipeline: the watchdog is stopped and the protocol's own
@@ -97,7 +99,7 @@ wrap(Error, _G) -> Error.
 
 %% -- the watchdog ---------------------------------------------------------------
 
-watch(Owner, Timeout, Phase, About, Mod, S) ->
+watch(Owner, Timeout, Phase, Hooks = #{reply := Reply}) ->
     Ref = monitor(process, Owner),
     receive
         stop -> ok;
@@ -105,11 +107,11 @@ watch(Owner, Timeout, Phase, About, Mod, S) ->
     after Timeout ->
         case atomics:compare_exchange(Phase, 1, ?IDLE, ?TIMED_OUT) of
             ok ->
-                _ = catch falco_pipeline:error_reply(handler_timeout, About, Mod, S),
-                cut(Owner, Timeout, About, replied);
+                _ = catch Reply(),
+                cut(Owner, Hooks, replied);
             ?STARTED ->
                 case atomics:compare_exchange(Phase, 1, ?STARTED, ?TIMED_OUT) of
-                    ok -> cut(Owner, Timeout, About, cut);
+                    ok -> cut(Owner, Hooks, cut);
                     ?DONE -> ok
                 end;
             ?DONE ->
@@ -117,9 +119,10 @@ watch(Owner, Timeout, Phase, About, Mod, S) ->
         end
     end.
 
-cut(Owner, Timeout, About, What) ->
+cut(Owner, #{log := Log}, What) ->
     exit(Owner, kill),
-    falco_pipeline:log_handler_timeout(About, Timeout, What).
+    _ = Log(What),
+    ok.
 
 %% -- the stream interface, passed on --------------------------------------------
 

@@ -13,7 +13,7 @@
 -define(REPORT_CHARS, 16384).
 
 -export([run/4, run/5, precheck/2, error_reply/4, check_response/1, check_fields/1,
-         body_size/1, log_handler_timeout/3]).
+         body_size/1]).
 -export_type([checked/0, checked_body/0]).
 
 %% A response term as check_response/1 accepted it: fields checked and
@@ -43,7 +43,12 @@ precheck(_Request, _Conf) ->
 run(Req, Handler, Mod, S, infinity) ->
     run(Req, Handler, Mod, S);
 run(Req, Handler, Mod, S, Timeout) ->
-    G = falco_handler_deadline:start(Timeout, Req, Mod, S),
+    %% The watchdog keeps only what the 503 and the log line need.
+    About = maps:with([method, path, peer], Req),
+    G = falco_handler_deadline:start(
+          Timeout, Mod, S,
+          #{reply => fun() -> error_reply(handler_timeout, About, Mod, S) end,
+            log => fun(What) -> log_handler_timeout(About, Timeout, What) end}),
     falco_handler_deadline:finish(G, run(Req, Handler, falco_handler_deadline, G)).
 
 %% @doc Runs `Handler' for `Req' and answers it on stream `Mod'/`S'.
@@ -295,10 +300,9 @@ value_ok(<<C, R/binary>>) when C =/= $\r, C =/= $\n, C =/= 0 -> value_ok(R);
 value_ok(<<>>) -> true;
 value_ok(_) -> false.
 
-%% @doc The one log line of a handler stopped by handler_timeout (`About'
-%% has the request's method, path and peer): whether it got the 503 or its
+%% The one log line of a handler stopped by handler_timeout (`About' has
+%% the request's method, path and peer): whether it got the 503 or its
 %% response was cut.
--spec log_handler_timeout(map(), pos_integer(), replied | cut) -> ok.
 log_handler_timeout(About, Timeout, What) ->
     Outcome = case What of
                   replied -> "answered 503";
