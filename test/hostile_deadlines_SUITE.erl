@@ -17,7 +17,8 @@
 -export([silent_connection_closes/1, crlf_counts_toward_request_timeout/1,
          idle_timeout_between_requests/1,
          slow_post_ends_http/1, slow_post_ends_h2c/1, steady_upload_passes/1,
-         unread_body_close_announced/1, send_timeout_covers_files/1,
+         unread_body_close_announced/1, unread_body_discard_time_capped/1,
+         send_timeout_covers_files/1,
          handler_timeout_http/1, handler_timeout_h2c/1]).
 
 -define(C, falco_test_client).
@@ -31,7 +32,8 @@ groups() ->
     [{deadlines, [], [silent_connection_closes, crlf_counts_toward_request_timeout,
                       idle_timeout_between_requests,
                       slow_post_ends_http, slow_post_ends_h2c, steady_upload_passes,
-                      unread_body_close_announced, send_timeout_covers_files,
+                      unread_body_close_announced, unread_body_discard_time_capped,
+                      send_timeout_covers_files,
                       handler_timeout_http, handler_timeout_h2c]}].
 
 init_per_suite(Config) ->
@@ -247,6 +249,32 @@ unread_body_close_announced(_Config) ->
     ok = ?C:send(Small, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
     {ok, #{status := 200}} = ?C:recv_response(Small),
     ?C:close(Small).
+
+%% A chunked body the handler ignored, trickled 10 bytes every 200 ms (each
+%% piece well within body_timeout, 5 s; min_body_rate off): the discard
+%% gives up after its 2 s and the connection closes, instead of reading
+%% up to 1 MB at 50 bytes a second (about 6 hours).
+unread_body_discard_time_capped(_Config) ->
+    {_Sup, Port} = start(unread_body_discard_time_capped,
+                         #{body_timeout => 5000, min_body_rate => none}),
+    Sock = ?C:connect(Port),
+    ok = ?C:send(Sock, <<"POST /ignore HTTP/1.1\r\n" ?HOST "Transfer-Encoding: chunked\r\n\r\n">>),
+    Trickler = spawn_link(fun() -> chunks(Sock) end),
+    {ok, #{status := 200}} = ?C:recv_response(Sock),
+    T0 = now_ms(),
+    {ok, _} = ?C:recv_until_closed(Sock, 15000),
+    Elapsed = now_ms() - T0,
+    ct:log("ignored chunked trickle: closed ~p ms after the response", [Elapsed]),
+    ?assert(Elapsed < 6000),
+    unlink(Trickler),
+    exit(Trickler, kill),
+    ?C:close(Sock).
+
+chunks(Sock) ->
+    case gen_tcp:send(Sock, <<"a\r\n0123456789\r\n">>) of
+        ok -> timer:sleep(200), chunks(Sock);
+        {error, _} -> ok
+    end.
 
 %% -- send_timeout and file bodies -------------------------------------------------
 

@@ -75,6 +75,11 @@
 %% connection; a larger one closes it (RFC 9112 §9.3: a server may close
 %% instead of discarding content).
 -define(MAX_DISCARD, 1048576).
+%% ... and read for at most this long (ms), whatever body_timeout and
+%% min_body_rate allow: keeping the connection is not worth more. A
+%% client trickling a chunked body the handler ignored held the discard
+%% for as long as each piece came within body_timeout.
+-define(MAX_DISCARD_MS, 2000).
 %% A body whose missing part is at most this big is read with one
 %% exact-length recv (one allocation). body_timeout then bounds that whole
 %% read, which is harmless at this size; a larger remainder is read piece by
@@ -124,9 +129,10 @@ closing(#h1s{close = Close}) -> Close.
 %% @doc After the response (`S' is the state the pipeline returned), from
 %% the body state the handler's last read reported: `{ok, Rest}' with the
 %% bytes that follow the body (the next pipelined request), having read and
-%% dropped what the handler left unread (up to 1 MB); or `{close, Ended}'
-%% when the connection closes (the response said so, the rest of the body
-%% is too large or in doubt), `Ended' telling whether the request was read
+%% dropped what the handler left unread (up to 1 MB, for at most 2 s); or
+%% `{close, Ended}' when the connection closes (the response said so, the
+%% rest of the body is too large, too slow or in doubt), `Ended' telling
+%% whether the request was read
 %% to its end with nothing after it. A closing connection does not drain
 %% the body first (RFC 9112 §9.6): the lingering close does what is needed.
 -spec body_finish(state()) -> {ok, binary()} | {close, boolean()}.
@@ -139,7 +145,8 @@ body_finish(S = #h1s{close = Close}) ->
                 _ ->
                     case undiscardable(B) of
                         true -> {close, false};
-                        false -> discard(B, S#h1s{max_body = B#body.read + ?MAX_DISCARD})
+                        false -> discard(B, S#h1s{max_body = B#body.read + ?MAX_DISCARD},
+                                         falco_transport:deadline(?MAX_DISCARD_MS))
                     end
             end;
         lost ->
@@ -197,11 +204,14 @@ flush_reports(Ref) ->
     end.
 
 %% Drops the rest of an unread body, at most max_body (set by the caller
-%% to what was read plus 1 MB) in all.
-discard(B0, S) ->
-    try pull(B0#body{pending = <<>>}, S) of
+%% to what was read plus 1 MB) in all, until `Deadline' (each wait is
+%% shortened to it; past it the connection closes).
+discard(B0, S = #h1s{body_timeout = Wait}, Deadline) ->
+    Left = falco_transport:remaining(Deadline),
+    try pull(B0#body{pending = <<>>}, S#h1s{body_timeout = min(Wait, Left)}) of
         #body{framing = done, buf = Buf} = B -> ok = narrow(B, S), {ok, Buf};
-        B -> discard(B, S)
+        _ when Left =:= 0 -> {close, false};
+        B -> discard(B, S, Deadline)
     catch
         throw:{falco_error, _} -> {close, false}
     end.
