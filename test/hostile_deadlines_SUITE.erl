@@ -2,8 +2,9 @@
 %% clients that are slow or silent on purpose, each case asserting the
 %% bound it meets (time, connections). The first request's head runs
 %% under request_timeout from the accept; a request body under a minimum
-%% rate (falco_body_deadline); a file download under send_timeout; a
-%% response that falco will follow with a close says so; a handler under
+%% rate (falco_body_deadline); the discard of an ignored body under a
+%% fixed time; a file download under send_timeout; a response that falco
+%% will follow with a close says so; a handler under
 %% handler_timeout. Over HTTP/1.1 and HTTP/2 (h2c) where both apply.
 %% Timeouts are short here (hundreds of ms) and the bounds generous (the
 %% machine running the suite may be busy).
