@@ -56,9 +56,9 @@ enter(Ctx = #{socket := Socket, transport := Transport, parent := Parent, conf :
     process_flag(trap_exit, true),
     {M0, Acts0} = falco_http2_machine:new(falco_opts:http2_machine(Conf)),
     %% What each stream process needs, and no more: it is copied at every spawn.
-    StreamCtx = (maps:with([listener, handler, peer, scheme], Ctx))#{
-                  max_body => maps:get(max_body, Conf), body_timeout => maps:get(body_timeout, Conf),
-                  send_buffer => maps:get(h2_send_buffer, Conf)},
+    StreamCtx = (maps:merge(maps:with([listener, handler, peer, scheme], Ctx),
+                            maps:with([max_body, body_timeout, min_body_rate, handler_timeout],
+                                      Conf)))#{send_buffer => maps:get(h2_send_buffer, Conf)},
     C0 = #c{socket = Socket, transport = Transport, tags = falco_transport:messages(Transport),
             ctx = Ctx, stream_ctx = StreamCtx, parent = Parent, machine = M0,
             max_frame = falco_http2_machine:max_frame_size(M0)},

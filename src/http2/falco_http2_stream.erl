@@ -51,6 +51,9 @@
               send_buffer :: pos_integer(),
               max_body :: non_neg_integer(),
               body_timeout :: timeout(),
+              %% min_body_rate's rule, and its clock from the first wait
+              min_body_rate = none :: falco_body_deadline:rule(),
+              clock :: falco_body_deadline:clock() | undefined,
               body = #body{fin = true} :: #body{},
               %% reads so far (shared by every state of this stream), and
               %% how many there were when this state was made
@@ -63,7 +66,8 @@
 
 %% @doc Starts the process for stream `Id', linked to the connection.
 %% `Ctx' has `handler', `listener', `peer', `scheme', `max_body',
-%% `body_timeout' and `send_buffer'.
+%% `body_timeout' and `send_buffer', and may have `min_body_rate' and
+%% `handler_timeout'.
 -spec start(pid(), pos_integer(), map() | {error, falco_errors:reason(), binary() | undefined}, map()) -> pid().
 start(Conn, Id, Req, Ctx) ->
     spawn_link(?MODULE, init, [Conn, Id, Req, Ctx]).
@@ -75,6 +79,7 @@ init(Conn, Id, Req0, Ctx = #{max_body := MaxBody, body_timeout := BodyTimeout,
                              send_buffer := SendBuffer}) ->
     S = #h2s{conn = Conn, id = Id, max_body = MaxBody, body_timeout = BodyTimeout,
              send_buffer = SendBuffer,
+             min_body_rate = maps:get(min_body_rate, Ctx, none),
              reads = falco_stream:reads(), owner = self()},
     case Req0 of
         {error, Reason, Method} ->
@@ -91,7 +96,8 @@ run(Req0, Ctx, S0) ->
     S = S0#h2s{body = #body{fin = Body =:= none, continue = Continue}},
     Req = Req0#{peer => maps:get(peer, Ctx), scheme => maps:get(scheme, Ctx),
                 listener => maps:get(listener, Ctx), stream => {?MODULE, S}},
-    result(falco_pipeline:run(Req, maps:get(handler, Ctx), ?MODULE, S)).
+    result(falco_pipeline:run(Req, maps:get(handler, Ctx), ?MODULE, S,
+                              maps:get(handler_timeout, Ctx, infinity))).
 
 %% When the pipeline could not finish the response (a streamed reply
 %% crashed), the process ends and the connection resets the stream.
@@ -213,7 +219,8 @@ read(Want, S = #h2s{body = B}) ->
         #body{buf_size = 0, fin = true} ->
             {ok, <<>>, S};
         #body{buf_size = 0} ->
-            read(Want, S#h2s{body = wait(B, S)});
+            S1 = clock(S),
+            read(Want, S1#h2s{body = wait(B, S1)});
         #body{buf = Buf, buf_size = Size, fin = Fin} ->
             Data = iolist_to_binary(lists:reverse(Buf)),
             {Give, Keep} = case Size > Want of
@@ -235,12 +242,22 @@ read_all(S = #h2s{body = B = #body{buf = Buf, buf_size = Size, fin = Fin}}, Acc)
         true ->
             {ok, iolist_to_binary(lists:reverse(Acc, lists:reverse(Buf))), S#h2s{body = Emptied}};
         false ->
-            read_all(S#h2s{body = wait(Emptied, S)}, lists:reverse(Buf, Acc))
+            S1 = clock(S),
+            read_all(S1#h2s{body = wait(Emptied, S1)}, lists:reverse(Buf, Acc))
     end.
 
-%% Waits for the next piece of body (or its end); enforces max_body on
-%% everything received.
-wait(B0, #h2s{conn = Conn, id = Id, body_timeout = Timeout, max_body = Max}) ->
+%% The first wait for body bytes starts min_body_rate's clock.
+clock(S = #h2s{clock = undefined, min_body_rate = Rule}) ->
+    S#h2s{clock = falco_body_deadline:start(Rule, erlang:monotonic_time(millisecond))};
+clock(S) ->
+    S.
+
+%% Waits for the next piece of body (or its end), for body_timeout or less
+%% when min_body_rate's deadline comes first ({@link falco_body_deadline});
+%% enforces max_body on everything received.
+wait(B0, #h2s{conn = Conn, id = Id, body_timeout = Wait, max_body = Max, clock = Clock}) ->
+    Timeout = falco_body_deadline:timeout(Clock, B0#body.read, Wait,
+                                          erlang:monotonic_time(millisecond)),
     B = case B0#body.continue of
             true -> Conn ! {h2_stream, Id, {inform, 100}}, B0#body{continue = false};
             false -> B0

@@ -12,7 +12,8 @@
 %% The most characters a report of a failed request has (see report/2).
 -define(REPORT_CHARS, 16384).
 
--export([run/4, precheck/2, error_reply/4, check_response/1, check_fields/1, body_size/1]).
+-export([run/4, run/5, precheck/2, error_reply/4, check_response/1, check_fields/1,
+         body_size/1]).
 -export_type([checked/0, checked_body/0]).
 
 %% A response term as check_response/1 accepted it: fields checked and
@@ -34,6 +35,21 @@ precheck(#{body := {length, N}}, #{max_body := Max}) when N > Max ->
     {error, content_too_large};
 precheck(_Request, _Conf) ->
     ok.
+
+%% @doc {@link run/4} under the listener's `handler_timeout' (ms, or
+%% `infinity': no deadline, no cost): see {@link falco_handler_deadline}.
+-spec run(falco_req:req(), falco_handler:handler(), module(), falco_stream:state(), timeout()) ->
+          {ok, falco_stream:state()} | {error, term()}.
+run(Req, Handler, Mod, S, infinity) ->
+    run(Req, Handler, Mod, S);
+run(Req, Handler, Mod, S, Timeout) ->
+    %% The watchdog keeps only what the 503 and the log line need.
+    About = maps:with([method, path, peer], Req),
+    G = falco_handler_deadline:start(
+          Timeout, Mod, S,
+          #{reply => fun() -> error_reply(handler_timeout, About, Mod, S) end,
+            log => fun(What) -> log_handler_timeout(About, Timeout, What) end}),
+    falco_handler_deadline:finish(G, run(Req, Handler, falco_handler_deadline, G)).
 
 %% @doc Runs `Handler' for `Req' and answers it on stream `Mod'/`S'.
 -spec run(falco_req:req(), falco_handler:handler(), module(), falco_stream:state()) ->
@@ -344,6 +360,19 @@ field_value(_) ->
 value_ok(<<C, R/binary>>) when C =/= $\r, C =/= $\n, C =/= 0 -> value_ok(R);
 value_ok(<<>>) -> true;
 value_ok(_) -> false.
+
+%% The one log line of a handler stopped by handler_timeout (`About' has
+%% the request's method, path and peer): whether it got the 503 or its
+%% response was cut.
+log_handler_timeout(About, Timeout, What) ->
+    Outcome = case What of
+                  replied -> "answered 503";
+                  cut -> "its response cut"
+              end,
+    logger:warning("~ts", [report("falco: handler of ~ts ~ts from ~ts still running after "
+                                  "handler_timeout (~b ms): stopped, ~ts",
+                                  [maps:get(method, About, <<"?">>), maps:get(path, About, <<"?">>),
+                                   peer(About), Timeout, Outcome])]).
 
 log_crash(Req, Class, Reason, Stack) ->
     log(crash_report(Req, Class, Reason, Stack)).
