@@ -5,7 +5,7 @@ EBIN := _build/default/lib/falco/ebin
 export ERL_EPMD_ADDRESS := 127.0.0.1
 
 .PHONY: all compile run test lint xref dialyzer eunit ct cover bench bench-smoke \
-        fuzz bootstrap bootstrap-run clean
+        fuzz soak bootstrap bootstrap-run clean
 
 all: compile
 
@@ -63,6 +63,18 @@ fuzz: bootstrap compile
 	@erlc -o _build/fuzz $(FUZZ_MODS:%=test/%.erl)
 	@FUZZ_N=$(FUZZ_N) erl -noshell -pa $(EBIN) _build/fuzz -eval 'falco_fuzz_prop:main()'
 
+## make soak: SOAK_MINUTES (default 30) of mixed load (keep-alive,
+## pipelined, uploads, h2c streams, slowloris, abrupt closes) from bounded
+## client processes against a listener on a peer node; samples the server's
+## memory, processes, ports and fds after a warm-up and after the load, and
+## fails on growth beyond the noise bounds (scripts/soak/falco_soak.erl).
+SOAK_MINUTES ?= 30
+soak: bootstrap compile
+	@mkdir -p _build/soak
+	@erlc -o _build/soak scripts/soak/falco_soak.erl test/falco_test_client.erl \
+	      test/falco_test_h2_client.erl
+	@SOAK_MINUTES=$(SOAK_MINUTES) erl -noshell -pa $(EBIN) _build/soak -eval 'falco_soak:main()'
+
 bench:
 	@bench/run $(BENCH_ARGS)
 
@@ -71,4 +83,4 @@ bench-smoke:
 
 clean:
 	@$(REBAR) clean
-	@rm -rf _build/examples _build/test _build/fuzz
+	@rm -rf _build/examples _build/test _build/fuzz _build/soak
