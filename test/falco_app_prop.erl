@@ -16,12 +16,13 @@
 properties_test_() ->
     [{atom_to_list(P),
       {timeout, 120,
-       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, N}, {to_file, user}]))}}
+       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, falco_fuzz_prop:numtests(?MODULE, P, N)},
+                                                {to_file, user}]))}}
      || {P, N} <- [{prop_multipart_round_trip, 300}, {prop_multipart_split_everywhere, 150},
-                   {prop_multipart_fuzz, 500}, {prop_multipart_request, 200},
+                   {prop_multipart_fuzz, fuzz}, {prop_multipart_request, 200},
                    {prop_sse_round_trip, 300}, {prop_sse_split_everywhere, 200},
                    {prop_ndjson_split, 300},
-                   {prop_range_exact, 500}, {prop_range_fuzz, 500},
+                   {prop_range_exact, 500}, {prop_range_fuzz, fuzz},
                    {prop_compress_stream, 100}, {prop_decode_request, 100},
                    {prop_negotiate_total, 500},
                    {prop_date_round_trip, 500}, {prop_cond_total, 500}]].

@@ -3,7 +3,7 @@
 %% parse back to the same thing) and fuzzing (arbitrary, tricky and mutated
 %% input never makes a parser raise, and never yields what its contract
 %% excludes; `make fuzz' runs these 100,000 times, see falco_fuzz_prop).
-%% Run from EUnit, 500 cases each.
+%% Run from EUnit, 500 cases each (the fuzz properties 1000).
 -module(falco_codecs_prop).
 -include_lib("proper/include/proper.hrl").
 -include_lib("eunit/include/eunit.hrl").
@@ -13,7 +13,8 @@
 properties_test_() ->
     [{atom_to_list(P),
       {timeout, 120,
-       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, ?NUMTESTS}, {to_file, user}]))}}
+       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, falco_fuzz_prop:numtests(?MODULE, P, ?NUMTESTS)},
+                                                {to_file, user}]))}}
      || P <- [prop_qs_round_trip, prop_qs_fuzz, prop_qs_replace_is_utf8,
               prop_uri_round_trip, prop_uri_query_through_qs, prop_split_path_round_trip,
               prop_uri_fuzz, prop_split_path_safe, prop_remove_dot_segments,

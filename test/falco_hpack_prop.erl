@@ -13,7 +13,8 @@
 properties_test_() ->
     [{atom_to_list(P),
       {timeout, 120,
-       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, ?NUMTESTS}, {to_file, user}]))}}
+       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, falco_fuzz_prop:numtests(?MODULE, P, ?NUMTESTS)},
+                                                {to_file, user}]))}}
      || P <- [prop_round_trip_sequence, prop_header_list_limit, prop_decode_fuzz,
               prop_huffman_round_trip,
               prop_huffman_decode_total]].

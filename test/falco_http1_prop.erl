@@ -12,7 +12,7 @@
 %%   for generated valid requests (methods, the three target forms, fields,
 %%   Content-Length and chunked bodies) and for invalid ones (the same error).
 %% - The chunked decoder likewise, and encode/decode round trips.
-%% Run from EUnit, 300-500 cases each.
+%% Run from EUnit, 400 cases each (the fuzz properties 1000).
 -module(falco_http1_prop).
 -include_lib("proper/include/proper.hrl").
 -include_lib("eunit/include/eunit.hrl").
@@ -22,7 +22,8 @@
 properties_test_() ->
     [{atom_to_list(P),
       {timeout, 120,
-       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, ?NUMTESTS}, {to_file, user}]))}}
+       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, falco_fuzz_prop:numtests(?MODULE, P, ?NUMTESTS)},
+                                                {to_file, user}]))}}
      || P <- [prop_parse_fuzz, prop_valid_request_parses, prop_valid_byte_by_byte,
               prop_valid_random_splits, prop_small_limits_splits_agree,
               prop_chunked_fuzz, prop_chunked_round_trip, prop_chunked_byte_by_byte,

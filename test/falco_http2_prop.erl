@@ -2,9 +2,10 @@
 %% (what the builders write parses back to the same frame; a frame fed in
 %% pieces parses as it does whole; arbitrary and mutated frames never make
 %% the parser raise and give the same frames fed whole or in pieces, run
-%% 100,000 times by `make fuzz', see falco_fuzz_prop) and falco_http2_machine (random frame sequences from a client
-%% never make the machine raise, and its output always parses). Run from
-%% EUnit, 500 cases each.
+%% 100,000 times by `make fuzz', see falco_fuzz_prop) and
+%% falco_http2_machine (random frame sequences from a client never make the
+%% machine raise, and its output always parses). Run from EUnit, 500 cases
+%% each (the fuzz property 1000).
 -module(falco_http2_prop).
 -include_lib("proper/include/proper.hrl").
 -include_lib("eunit/include/eunit.hrl").
@@ -15,7 +16,8 @@
 properties_test_() ->
     [{atom_to_list(P),
       {timeout, 120,
-       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, ?NUMTESTS}, {to_file, user}]))}}
+       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, falco_fuzz_prop:numtests(?MODULE, P, ?NUMTESTS)},
+                                                {to_file, user}]))}}
      || P <- [prop_frame_round_trip, prop_frame_in_pieces, prop_parse_fuzz,
               prop_machine_total]].
 
