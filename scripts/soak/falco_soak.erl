@@ -17,9 +17,9 @@
 %%                  the handler, a 64 KB body it ignores
 %%   h2         x3  h2c (prior knowledge): 10 rounds of 8 concurrent streams
 %%                  and a 100 KB upload
-%%   slowloris  x4  a head trickled one field a second, a silent
-%%                  connection, or a body trickled one byte a second, for
-%%                  at most 15 s or until the server closes
+%%   slow_head  x2  a head trickled one field a second  } for at most 15 s
+%%   silent     x1  a connection that sends nothing     } or until the
+%%   slow_body  x1  a body trickled one byte a second   } server closes
 %%   abrupt     x2  a close or an RST in the middle of a head, of a body or
 %%                  of a response; an h2 connection dropped with streams open
 %%
@@ -39,8 +39,8 @@
 %% run on the server node
 -export([server_start/0, server_sample/0, server_log/0, handle/2, log/2]).
 
--define(CLIENTS, [{keepalive, 4}, {pipelined, 2}, {upload, 2}, {h2, 3}, {slowloris, 4},
-                  {abrupt, 2}]).
+-define(CLIENTS, [{keepalive, 4}, {pipelined, 2}, {upload, 2}, {h2, 3}, {slow_head, 2},
+                  {silent, 1}, {slow_body, 1}, {abrupt, 2}]).
 -define(GOOD, [keepalive, pipelined, upload, h2]).
 -define(CYCLE_LIMIT, 60000).
 -define(TIMEOUT, 10000).
@@ -157,10 +157,18 @@ print(Label, S) ->
 
 print_counts(Counts) ->
     Kinds = lists:usort([K || {{K, _}, _} <- Counts]),
-    [io:format("soak: ~-10s cycles ~6b  requests ok ~7b  failed ~5b  server closed ~5b~n",
-               [K, proplists:get_value({K, cycles}, Counts, 0), ok_count(K, Counts),
-                err_count(K, Counts), proplists:get_value({K, closed}, Counts, 0)])
-     || K <- Kinds],
+    [begin
+         Closed = proplists:get_value({K, closed}, Counts, 0),
+         io:format("soak: ~-10s cycles ~6b  requests ok ~7b  failed ~5b  server closed ~5b~s~n",
+                   [K, proplists:get_value({K, cycles}, Counts, 0), ok_count(K, Counts),
+                    err_count(K, Counts), Closed,
+                    case Closed of
+                        0 -> "";
+                        _ -> io_lib:format(" (after ~.1f s on average)",
+                                           [proplists:get_value({K, closed_ms}, Counts, 0)
+                                            / Closed / 1000])
+                    end])
+     end || K <- Kinds],
     [io:format("soak:   first failure of ~p: ~ts~n", [K, R]) || {{K, first_error}, R} <- Counts],
     ok.
 
@@ -187,9 +195,10 @@ worker(Kind, Port, Deadline, Tab) ->
                      end,
             count(Tab, Kind, cycles, 1),
             case Result of
-                {cycle, #{ok := Ok, closed := Closed}} ->
+                {cycle, #{ok := Ok, closed := Closed} = Cycle} ->
                     count(Tab, Kind, ok, Ok),
-                    count(Tab, Kind, closed, Closed);
+                    count(Tab, Kind, closed, Closed),
+                    count(Tab, Kind, closed_ms, maps:get(closed_ms, Cycle, 0));
                 Other ->
                     count(Tab, Kind, error, 1),
                     ets:insert_new(Tab, {{Kind, first_error},
@@ -256,21 +265,14 @@ cycle(h2, Port, _) ->
                     end, C0, lists:seq(1, 10)),
     ?H2:close(C),
     #{ok => 90, closed => 0};
-cycle(slowloris, Port, Deadline) ->
-    S = ?C:connect(Port),
-    Until = min(now_ms() + 15000, Deadline),
-    Closed = case rand:uniform(3) of
-                 1 ->
-                     ok = ?C:send(S, "GET /hello HTTP/1.1\r\nhost: soak\r\n"),
-                     trickle(S, fun(I) -> io_lib:format("x-slow-~b: ~b\r\n", [I, I]) end, Until, 0);
-                 2 ->
-                     trickle(S, fun(_) -> [] end, Until, 0);
-                 3 ->
-                     ok = ?C:send(S, "POST /upload HTTP/1.1\r\nhost: soak\r\ncontent-length: 1000\r\n\r\n"),
-                     trickle(S, fun(_) -> "x" end, Until, 0)
-             end,
-    ?C:close(S),
-    #{ok => 0, closed => Closed};
+cycle(slow_head, Port, Deadline) ->
+    slow(Port, Deadline, "GET /hello HTTP/1.1\r\nhost: soak\r\n",
+         fun(I) -> io_lib:format("x-slow-~b: ~b\r\n", [I, I]) end);
+cycle(silent, Port, Deadline) ->
+    slow(Port, Deadline, [], fun(_) -> [] end);
+cycle(slow_body, Port, Deadline) ->
+    slow(Port, Deadline, "POST /upload HTTP/1.1\r\nhost: soak\r\ncontent-length: 1000\r\n\r\n",
+         fun(_) -> "x" end);
 cycle(abrupt, Port, _) ->
     case rand:uniform(5) of
         1 ->
@@ -302,6 +304,16 @@ cycle(abrupt, Port, _) ->
             rst(maps:get(sock, C3))
     end,
     #{ok => 0, closed => 0}.
+
+%% Sends First, then More(I) every second for 15 s (less if the load ends
+%% sooner) or until the server closes: closed => 1 if it did, and when.
+slow(Port, Deadline, First, More) ->
+    T0 = now_ms(),
+    S = ?C:connect(Port),
+    ok = ?C:send(S, First),
+    Closed = trickle(S, More, min(T0 + 15000, Deadline), 0),
+    ?C:close(S),
+    #{ok => 0, closed => Closed, closed_ms => Closed * (now_ms() - T0)}.
 
 %% Sends More(I) every second until Until or until the server closes
 %% (then 1: the server ended the connection).
