@@ -103,15 +103,9 @@ conn(Ancestors, Parent, Name, LSock, Conf) ->
     try
         falco_conn:init(Parent, Name, LSock, Conf)
     catch
-        error:Reason:Stack -> exit({Reason, without_args(Stack)});
-        throw:Value:Stack -> exit({{nocatch, Value}, without_args(Stack)})
+        error:Reason:Stack -> exit({Reason, falco_report:without_args(Stack)});
+        throw:Value:Stack -> exit({{nocatch, Value}, falco_report:without_args(Stack)})
     end.
-
-without_args(Stack) ->
-    [case Frame of
-         {M, F, A, Loc} when is_list(A) -> {M, F, length(A), Loc};
-         _ -> Frame
-     end || Frame <- Stack].
 
 retry(Ms, S) ->
     S#acc{retry = erlang:start_timer(Ms, self(), retry)}.
@@ -173,8 +167,8 @@ report_exit(_Pid, Reason, _S)
 report_exit(_Pid, {shutdown, _}, _S) ->
     ok;
 report_exit(Pid, Reason, #acc{name = Name}) ->
-    Line = io_lib:format("falco: listener ~0p: connection ~0p ended: ~0p", [Name, Pid, Reason],
-                         [{chars_limit, ?REPORT_CHARS}]),
+    Line = falco_report:format("falco: listener ~0p: connection ~0p ended: ~0p",
+                               [Name, Pid, Reason], ?REPORT_CHARS),
     logger:error("~ts", [Line], #{falco_listener => Name}).
 
 %% The calls of `supervisor' that make sense for a pool of identical

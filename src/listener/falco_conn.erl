@@ -17,7 +17,7 @@
 %% `sys' messages and obeys its parent's exit while it waits.
 -module(falco_conn).
 
--export([start_link/3, init/4]).
+-export([init/4]).
 
 -type ctx() :: #{parent := pid(),
                  listener := atom(),
@@ -30,13 +30,8 @@
                  deadline := integer() | infinity}.
 -export_type([ctx/0]).
 
-%% @doc Starts a connection process, linked to the calling acceptor, that
-%% accepts one connection on `LSock' and serves it.
--spec start_link(atom(), falco_transport:socket(), map()) -> pid().
-start_link(Name, LSock, Conf) ->
-    proc_lib:spawn_link(?MODULE, init, [self(), Name, LSock, Conf]).
-
-%% @private
+%% @doc The connection process (started by its acceptor, {@link
+%% falco_acceptor:conn/5}): accepts one connection on `LSock' and serves it.
 -spec init(pid(), atom(), falco_transport:socket(), map()) -> ok.
 init(Parent, Name, LSock, Conf = #{transport := Kind}) ->
     case falco_transport:accept(Kind, LSock) of

@@ -10,7 +10,6 @@
 -module(falco_pipeline).
 
 %% The most characters a report of a failed request has (see report/2).
--define(REPORT_CHARS, 16384).
 
 -export([run/4, run/5, precheck/2, error_reply/4, check_response/1, check_fields/1,
          body_size/1]).
@@ -380,25 +379,15 @@ log_crash(Req, Class, Reason, Stack) ->
 crash_report(Req, Class, Reason, Stack) ->
     report("falco: handler crashed on ~ts ~ts from ~ts: ~0p:~0p~n~0p",
            [maps:get(method, Req), maps:get(path, Req), peer(Req), Class, Reason,
-            without_args(Stack)]).
+            falco_report:without_args(Stack)]).
 
-%% A reason, a bad response or the arguments in a stack can hold a whole
-%% request body (a handler that fails on `binary_to_integer(Body)' with a
-%% 10 MB body made a 35 MB report line and 5.8 GB of peak memory while the
-%% client waited for its 500): the report is formatted here with a bound
-%% on its size (about 10 ms for a 9 MB binary in the reason), and the stack
-%% keeps the arity of each call, not its arguments.
+%% Bounded (falco_report): formatting a 9 MB binary in a reason takes
+%% about 10 ms, and the report is written after the client has its 500.
 report(Format, Args) ->
-    io_lib:format(Format, Args, [{chars_limit, ?REPORT_CHARS}]).
+    falco_report:format(Format, Args).
 
 log(Report) ->
     logger:error("~ts", [Report]).
-
-without_args(Stack) ->
-    [case Frame of
-         {M, F, A, Loc} when is_list(A) -> {M, F, length(A), Loc};
-         _ -> Frame
-     end || Frame <- Stack].
 
 peer(#{peer := {Ip, Port}}) -> [inet:ntoa(Ip), ":", integer_to_list(Port)];
 peer(_) -> "unknown".
