@@ -5,7 +5,7 @@ EBIN := _build/default/lib/falco/ebin
 export ERL_EPMD_ADDRESS := 127.0.0.1
 
 .PHONY: all compile run test lint xref dialyzer eunit ct cover bench bench-smoke \
-        bootstrap bootstrap-run clean
+        fuzz soak bootstrap bootstrap-run clean
 
 all: compile
 
@@ -50,6 +50,32 @@ tests:
 cover:
 	@$(REBAR) cover --verbose --min_coverage 90
 
+## make fuzz: the codecs' fuzz properties (test/falco_fuzz_prop.erl lists
+## them: HTTP/1.1 requests, chunked, HTTP/2 frames, HPACK, multipart, qs,
+## cookies, URI, JSON, Range) on FUZZ_N random and mutated inputs each
+## (default 100000; `make test` runs a few hundred), FUZZ_CODECS=falco_qs,...
+## for a subset. Prints inputs and seconds per codec; fails on the first
+## counterexample, which it prints shrunk.
+FUZZ_N ?= 100000
+FUZZ_MODS := falco_fuzz_prop falco_http1_prop falco_http2_prop falco_hpack_prop \
+             falco_codecs_prop falco_app_prop
+fuzz: bootstrap compile
+	@mkdir -p _build/fuzz
+	@erlc -o _build/fuzz $(FUZZ_MODS:%=test/%.erl)
+	@FUZZ_N=$(FUZZ_N) erl -noshell -pa $(EBIN) _build/fuzz -eval 'falco_fuzz_prop:main()'
+
+## make soak: SOAK_MINUTES (default 30) of mixed load (keep-alive,
+## pipelined, uploads, h2c streams, slowloris, abrupt closes) from bounded
+## client processes against a listener on a peer node; samples the server's
+## memory, processes, ports and fds after a warm-up and after the load, and
+## fails on growth beyond the noise bounds (scripts/soak/falco_soak.erl).
+SOAK_MINUTES ?= 30
+soak: bootstrap compile
+	@mkdir -p _build/soak
+	@erlc -o _build/soak scripts/soak/falco_soak.erl test/falco_test_client.erl \
+	      test/falco_test_h2_client.erl
+	@SOAK_MINUTES=$(SOAK_MINUTES) erl -noshell -pa $(EBIN) _build/soak -eval 'falco_soak:main()'
+
 bench:
 	@bench/run $(BENCH_ARGS)
 
@@ -58,4 +84,4 @@ bench-smoke:
 
 clean:
 	@$(REBAR) clean
-	@rm -rf _build/examples _build/test
+	@rm -rf _build/examples _build/test _build/fuzz _build/soak

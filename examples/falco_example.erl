@@ -6,7 +6,7 @@
 %%   POST /echo          the request body, byte for byte
 %%   GET  /json          a small JSON document
 %%   GET  /stream        a chunked reply sent in pieces
-%%   GET  /file          examples/priv/hello.txt, sent with sendfile
+%%   GET  /file          examples/priv/hello.txt, a file reply
 %%   GET  /hello/:name   a greeting for the (percent-decoded) name
 %%   GET  /search?q=...  the query string, parsed; 400 without q
 %%   GET  /static/...    examples/priv/static (falco_static: ranges, ETags, .gz)

@@ -4,7 +4,12 @@
 %% {ok, _} = falco:start_listener(my_http, #{port => 8080, handler => my_handler}).
 %% '''
 %% A listener is a supervision tree under falco's application supervisor
-%% (or under yours, through {@link child_spec/2}). Options are validated
+%% (or under yours, through {@link child_spec/2}). Its own supervisors
+%% restart what fails in it; one that gives up (more than 10 restarts in
+%% 10 s at one level) stops that listener alone: under falco's supervisor
+%% it is not restarted, so its storm can never use up the restarts of
+%% falco's supervisor and stop the application with every other listener
+%% (docs/internals/architecture.md, "Restart intensity"). Options are validated
 %% when the listener starts; see {@link falco_opts:defaults/0} for every
 %% option and its default, and docs/guide for the handler API.
 -module(falco).
@@ -13,14 +18,17 @@
          set_routes/2]).
 
 %% @doc Starts a listener named `Name' under falco's supervisor (starting
-%% the falco application if needed).
+%% the falco application if needed). falco's supervisor never restarts it:
+%% should it give up, {@link port/1} says `{error, not_found}' and the
+%% listener can be started again.
 -spec start_listener(atom(), map()) -> {ok, pid()} | {error, term()}.
 start_listener(Name, Opts) when is_atom(Name) ->
     case application:ensure_all_started(falco) of
         {ok, _} ->
             case falco_opts:validate(Opts) of
                 {ok, _} ->
-                    case supervisor:start_child(falco_sup, child_spec(Name, Opts)) of
+                    Spec = (child_spec(Name, Opts))#{restart => temporary},
+                    case supervisor:start_child(falco_sup, Spec) of
                         {ok, Pid} -> {ok, Pid};
                         {error, {already_started, _}} -> {error, already_started};
                         {error, already_present} -> {error, already_started};
@@ -54,7 +62,11 @@ stop_listener(Name) ->
     end.
 
 %% @doc A child spec to run listener `Name' in your own supervision tree
-%% (the falco application must be started for its clock).
+%% (the falco application must be started for its clock). It is
+%% `permanent': should the listener give up (its supervisor exits with
+%% `shutdown'), your supervisor starts it again, opening its port anew, and
+%% counts that restart against its own intensity; set `restart =>
+%% transient' on the spec to let it stay down instead.
 -spec child_spec(atom(), map()) -> supervisor:child_spec().
 child_spec(Name, Opts) ->
     #{id => {falco_listener, Name},

@@ -1,6 +1,13 @@
 %% @doc falco's top supervisor: the Date clock, the listener registry (an
 %% ETS table this process owns) and the listeners started with
 %% {@link falco:start_listener/2}.
+%%
+%% One for one, at most 10 restarts in 10 s, and these are the clock's
+%% alone: listeners are `temporary' children. A listener absorbs its own
+%% failures with its own supervisors' intensities and, if it gives up,
+%% stops alone; were it restarted here, one listener's restart storm would
+%% use up this supervisor's intensity and stop the falco application with
+%% every listener.
 -module(falco_sup).
 -behaviour(supervisor).
 

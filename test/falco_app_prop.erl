@@ -1,5 +1,5 @@
 %% PropEr properties for the application helpers: falco_multipart (split
-%% invariance at every point, round trip, robustness), falco_sse and
+%% invariance at every point, round trip, fuzzing), falco_sse and
 %% falco_ndjson (encode/parse round trips, split invariance),
 %% falco_range (resolved spans are exactly the bytes asked for),
 %% falco_compress (streamed coding and request-body decoding give back the
@@ -9,19 +9,20 @@
 -include_lib("proper/include/proper.hrl").
 -include_lib("eunit/include/eunit.hrl").
 
-%% PropEr 1.2 (the Debian package) calls erlang:get_stacktrace/0, gone since
-%% OTP 23, when a property raises: report the exception here instead.
--define(SAFE(Expr), safe(fun() -> Expr end)).
+%% PropEr 1.2 (the Debian package) cannot report an exception a property
+%% raises (see falco_fuzz_prop:safe/1).
+-define(SAFE(Expr), falco_fuzz_prop:safe(fun() -> Expr end)).
 
 properties_test_() ->
     [{atom_to_list(P),
       {timeout, 120,
-       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, N}, {to_file, user}]))}}
+       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, falco_fuzz_prop:numtests(?MODULE, P, N)},
+                                                {to_file, user}]))}}
      || {P, N} <- [{prop_multipart_round_trip, 300}, {prop_multipart_split_everywhere, 150},
-                   {prop_multipart_total, 500}, {prop_multipart_request, 200},
+                   {prop_multipart_fuzz, fuzz}, {prop_multipart_request, 200},
                    {prop_sse_round_trip, 300}, {prop_sse_split_everywhere, 200},
                    {prop_ndjson_split, 300},
-                   {prop_range_exact, 500}, {prop_range_parse_total, 500},
+                   {prop_range_exact, 500}, {prop_range_fuzz, fuzz},
                    {prop_compress_stream, 100}, {prop_decode_request, 100},
                    {prop_negotiate_total, 500},
                    {prop_date_round_trip, 500}, {prop_cond_total, 500}]].
@@ -120,23 +121,53 @@ prop_multipart_split_everywhere() ->
                             =:= Whole
             end)).
 
-%% Arbitrary input: never an exception, only the documented results.
-prop_multipart_total() ->
-    ?FORALL({B, Pieces}, {boundary(), list(oneof([body_bytes(), elements([<<"--b">>, <<"--b--">>,
-                                                                      <<"--b\r\n">>, <<"\r\n\r\n">>,
-                                                                      <<"a: b\r\n">>])]))},
+%% Random, tricky or mutated bodies, under the default or tiny limits: a
+%% documented result, never an exception, and the same events and outcome
+%% fed whole or cut at random points.
+prop_multipart_fuzz() ->
+    ?FORALL({{B, Bin}, Limits, Points},
+            {?LET({B, _, Valid}, message(4, 200),
+                  {B, falco_fuzz_prop:input(exactly(Valid), mp_tricky(B))}),
+             oneof([#{max_parts => 1000},
+                    ?LET({P, H, S}, {range(1, 3), range(1, 40), range(1, 60)},
+                         #{max_parts => P, max_header_size => H, max_part_size => S})]),
+             list(nat())},
             ?SAFE(begin
-                S0 = falco_multipart:init(B, #{max_parts => 3, max_header_size => 20, max_part_size => 50}),
-                Res = lists:foldl(fun(_, {error, _} = E) -> E;
-                                     (_, {done, _, _} = D) -> D;
-                                     (P, {more, _, S}) -> falco_multipart:parse(P, S)
-                                  end, {more, [], S0}, Pieces),
-                case Res of
-                    {more, _, _} -> true;
-                    {done, _, _} -> true;
-                    {error, R} -> is_atom(R) orelse element(1, R) =:= bad_header
-                end
+                Whole = mp_feed([Bin], falco_multipart:init(B, Limits), []),
+                Split = mp_feed(falco_fuzz_prop:split(Bin, Points), falco_multipart:init(B, Limits), []),
+                mp_result(Whole) andalso
+                    (Whole =:= Split
+                     orelse begin
+                                io:format(user, "whole ~p~nsplit ~p~n", [Whole, Split]),
+                                false
+                            end)
             end)).
+
+mp_tricky(B) ->
+    ?LET(Pieces, list(oneof([body_bytes(), elements([<<"--", B/binary>>, <<"--", B/binary, "--">>,
+                                                     <<"--", B/binary, "\r\n">>, <<"\r\n\r\n">>,
+                                                     <<"a: b\r\n">>, <<"\r\n--", B/binary, " \t\r\n">>])])),
+         iolist_to_binary(Pieces)).
+
+%% Events with consecutive data joined, and how the input ended.
+mp_feed([P | T], S, Acc) ->
+    case falco_multipart:parse(P, S) of
+        {more, Es, S1} -> mp_feed(T, S1, [Acc | Es]);
+        {done, Es, Rest} -> {done, mp_events(lists:flatten([Acc | Es])), iolist_to_binary([Rest | T])};
+        {error, _} = E -> E;
+        Other -> {bad_result, Other}
+    end;
+mp_feed([], _, Acc) ->
+    {more, mp_events(lists:flatten(Acc))}.
+
+mp_events([{data, A}, {data, B} | T]) -> mp_events([{data, <<A/binary, B/binary>>} | T]);
+mp_events([E | T]) -> [E | mp_events(T)];
+mp_events([]) -> [].
+
+mp_result({done, Es, Rest}) -> is_list(Es) andalso is_binary(Rest);
+mp_result({more, Es}) -> is_list(Es);
+mp_result({error, R}) -> is_atom(R) orelse element(1, R) =:= bad_header;
+mp_result(_) -> false.
 
 %% Through a request read in pieces of any size: same parts.
 prop_multipart_request() ->
@@ -258,10 +289,14 @@ prop_range_exact() ->
 gaps([{O1, L1}, {O2, _} = S | T]) -> O1 + L1 < O2 andalso gaps([S | T]);
 gaps(_) -> true.
 
-prop_range_parse_total() ->
-    ?FORALL(Bin, ?LET(Parts, list(oneof([binary(), elements([<<"bytes=">>, <<"-">>, <<",">>,
-                                                             <<"1">>, <<"99">>, <<" ">>])])),
-                      iolist_to_binary(Parts)),
+%% Random, tricky or mutated Range values: parse gives specs that resolve,
+%% or one of its two errors.
+prop_range_fuzz() ->
+    ?FORALL(Bin, falco_fuzz_prop:input(range_value(),
+                                       ?LET(Parts, list(oneof([binary(),
+                                                               elements([<<"bytes=">>, <<"-">>, <<",">>,
+                                                                         <<"1">>, <<"99">>, <<" ">>])])),
+                                            iolist_to_binary(Parts))),
             ?SAFE(case falco_range:parse(Bin) of
                 {ok, Specs} ->
                     Specs =/= [] andalso
@@ -272,6 +307,15 @@ prop_range_parse_total() ->
                         end;
                 {error, R} -> lists:member(R, [bad_range, unsupported_unit])
             end)).
+
+%% A valid Range field value.
+range_value() ->
+    ?LET(Specs, non_empty(list(spec())),
+         iolist_to_binary(["bytes=", lists:join(", ", [spec_bytes(S) || S <- Specs])])).
+
+spec_bytes({suffix, N}) -> ["-", integer_to_binary(N)];
+spec_bytes({F, infinity}) -> [integer_to_binary(F), "-"];
+spec_bytes({F, L}) -> [integer_to_binary(F), "-", integer_to_binary(L)].
 
 %% -- falco_compress --------------------------------------------------------------------------
 
@@ -340,10 +384,3 @@ prop_cond_total() ->
                 lists:member(falco_cond:evaluate(Req, #{etag => <<"\"v\"">>, last_modified => 784111777}),
                              [ok, not_modified, precondition_failed])
             end)).
-
-safe(Fun) ->
-    try Fun()
-    catch Class:Reason:Stack ->
-            io:format(user, "~nproperty raised ~p:~p~n~p~n", [Class, Reason, Stack]),
-            false
-    end.

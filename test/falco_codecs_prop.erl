@@ -1,8 +1,9 @@
 %% PropEr properties for the request/response helper codecs: falco_qs,
 %% falco_uri, falco_cookie and falco_json. Round trips (what we encode we
-%% parse back to the same thing) and robustness (arbitrary bytes never make
-%% a parser raise, and never yield what its contract excludes). Run from
-%% EUnit, 500 cases each.
+%% parse back to the same thing) and fuzzing (arbitrary, tricky and mutated
+%% input never makes a parser raise, and never yields what its contract
+%% excludes; `make fuzz' runs these 100,000 times, see falco_fuzz_prop).
+%% Run from EUnit, 500 cases each (the fuzz properties 1000).
 -module(falco_codecs_prop).
 -include_lib("proper/include/proper.hrl").
 -include_lib("eunit/include/eunit.hrl").
@@ -12,12 +13,13 @@
 properties_test_() ->
     [{atom_to_list(P),
       {timeout, 120,
-       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, ?NUMTESTS}, {to_file, user}]))}}
-     || P <- [prop_qs_round_trip, prop_qs_total, prop_qs_replace_is_utf8,
+       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, falco_fuzz_prop:numtests(?MODULE, P, ?NUMTESTS)},
+                                                {to_file, user}]))}}
+     || P <- [prop_qs_round_trip, prop_qs_fuzz, prop_qs_replace_is_utf8,
               prop_uri_round_trip, prop_uri_query_through_qs, prop_split_path_round_trip,
-              prop_split_path_safe, prop_remove_dot_segments,
-              prop_cookie_round_trip, prop_cookie_encoded_value, prop_cookie_parse_total,
-              prop_json_round_trip, prop_json_decode_total, prop_json_mutated]].
+              prop_uri_fuzz, prop_split_path_safe, prop_remove_dot_segments,
+              prop_cookie_round_trip, prop_cookie_encoded_value, prop_cookie_fuzz,
+              prop_json_round_trip, prop_json_fuzz]].
 
 %% -- generators --------------------------------------------------------------
 
@@ -80,9 +82,16 @@ prop_qs_round_trip() ->
     ?FORALL(Pairs, list({bytes(), bytes()}),
             falco_qs:parse(falco_qs:encode(Pairs)) =:= {ok, Pairs}).
 
+%% Valid query strings: what encode/1 writes, with pairs, bare keys and
+%% empty pieces.
+qs_valid() ->
+    ?LET(Pairs, list(oneof([{bytes(), bytes()}, {token(), token()}])),
+         ?LET(Sep, elements([<<"&">>, <<"&&">>, <<";">>]),
+              binary:replace(falco_qs:encode(Pairs), <<"&">>, Sep, [global]))).
+
 %% Any input: a result within the bound, or one of the documented errors.
-prop_qs_total() ->
-    ?FORALL({In, Max, Strict}, {tricky(), range(0, 20), boolean()},
+prop_qs_fuzz() ->
+    ?FORALL({In, Max, Strict}, {falco_fuzz_prop:input(qs_valid(), tricky()), range(0, 20), boolean()},
             begin
                 Opts = #{max_pairs => Max, percent => if Strict -> strict; true -> lenient end},
                 case falco_qs:parse(In, Opts) of
@@ -124,9 +133,31 @@ prop_split_path_round_trip() ->
     ?FORALL(Segs, list(safe_segment()),
             falco_uri:split_path(falco_uri:encode_path(Segs)) =:= {ok, Segs}).
 
+%% A path and query as a client sends them.
+uri_valid() ->
+    ?LET({Segs, Q}, {list(oneof([bytes(), elements([<<".">>, <<"..">>, <<>>])])), bytes()},
+         <<(falco_uri:encode_path(Segs))/binary, "?", (falco_uri:encode_query(Q))/binary>>).
+
+uri_input() ->
+    falco_fuzz_prop:input(uri_valid(), tricky()).
+
+%% Percent-decoding and normalisation of anything: a binary or bad_percent,
+%% and a normalised path is a fixed point.
+prop_uri_fuzz() ->
+    ?FORALL(In, uri_input(),
+            falco_fuzz_prop:safe(
+              fun() ->
+                      case {falco_uri:decode(In), falco_uri:normalize(In)} of
+                          {{ok, D}, {ok, N}} ->
+                              is_binary(D) andalso falco_uri:normalize(N) =:= {ok, N};
+                          {{error, bad_percent}, {error, bad_percent}} -> true;
+                          _ -> false
+                      end
+              end)).
+
 %% Whatever comes in, no returned segment can climb or carry a separator.
 prop_split_path_safe() ->
-    ?FORALL(Path, ?LET(T, tricky(), <<$/, T/binary>>),
+    ?FORALL(Path, ?LET(T, uri_input(), <<$/, T/binary>>),
             case falco_uri:split_path(Path) of
                 {ok, Segs} ->
                     lists:all(fun(S) ->
@@ -141,7 +172,7 @@ prop_split_path_safe() ->
 %% §5.2.4 on an absolute path: no dot segment survives, the path stays
 %% absolute, and a second pass changes nothing.
 prop_remove_dot_segments() ->
-    ?FORALL(Path, ?LET(T, tricky(), <<$/, T/binary>>),
+    ?FORALL(Path, ?LET(T, uri_input(), <<$/, T/binary>>),
             begin
                 Out = falco_uri:remove_dot_segments(Path),
                 Segs = binary:split(Out, <<"/">>, [global]),
@@ -176,12 +207,21 @@ prop_cookie_encoded_value() ->
                 falco_uri:decode(Enc) =:= {ok, V}
             end).
 
-prop_cookie_parse_total() ->
-    ?FORALL(In, tricky(),
-            lists:all(fun({N, V}) ->
-                              is_binary(N) andalso is_binary(V)
-                                  andalso binary:match(<<N/binary, V/binary>>, <<";">>) =:= nomatch
-                      end, falco_cookie:parse(In))).
+%% A Cookie field as agents send it.
+cookie_valid() ->
+    ?LET(Pairs, list({token(), oneof([cookie_octets(), ?LET(V, cookie_octets(), <<$", V/binary, $">>)])}),
+         iolist_to_binary(lists:join(<<"; ">>, [[N, $=, V] || {N, V} <- Pairs]))).
+
+prop_cookie_fuzz() ->
+    ?FORALL(In, falco_fuzz_prop:input(cookie_valid(), tricky()),
+            falco_fuzz_prop:safe(
+              fun() ->
+                      lists:all(fun({N, V}) ->
+                                        is_binary(N) andalso is_binary(V)
+                                            andalso binary:match(<<N/binary, V/binary>>, <<";">>)
+                                                    =:= nomatch
+                                end, falco_cookie:parse(In))
+              end)).
 
 %% -- falco_json --------------------------------------------------------------
 
@@ -192,22 +232,18 @@ prop_json_round_trip() ->
                 falco_json:decode(iolist_to_binary(Json)) =:= {ok, T}
             end).
 
-prop_json_decode_total() ->
-    ?FORALL(In, oneof([bytes(), tricky()]), json_result(falco_json:decode(In))).
-
-%% Valid JSON with one byte changed: still never raises.
-prop_json_mutated() ->
-    ?FORALL({T, Pos, Byte}, {json(), nat(), range(0, 255)},
-            begin
-                Bin = falco_json:encode_to_binary(T),
-                P = Pos rem byte_size(Bin),
-                <<H:P/binary, _, R/binary>> = Bin,
-                json_result(falco_json:decode(<<H/binary, Byte, R/binary>>))
-            end).
+%% Random, tricky or mutated JSON: a value or a documented error, under the
+%% default limits or tiny ones.
+prop_json_fuzz() ->
+    ?FORALL({In, Opts},
+            {falco_fuzz_prop:input(?LET(T, json(), falco_json:encode_to_binary(T)), tricky()),
+             oneof([#{}, ?LET({S, D}, {range(0, 64), range(0, 4)}, #{max_size => S, max_depth => D})])},
+            falco_fuzz_prop:safe(fun() -> json_result(falco_json:decode(In, Opts)) end)).
 
 json_result({ok, _}) -> true;
 json_result({error, {syntax, N}}) -> is_integer(N);
 json_result({error, {duplicate_key, K}}) -> is_binary(K);
 json_result({error, {number_out_of_range, N}}) -> is_integer(N);
 json_result({error, {too_deep, N}}) -> is_integer(N);
+json_result({error, too_large}) -> true;
 json_result(_) -> false.

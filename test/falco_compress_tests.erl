@@ -309,6 +309,33 @@ corrupt_body_test() ->
                  decode(post(<<"gzip">>, binary:part(Gz, 0, byte_size(Gz) - 12)), #{})),
     ?assertMatch({400, _, _}, ?R:run(post(<<"deflate">>, <<"junk">>), fun(R) -> decode(R, #{}) end)).
 
+%% RFC 1952 §2.2: a gzip body is a series of members; every one is
+%% inflated (before, only the first was, the rest dropped without a word).
+multi_member_test() ->
+    Two = <<(zlib:gzip(<<"hello ">>))/binary, (zlib:gzip(<<"world">>))/binary>>,
+    ?assertMatch({200, _, <<"hello world">>}, decode(post(<<"gzip">>, Two), #{})),
+    %% in 3-byte reads of the coded body, so members end mid-read
+    ?assertMatch({200, _, <<"hello world">>},
+                 decode(?R:body(post(<<"gzip">>, Two), Two, 3), #{})),
+    %% the bound holds across members: two of 600 KB each against 1 MB
+    Big = zlib:gzip(binary:copy(<<0>>, 600000)),
+    ?assertThrow({falco_error, content_too_large},
+                 decode(post(<<"gzip">>, <<Big/binary, Big/binary>>), #{max_inflated => 1000000})),
+    ?assertMatch({200, _, _}, decode(post(<<"gzip">>, <<Big/binary, Big/binary>>),
+                                     #{max_inflated => 1200000})).
+
+%% Bytes after the last gzip member, or after a deflate stream, are a 400.
+trailing_garbage_test() ->
+    Bad = {falco_error, {bad_request, bad_content_encoding}},
+    Gz = zlib:gzip(<<"hello">>),
+    ?assertThrow(Bad, decode(post(<<"gzip">>, <<Gz/binary, "garbage">>), #{})),
+    ?assertThrow(Bad, decode(post(<<"gzip">>, <<Gz/binary, 0, 0, 0, 0>>), #{})),
+    %% a second member cut short
+    ?assertThrow(Bad, decode(post(<<"gzip">>, <<Gz/binary, (binary:part(Gz, 0, 12))/binary>>), #{})),
+    ?assertThrow(Bad, decode(post(<<"deflate">>, <<(zlib:compress(<<"hello">>))/binary, "x">>), #{})),
+    ?assertMatch({400, _, _}, ?R:run(post(<<"gzip">>, <<Gz/binary, "garbage">>),
+                                     fun(R) -> decode(R, #{}) end)).
+
 decode_trailers_test() ->
     Handler = fun(Req) ->
                       {ok, _, Req1} = falco_req:read_body(Req),

@@ -1,8 +1,9 @@
 %% PropEr properties for HPACK (falco_hpack, falco_hpack_huffman). Round
 %% trips over sequences of header blocks sharing an encoder and a decoder
 %% context (the two dynamic tables must stay identical, through table size
-%% changes), the header-list limit, robustness (arbitrary bytes never make the
-%% decoder raise), and the Huffman code. Run from EUnit.
+%% changes), the header-list limit, fuzzing (arbitrary, HPACK-like and
+%% mutated blocks never make the decoder raise; `make fuzz' runs it 100,000
+%% times, see falco_fuzz_prop), and the Huffman code. Run from EUnit.
 -module(falco_hpack_prop).
 -include_lib("proper/include/proper.hrl").
 -include_lib("eunit/include/eunit.hrl").
@@ -12,9 +13,10 @@
 properties_test_() ->
     [{atom_to_list(P),
       {timeout, 120,
-       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, ?NUMTESTS}, {to_file, user}]))}}
-     || P <- [prop_round_trip_sequence, prop_header_list_limit, prop_decode_total,
-              prop_decode_total_with_table, prop_huffman_round_trip,
+       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, falco_fuzz_prop:numtests(?MODULE, P, ?NUMTESTS)},
+                                                {to_file, user}]))}}
+     || P <- [prop_round_trip_sequence, prop_header_list_limit, prop_decode_fuzz,
+              prop_huffman_round_trip,
               prop_huffman_decode_total]].
 
 %% -- generators --------------------------------------------------------------
@@ -152,25 +154,28 @@ decoded_ok({error, {header_list_too_large, _}}) ->
 decoded_ok(_) ->
     false.
 
-%% Any bytes decode to fields or to an error tuple, never an exception.
-prop_decode_total() ->
-    ?FORALL({Bin, Size, Max}, {oneof([binary(), hpackish()]), table_size(),
-                               oneof([infinity, range(0, 500)])},
-            decoded_ok(falco_hpack:decode(Bin, falco_hpack:new(Size),
-                                          #{max_header_list_size => Max}))).
-
-%% The same, with a dynamic table in use and a lowered setting pending.
-prop_decode_total_with_table() ->
-    ?FORALL({Pre, Bin, Lower}, {list(header()), hpackish(), boolean()},
-            begin
-                {B0, _} = falco_hpack:encode(Pre, falco_hpack:new()),
-                {ok, _, D0} = falco_hpack:decode(iolist_to_binary(B0), falco_hpack:new()),
-                D = case Lower of
-                        true -> falco_hpack:set_max_table_size(100, D0);
-                        false -> D0
-                    end,
-                decoded_ok(falco_hpack:decode(Bin, D))
-            end).
+%% Random, HPACK-like or mutated blocks (a valid block encoded against a
+%% dynamic table the decoder shares) decode to fields or to an error tuple,
+%% never an exception: with or without a table, with a lowered setting
+%% pending, under a header-list limit or none.
+prop_decode_fuzz() ->
+    ?FORALL({{D, Bin}, Max},
+            {?LET({Pre, Headers, Huffman, Size, Lower},
+                  {list(header()), list(header()), boolean(), table_size(),
+                   frequency([{3, none}, {1, table_size()}])},
+                  begin
+                      {B0, E0} = falco_hpack:encode(Pre, falco_hpack:new(Size)),
+                      {ok, _, D0} = falco_hpack:decode(iolist_to_binary(B0), falco_hpack:new(Size)),
+                      {B1, _} = falco_hpack:encode(Headers, E0, #{huffman => Huffman}),
+                      D1 = case Lower of
+                               none -> D0;
+                               _ -> falco_hpack:set_max_table_size(Lower, D0)
+                           end,
+                      {D1, falco_fuzz_prop:input(exactly(iolist_to_binary(B1)), hpackish())}
+                  end),
+             oneof([infinity, range(0, 500)])},
+            falco_fuzz_prop:safe(
+              fun() -> decoded_ok(falco_hpack:decode(Bin, D, #{max_header_list_size => Max})) end)).
 
 %% -- Huffman -----------------------------------------------------------------
 

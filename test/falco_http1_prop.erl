@@ -1,16 +1,18 @@
 %% PropEr properties for the pure HTTP/1.1 codecs: the request-head parser
 %% (falco_http1) and the chunked coding (falco_http1_chunked).
 %%
-%% - Totality: arbitrary bytes, and valid requests with bytes changed,
-%%   inserted or removed, always give `{ok, _, _} | {more, _} | {error, _}'
-%%   (never an exception), whether fed whole or in pieces.
+%% - Fuzzing (`prop_parse_fuzz', `prop_chunked_fuzz', run 100,000 times by
+%%   `make fuzz', see falco_fuzz_prop): arbitrary bytes, bytes biased to
+%%   what the codec treats specially, and valid input mutated always give a
+%%   documented result (never an exception), and the same one whether fed
+%%   whole, cut at random points or byte by byte.
 %% - Incrementality (RFC 9112 §2.2 puts no bound on how a message is split
 %%   into packets): feeding the bytes one at a time, or cut at random points,
 %%   gives the same request and the same leftover bytes as feeding them whole,
 %%   for generated valid requests (methods, the three target forms, fields,
 %%   Content-Length and chunked bodies) and for invalid ones (the same error).
 %% - The chunked decoder likewise, and encode/decode round trips.
-%% Run from EUnit, 300-500 cases each.
+%% Run from EUnit, 400 cases each (the fuzz properties 1000).
 -module(falco_http1_prop).
 -include_lib("proper/include/proper.hrl").
 -include_lib("eunit/include/eunit.hrl").
@@ -20,13 +22,12 @@
 properties_test_() ->
     [{atom_to_list(P),
       {timeout, 120,
-       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, ?NUMTESTS}, {to_file, user}]))}}
-     || P <- [prop_parse_total_bytes, prop_parse_total_tricky, prop_parse_total_mutated,
-              prop_valid_request_parses, prop_valid_byte_by_byte, prop_valid_random_splits,
-              prop_mutated_splits_agree, prop_small_limits_splits_agree,
-              prop_chunked_total, prop_chunked_total_mutated, prop_chunked_round_trip,
-              prop_chunked_byte_by_byte, prop_chunked_random_splits,
-              prop_chunked_mutated_splits_agree]].
+       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, falco_fuzz_prop:numtests(?MODULE, P, ?NUMTESTS)},
+                                                {to_file, user}]))}}
+     || P <- [prop_parse_fuzz, prop_valid_request_parses, prop_valid_byte_by_byte,
+              prop_valid_random_splits, prop_small_limits_splits_agree,
+              prop_chunked_fuzz, prop_chunked_round_trip, prop_chunked_byte_by_byte,
+              prop_chunked_random_splits]].
 
 %% -- helpers -----------------------------------------------------------------
 
@@ -44,16 +45,9 @@ fed({error, _} = Error, _) -> Error.
 
 whole(Bin, Limits) -> feed([Bin], Limits).
 
-bytes_of(Bin) -> [<<B>> || <<B>> <= Bin].
+bytes_of(Bin) -> falco_fuzz_prop:bytes_of(Bin).
 
-%% Cuts Bin at the given points (positions taken modulo its size).
-split(Bin, Points) ->
-    Size = byte_size(Bin),
-    Cuts = lists:usort([P rem (Size + 1) || P <- Points] ++ [0, Size]),
-    pieces(Bin, Cuts).
-
-pieces(Bin, [A, B | T]) -> [binary:part(Bin, A, B - A) | pieces(Bin, [B | T])];
-pieces(_, _) -> [].
+split(Bin, Points) -> falco_fuzz_prop:split(Bin, Points).
 
 %% The parser decides the 431 kind from what it has seen: a long line in a
 %% nearly full block may be reported as `block' when it arrives in pieces
@@ -68,16 +62,6 @@ is_result({ok, Req, Rest}) -> is_map(Req) andalso is_binary(Rest);
 is_result({more, _}) -> true;
 is_result({error, Reason}) -> is_integer(falco_errors:status(Reason));
 is_result(_) -> false.
-
-%% Never raises, fed whole or byte by byte.
-total(Bin, Limits) ->
-    try
-        is_result(whole(Bin, Limits)) andalso is_result(feed([<<>> | bytes_of(Bin)], Limits))
-    catch
-        Class:Reason:Stack ->
-            io:format("raised ~p:~p~n~p~n", [Class, Reason, Stack]),
-            false
-    end.
 
 %% -- generators: requests ----------------------------------------------------
 
@@ -197,31 +181,7 @@ body_bytes({chunked, Chunks, Trailers}) ->
     {[{<<"Transfer-Encoding">>, <<"chunked">>}],
      [[falco_http1_chunked:encode(C) || C <- Chunks], falco_http1_chunked:last(Trailers)]}.
 
-%% A valid request with one byte replaced, inserted or removed, or cut
-%% short; half of the changes fall after the request line, in the fields.
-mutated_request() ->
-    ?LET({{Bytes, _}, Op, Pos, Byte, InFields},
-         {request(), elements([replace, insert, delete, cut]), nat(),
-          oneof([range(0, 255), elements("\r\n :\t,;")]), boolean()},
-         case InFields of
-             true ->
-                 {Line, _} = binary:match(Bytes, <<"\r\n">>),
-                 <<RequestLine:Line/binary, Fields/binary>> = Bytes,
-                 <<RequestLine/binary, (mutate(Fields, Op, Pos, Byte))/binary>>;
-             false ->
-                 mutate(Bytes, Op, Pos, Byte)
-         end).
-
-mutate(<<>>, _, _, Byte) -> <<Byte>>;
-mutate(Bin, Op, Pos0, Byte) ->
-    Pos = Pos0 rem byte_size(Bin),
-    <<H:Pos/binary, C, T/binary>> = Bin,
-    case Op of
-        replace -> <<H/binary, Byte, T/binary>>;
-        insert -> <<H/binary, Byte, C, T/binary>>;
-        delete -> <<H/binary, T/binary>>;
-        cut -> H
-    end.
+request_bytes() -> ?LET({Bytes, _}, request(), Bytes).
 
 %% Bytes biased towards what the parser treats specially.
 tricky() ->
@@ -244,14 +204,19 @@ small_limits() ->
 
 %% -- properties: the request parser -------------------------------------------
 
-prop_parse_total_bytes() ->
-    ?FORALL(Bin, binary(), total(Bin, limits())).
-
-prop_parse_total_tricky() ->
-    ?FORALL(Bin, tricky(), total(Bin, limits())).
-
-prop_parse_total_mutated() ->
-    ?FORALL(Bin, mutated_request(), total(Bin, limits())).
+%% Random, tricky or mutated requests, under the default or tiny limits:
+%% a documented result, never an exception, and the same one fed whole, cut
+%% at random points and byte by byte.
+prop_parse_fuzz() ->
+    ?FORALL({Bytes, Limits, Points},
+            {falco_fuzz_prop:input(request_bytes(), tricky()),
+             frequency([{3, limits()}, {1, small_limits()}]), list(nat())},
+            falco_fuzz_prop:safe(
+              fun() ->
+                      is_result(whole(Bytes, Limits))
+                          andalso agree(Bytes, split(Bytes, Points), Limits)
+                          andalso agree(Bytes, [<<>> | bytes_of(Bytes)], Limits)
+              end)).
 
 %% A generated request parses to what was generated, and what follows its
 %% head (body and anything after) is left untouched.
@@ -301,15 +266,11 @@ prop_valid_random_splits() ->
     ?FORALL({{Bytes, _}, Points}, {request(), list(nat())},
             agree(Bytes, split(Bytes, Points), limits())).
 
-prop_mutated_splits_agree() ->
-    ?FORALL({Bytes, Points}, {oneof([mutated_request(), tricky()]), list(nat())},
-            agree(Bytes, split(Bytes, Points), limits())
-                andalso agree(Bytes, bytes_of(Bytes) ++ [<<>>], limits())).
-
 %% Tiny limits make every limit error reachable while the input is split.
 prop_small_limits_splits_agree() ->
     ?FORALL({Bytes, Limits, Points},
-            {oneof([?LET({B, _}, request(), B), mutated_request()]), small_limits(), list(nat())},
+            {oneof([request_bytes(), falco_fuzz_prop:mutated(request_bytes())]), small_limits(),
+             list(nat())},
             agree(Bytes, split(Bytes, Points), Limits)
                 andalso agree(Bytes, [<<>> | bytes_of(Bytes)], Limits)).
 
@@ -342,15 +303,6 @@ cfeed([P | More], St, Acc) ->
 cfeed([], _St, Acc) ->
     {more, iolist_to_binary(Acc)}.
 
-ctotal(Bin) ->
-    try
-        is_cresult(cfeed([Bin])) andalso is_cresult(cfeed(bytes_of(Bin)))
-    catch
-        Class:Reason:Stack ->
-            io:format("raised ~p:~p~n~p~n", [Class, Reason, Stack]),
-            false
-    end.
-
 is_cresult({done, D, T, R}) -> is_binary(D) andalso is_list(T) andalso is_binary(R);
 is_cresult({more, D}) -> is_binary(D);
 is_cresult({error, {bad_request, A}}) -> is_atom(A);
@@ -371,16 +323,18 @@ encoded() ->
               iolist_to_binary(Chunks), Trailers, Trailing}
          end).
 
-mutated_encoded() ->
-    ?LET({{Bin, _, _, _}, Op, Pos, Byte}, {encoded(), elements([replace, insert, delete, cut]),
-                                           nat(), oneof([range(0, 255), elements("\r\n;=\"0fF")])},
-         mutate(Bin, Op, Pos, Byte)).
-
-prop_chunked_total() ->
-    ?FORALL(Bin, oneof([binary(), tricky()]), ctotal(Bin)).
-
-prop_chunked_total_mutated() ->
-    ?FORALL(Bin, mutated_encoded(), ctotal(Bin)).
+%% Random, tricky or mutated chunked bodies: a documented result, never an
+%% exception, and the same one fed whole, cut at random points and byte by
+%% byte.
+prop_chunked_fuzz() ->
+    ?FORALL({Bin, Points},
+            {falco_fuzz_prop:input(?LET({B, _, _, _}, encoded(), B), tricky()), list(nat())},
+            falco_fuzz_prop:safe(
+              fun() ->
+                      is_cresult(cfeed([Bin]))
+                          andalso cagree(Bin, split(Bin, Points))
+                          andalso cagree(Bin, bytes_of(Bin))
+              end)).
 
 %% encode/1 + last/1 decode back to the same data and trailers, and the
 %% bytes after the body are left over.
@@ -402,10 +356,6 @@ prop_chunked_random_splits() ->
     ?FORALL({{Bin, Data, Trailers, Trailing}, Points}, {encoded(), list(nat())},
             cagree(Bin, split(Bin, Points)) andalso
                 cfeed(split(Bin, Points)) =:= {done, Data, Trailers, Trailing}).
-
-prop_chunked_mutated_splits_agree() ->
-    ?FORALL({Bin, Points}, {oneof([mutated_encoded(), tricky()]), list(nat())},
-            cagree(Bin, split(Bin, Points)) andalso cagree(Bin, bytes_of(Bin))).
 
 %% Same outcome fed whole or in pieces. Fed in pieces, an error may come
 %% before data that the whole input would have decoded first; the error

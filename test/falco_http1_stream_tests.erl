@@ -202,14 +202,14 @@ file_test() ->
         ?assertEqual({error, closed}, ?S:send_file(200, [], Fd, 0, 10, S))
     end).
 
-%% The head and the first 64 KB go out, then the peer is gone.
+%% The head and the first 256 KB piece go out, then the peer is gone.
 file_send_fails_midway_test() ->
-    with_file(binary:copy(<<"x">>, 100000), fun(Fd) ->
+    with_file(binary:copy(<<"x">>, 400000), fun(Fd) ->
         setup([]),
         put(fake_send_error, {after_sends, 2}),
-        ?assertEqual({error, closed}, ?S:send_file(200, [], Fd, 0, 100000, new({1, 1}, true))),
+        ?assertEqual({error, closed}, ?S:send_file(200, [], Fd, 0, 400000, new({1, 1}, true))),
         <<"HTTP/1.1 200 OK\r\n\r\n", Body/binary>> = sent(),
-        ?assertEqual(65536, byte_size(Body))
+        ?assertEqual(262144, byte_size(Body))
     end).
 
 %% -- request bodies -----------------------------------------------------------------------------

@@ -416,10 +416,11 @@ connection_send_window_test() ->
     T4 = call(fun(M) -> ?M:send_data(1, Big, fin, t1, M) end, T3),
     ?assertEqual([16384, 16384, 7232], [byte_size(D) || {data, 1, _, D, _} <- frames(T4)]),
     T5 = call(fun(M) -> ?M:send_data(3, Big, fin, t3, M) end, T4),
-    %% 65535 - 40000 = 25535 left for stream 3
-    ?assertEqual(25535, lists:sum([byte_size(D) || {data, 3, _, D, _} <- frames(T5)])),
+    %% 65535 - 40000 = 25535 left for stream 3: one 16 KB frame, and the
+    %% 9151 bytes after it are not cut into a smaller one
+    ?assertEqual([16384], [byte_size(D) || {data, 3, _, D, _} <- frames(T5)]),
     T6 = feed({window_update, 0, 100000}, T5),
-    ?assertEqual(40000 - 25535, lists:sum([byte_size(D) || {data, 3, _, D, _} <- frames(T6)])),
+    ?assertEqual(40000 - 16384, lists:sum([byte_size(D) || {data, 3, _, D, _} <- frames(T6)])),
     ?assertMatch([{reply, t3, ok} | _], others(T6)).
 
 window_overflow_test() ->
@@ -461,9 +462,84 @@ zero_window_stall_test() ->
     ?assertEqual([{1, cancel}], rst(T3)),
     Others = others(T3),
     ?assert(lists:member({reset, 1, send_timeout}, Others)),
-    ?assert(lists:member({reply, tag, {error, closed}}, Others)),
+    %% the handler's send fails with send_timeout
+    ?assert(lists:member({reply, tag, {error, send_timeout}}, Others)),
     %% a stale stall timer does nothing
     ?assertEqual([], (call(fun(M) -> ?M:timeout({stall, 1}, M) end, T3))#t.acts).
+
+%% Window dribbling: a piece is not cut into DATA frames under 16 KB
+%% because the window is short; the end of a piece goes out once it fits.
+min_send_size_test() ->
+    T0 = start(),
+    T1 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end, headers(1, req_get(1), fin, T0)),
+    T2 = call(fun(M) -> ?M:send_data(1, binary:copy(<<"x">>, 70000), fin, tag, M) end, T1),
+    %% 65535 = 3 x 16384 + 16383: the last 16383 bytes of window are not used
+    ?assertEqual([16384, 16384, 16384], [byte_size(D) || {data, 1, _, D, _} <- frames(T2)]),
+    T3 = feed({window_update, 1, 1}, feed({window_update, 0, 100000}, T2)),
+    ?assertEqual([16384], [byte_size(D) || {data, 1, _, D, _} <- frames(T3)]),
+    %% 4464 bytes are left: the window of 0 + 1000 does not take them, 5000 does
+    T4 = feed({window_update, 1, 1000}, T3),
+    ?assertEqual([], frames(T4)),
+    T5 = feed({window_update, 1, 4000}, T4),
+    ?assertEqual([{data, 1, fin, binary:copy(<<"x">>, 4464), 4464}], frames(T5)),
+    ?assert(lists:member({reply, tag, ok}, others(T5))).
+
+%% A small piece (an SSE event) goes out whole as soon as it fits.
+small_piece_not_held_test() ->
+    T0 = feed({settings, #{initial_window_size => 100000}}, start()),
+    T1 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end, headers(1, req_get(1), fin, T0)),
+    T2 = call(fun(M) -> ?M:send_data(1, <<"data: 1\n\n">>, nofin, tag, M) end, T1),
+    ?assertEqual([{data, 1, nofin, <<"data: 1\n\n">>, 9}], frames(T2)),
+    ?assertEqual([{reply, tag, ok}], others(T2)).
+
+%% The stall timer is not restarted by progress: at each send_timeout the
+%% stream must have sent send_min_rate bytes per second since the last.
+min_rate_test() ->
+    T0 = feed({settings, #{initial_window_size => 0}},
+              start(#{send_timeout => 1000, send_min_rate => 100})),
+    T1 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end, headers(1, req_get(1), fin, T0)),
+    T2 = call(fun(M) -> ?M:send_data(1, binary:copy(<<"x">>, 1000), nofin, tag, M) end, T1),
+    ?assertEqual([{timer, {stall, 1}, 1000}], others(T2)),
+    %% 150 bytes in the first second: enough, the timer runs again
+    T3 = feed({window_update, 1, 150}, T2),
+    ?assertEqual([150], [byte_size(D) || {data, 1, _, D, _} <- frames(T3)]),
+    ?assertEqual([], others(T3)),
+    T4 = call(fun(M) -> ?M:timeout({stall, 1}, M) end, T3),
+    ?assertEqual({[], [{timer, {stall, 1}, 1000}]}, {rst(T4), others(T4)}),
+    %% 50 bytes in the next: too slow, reset, the send fails
+    T5 = call(fun(M) -> ?M:timeout({stall, 1}, M) end, feed({window_update, 1, 50}, T4)),
+    ?assertEqual([{1, cancel}], rst(T5)),
+    ?assert(lists:member({reply, tag, {error, send_timeout}}, others(T5))).
+
+%% A client that lets a small piece through now and then, just before the
+%% handler queues the next, does not restart the clock: the stall timer
+%% runs on while the queue is briefly empty.
+min_rate_small_pieces_test() ->
+    T0 = feed({settings, #{initial_window_size => 0}},
+              start(#{send_timeout => 1000, send_min_rate => 1000})),
+    T1 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end, headers(1, req_get(1), fin, T0)),
+    T2 = call(fun(M) -> ?M:send_data(1, <<"row 1\n">>, nofin, t1, M) end, T1),
+    ?assertEqual([{timer, {stall, 1}, 1000}], others(T2)),
+    T3 = feed({window_update, 1, 6}, T2),
+    ?assertEqual([{reply, t1, ok}], others(T3)),
+    T4 = call(fun(M) -> ?M:send_data(1, <<"row 2\n">>, nofin, t2, M) end, T3),
+    ?assertEqual([], others(T4)),
+    T5 = call(fun(M) -> ?M:timeout({stall, 1}, M) end, T4),
+    ?assertEqual([{1, cancel}], rst(T5)),
+    ?assert(lists:member({reply, t2, {error, send_timeout}}, others(T5))).
+
+%% With nothing queued when the timer fires, the stream waits for its
+%% handler (an SSE stream between events): the timer stops, nothing is
+%% reset, and the next block starts a new one.
+stall_timer_stops_when_drained_test() ->
+    T0 = feed({settings, #{initial_window_size => 0}},
+              start(#{send_timeout => 1000, send_min_rate => 1000})),
+    T1 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end, headers(1, req_get(1), fin, T0)),
+    T2 = call(fun(M) -> ?M:send_data(1, <<"event\n">>, nofin, t1, M) end, T1),
+    T3 = call(fun(M) -> ?M:timeout({stall, 1}, M) end, feed({window_update, 1, 100}, T2)),
+    ?assertEqual({[], []}, {rst(T3), others(T3)}),
+    T4 = call(fun(M) -> ?M:send_data(1, binary:copy(<<"x">>, 200), nofin, t2, M) end, T3),
+    ?assertEqual([{timer, {stall, 1}, 1000}], others(T4)).
 
 trailers_after_queued_data_test() ->
     T0 = feed({settings, #{initial_window_size => 2}}, start()),

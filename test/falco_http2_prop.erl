@@ -1,9 +1,11 @@
 %% PropEr properties for the pure HTTP/2 modules: falco_http2_frame
 %% (what the builders write parses back to the same frame; a frame fed in
-%% pieces parses as it does whole; arbitrary bytes never make the parser
-%% raise) and falco_http2_machine (random frame sequences from a client
-%% never make the machine raise, and its output always parses). Run from
-%% EUnit, 500 cases each.
+%% pieces parses as it does whole; arbitrary and mutated frames never make
+%% the parser raise and give the same frames fed whole or in pieces, run
+%% 100,000 times by `make fuzz', see falco_fuzz_prop) and
+%% falco_http2_machine (random frame sequences from a client never make the
+%% machine raise, and its output always parses). Run from EUnit, 500 cases
+%% each (the fuzz property 1000).
 -module(falco_http2_prop).
 -include_lib("proper/include/proper.hrl").
 -include_lib("eunit/include/eunit.hrl").
@@ -14,8 +16,9 @@
 properties_test_() ->
     [{atom_to_list(P),
       {timeout, 120,
-       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, ?NUMTESTS}, {to_file, user}]))}}
-     || P <- [prop_frame_round_trip, prop_frame_in_pieces, prop_parse_total,
+       ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, falco_fuzz_prop:numtests(?MODULE, P, ?NUMTESTS)},
+                                                {to_file, user}]))}}
+     || P <- [prop_frame_round_trip, prop_frame_in_pieces, prop_parse_fuzz,
               prop_machine_total]].
 
 %% -- generators ---------------------------------------------------------------
@@ -79,14 +82,47 @@ prop_frame_in_pieces() ->
                     andalso ?F:parse(<<Bin/binary, "next">>, 16777215) =:= {ok, Frame, <<"next">>}
             end).
 
-prop_parse_total() ->
-    ?FORALL({Bin, Max}, {binary(), oneof([16384, 16777215])},
-            case ?F:parse(Bin, Max) of
-                {ok, _, Rest} -> is_binary(Rest);
-                {more, N} -> N > 0;
-                {error, {connection_error, _, _}} -> true;
-                {error, {stream_error, _, _, _}, Rest} -> is_binary(Rest)
-            end).
+%% Random or mutated frame sequences: every frame parses to one of the
+%% documented results, never an exception, and reading them as a
+%% connection does (buffer the pieces, take frames while there are) gives
+%% the same frames and the same end, whatever the cut points.
+prop_parse_fuzz() ->
+    ?FORALL({Bin, Max, Points},
+            {falco_fuzz_prop:input(?LET(Fs, ?LET(N, range(1, 3), vector(N, frame())),
+                                        iolist_to_binary([B || {_, B} <- Fs])),
+                                   binary()),
+             oneof([16384, 16777215]), list(nat())},
+            falco_fuzz_prop:safe(
+              fun() ->
+                      Whole = frames([Bin], Max),
+                      Split = frames(falco_fuzz_prop:split(Bin, Points), Max),
+                      Whole =:= Split
+                          orelse begin
+                                     io:format(user, "whole ~p~nsplit ~p~n", [Whole, Split]),
+                                     false
+                                 end
+              end)).
+
+%% The frames (and stream errors) read from Pieces, then how reading ended.
+frames(Pieces, Max) ->
+    frames(<<>>, Pieces, Max, []).
+
+frames(Buf, Pieces, Max, Acc) ->
+    case ?F:parse(Buf, Max) of
+        {ok, Frame, Rest} when is_tuple(Frame); Frame =:= settings_ack ->
+            true = is_binary(Rest) andalso byte_size(Rest) < byte_size(Buf),
+            frames(Rest, Pieces, Max, [Frame | Acc]);
+        {error, {stream_error, Id, Code, Why}, Rest} when is_integer(Id), is_atom(Code), is_atom(Why) ->
+            true = is_binary(Rest) andalso byte_size(Rest) < byte_size(Buf),
+            frames(Rest, Pieces, Max, [{stream_error, Id, Code, Why} | Acc]);
+        {error, {connection_error, Code, Why}} when is_atom(Code), is_atom(Why) ->
+            {lists:reverse(Acc), {connection_error, Code, Why}};
+        {more, N} when is_integer(N), N > 0 ->
+            case Pieces of
+                [P | More] -> frames(<<Buf/binary, P/binary>>, More, Max, Acc);
+                [] -> {lists:reverse(Acc), {more, N}}
+            end
+    end.
 
 %% Client frame sequences (after a valid preface SETTINGS): whatever they
 %% are, the machine answers with actions whose bytes are valid frames.

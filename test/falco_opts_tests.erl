@@ -14,7 +14,7 @@ defaults_test() ->
     ?assertNot(maps:is_key(handler, D)),
     ?assertMatch(#{port := 8080, ip := {0, 0, 0, 0}, num_acceptors := 10, max_connections := 16384,
                    backlog := 1024, nodelay := true, send_timeout := 30000, idle_timeout := 60000,
-                   request_timeout := 30000, body_timeout := 30000,
+                   request_timeout := 10000, body_timeout := 30000,
                    max_keep_alive_requests := 1000, max_request_line := 8192,
                    max_header_line := 8192, max_header_block := 16384, max_header_count := 100,
                    max_body := 10485760}, D).
@@ -49,7 +49,9 @@ accepted_values_test_() ->
                    {max_keep_alive_requests, infinity}, {send_timeout, 0},
                    {idle_timeout, infinity}, {request_timeout, 1}, {body_timeout, infinity},
                    {max_header_count, 0}, {max_body, 0}, {num_acceptors, 1}, {backlog, 1},
-                   {max_request_line, 1}, {max_header_line, 1}, {max_header_block, 1}]].
+                   {max_request_line, 1}, {max_header_line, 1}, {max_header_block, 1},
+                   {h2_send_min_rate, 0}, {h2_send_min_rate, 100000}, {h2_send_buffer, 1024},
+                   {min_body_rate, none}, {min_body_rate, #{grace => 0, bytes_per_second => 1}}]].
 
 rejected_values_test_() ->
     [?_assertEqual({error, {invalid_option, K, V}}, valid(#{K => V}))
@@ -58,7 +60,13 @@ rejected_values_test_() ->
                    {max_connections, 0}, {max_keep_alive_requests, -1}, {send_timeout, -1},
                    {idle_timeout, 1.5}, {request_timeout, forever}, {max_header_count, -1},
                    {max_body, -1}, {num_acceptors, 0}, {backlog, 0}, {max_request_line, 0},
-                   {max_header_line, infinity}, {max_header_block, 0}]].
+                   {max_header_line, infinity}, {max_header_block, 0},
+                   {h2_send_min_rate, -1}, {h2_send_min_rate, infinity}, {h2_send_buffer, 1023},
+                   {h2_send_buffer, 65536.0},
+                   {min_body_rate, 500}, {min_body_rate, #{grace => 1000}},
+                   {min_body_rate, #{grace => -1, bytes_per_second => 500}},
+                   {min_body_rate, #{grace => 1000, bytes_per_second => 0}},
+                   {min_body_rate, #{grace => 1000, bytes_per_second => 500, x => 1}}]].
 
 %% With several bad values, the first in key order is reported, so the
 %% error is stable.

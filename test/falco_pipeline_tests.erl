@@ -351,6 +351,49 @@ stream_with_length_test() ->
         run(fun(_) -> {stream, 200, [{<<"content-length">>, <<"2">>}], fun(Send) -> Send(<<"xy">>) end} end),
     ?assertEqual([{<<"content-length">>, <<"2">>}], no_date(H)).
 
+%% The declared length is enforced (RFC 9110 §8.6): a piece beyond it is
+%% refused whole and nothing of it goes out; a body that ends short, or had
+%% a piece refused, is cut as a failed stream is (no end), and logged.
+stream_length_enforced_test_() ->
+    Self = self(),
+    Stream = fun(F) -> fun(_) -> {stream, 200, [{<<"content-length">>, <<"4">>}], F} end end,
+    [fun() ->
+             {{Result, Calls}, Log} = with_log(fun() -> run(Stream(F)) end),
+             ?assertEqual({error, content_length_mismatch}, Result),
+             ?assertMatch([{headers, 200, _} | _], Calls),
+             ?assertEqual(Sent, [D || {data, D} <- Calls]),
+             ?assertEqual([], [E || {'end', _} = E <- Calls]),
+             ?assertMatch([_], [L || L <- Log, string:find(L, "content-length 4") =/= nomatch]),
+             ?assertEqual(Refused, refused())
+     end || {F, Sent, Refused} <-
+                [{fun(Send) -> ok = Send(<<"ab">>) end, [<<"ab">>], 0},
+                 %% once refused, refused for good
+                 {fun(Send) -> ok = Send(<<"ab">>), Self ! {refused, Send(<<"cde">>)},
+                               Self ! {refused, Send(<<"c">>)} end, [<<"ab">>], 2},
+                 {fun(Send) -> ok = Send(<<"abcd">>), Self ! {refused, Send(<<"e">>)},
+                               {trailers, []} end, [<<"abcd">>], 1}]] ++
+    [fun() ->
+             {{ok, _}, Calls} = run(Stream(fun(Send) -> ok = Send(<<"ab">>), ok = Send([]),
+                                                        ok = Send([<<"c">>, "d"]) end)),
+             ?assertEqual([<<"ab">>, <<>>, <<"cd">>], [D || {data, D} <- Calls]),
+             ?assertMatch({'end', []}, lists:last(Calls))
+     end,
+     fun() ->
+             %% an invalid or conflicting declared length: a 500 before the head
+             [?assertMatch({{ok, _}, [{response, 500, _, _}]},
+                           element(1, with_log(fun() ->
+                                                       run(fun(_) -> {stream, 200, Fs, fun(_) -> ok end} end)
+                                               end)))
+              || Fs <- [[{<<"content-length">>, <<"x">>}],
+                        [{<<"content-length">>, <<"1">>}, {<<"content-length">>, <<"2">>}]]]
+     end].
+
+%% The number of {refused, {error, content_length_exceeded}} messages.
+refused() ->
+    receive {refused, {error, content_length_exceeded}} -> 1 + refused()
+    after 0 -> 0
+    end.
+
 stream_trailers_test() ->
     {{ok, _}, Calls} =
         run(fun(_) ->

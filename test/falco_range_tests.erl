@@ -77,6 +77,14 @@ ignored_range_test() ->
     ?assertMatch({200, _, ?BODY}, ?G:reply(req(<<"POST">>, [{<<"range">>, <<"bytes=0-1">>}]),
                                           headers(), {data, ?BODY}, #{})).
 
+%% Two Range fields: neither is used, the whole representation is sent
+%% (before, the first one was served as a 206).
+repeated_range_test() ->
+    ?assertMatch({200, _, ?BODY}, reply([{<<"range">>, <<"bytes=0-1">>},
+                                         {<<"range">>, <<"bytes=2-3">>}])),
+    ?assertMatch({200, _, ?BODY}, reply([{<<"range">>, <<"bytes=0-1">>},
+                                         {<<"range">>, <<"bytes=0-1">>}])).
+
 unsatisfiable_test() ->
     {416, H, _} = reply([{<<"range">>, <<"bytes=20-30">>}]),
     ?assertEqual(<<"bytes */20">>, proplists:get_value(<<"content-range">>, H)).

@@ -131,7 +131,16 @@ index_and_redirect(Ctx) ->
     ?assertEqual(<<"text/html; charset=utf-8">>, h(<<"content-type">>, H3)),
     ?assertMatch({200, _, <<"deep">>}, get(Ctx, <<"/sub/">>, [], #{index => [<<"none">>, <<"deep.txt">>]})),
     ?assertMatch({404, _, _}, get(Ctx, <<"/sub/">>, [], #{index => []})),
-    ?assertMatch({404, _, _}, get(Ctx, <<"/sub">>, [], #{index => []})).
+    ?assertMatch({404, _, _}, get(Ctx, <<"/sub">>, [], #{index => []})),
+    %% Leading slashes collapse: `//sub/' would send the browser to host `sub'.
+    {301, H4, _} = get(Ctx, <<"//sub">>),
+    ?assertEqual(<<"/sub/">>, h(<<"location">>, H4)),
+    {301, H5, _} = get(Ctx, <<"///sub?x=1">>),
+    ?assertEqual(<<"/sub/?x=1">>, h(<<"location">>, H5)),
+    %% A regular file is not a directory: `a.txt/' is 404.
+    ?assertMatch({404, _, _}, get(Ctx, <<"/a.txt/">>)),
+    ?assertMatch({404, _, _}, get(Ctx, <<"/sub/deep.txt/">>)),
+    ?assertMatch({404, _, _}, get(Ctx, <<"/link_in/">>)).
 
 directory_without_index(Ctx) ->
     ?assertMatch({404, _, _}, get(Ctx, <<"/empty/">>)),
@@ -270,7 +279,10 @@ ranges(Ctx) ->
     ?assertMatch({206, _, <<"the">>}, get(Ctx, <<"/a.txt">>, [{<<"range">>, <<"bytes=0-2">>},
                                                              {<<"if-range">>, h(<<"last-modified">>, H4)}])),
     ?assertMatch({200, _, _}, get(Ctx, <<"/a.txt">>, [{<<"range">>, <<"bytes=0-0,2-2,4-4">>}],
-                                  #{max_ranges => 2})).
+                                  #{max_ranges => 2})),
+    %% Range twice: the whole file, as if there were none.
+    ?assertMatch({200, _, ?A_TXT}, get(Ctx, <<"/a.txt">>, [{<<"range">>, <<"bytes=0-2">>},
+                                                          {<<"range">>, <<"bytes=4-7">>}])).
 
 precompressed(Ctx) ->
     Gz = zlib:gzip(?A_TXT),

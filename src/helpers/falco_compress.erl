@@ -26,7 +26,11 @@
 %% Content-Encoding, inflation is incremental (`zlib:safeInflate/2'), and
 %% more than `max_inflated' bytes of output is a 413, so a small bomb cannot
 %% take memory; corrupt or truncated data is a 400 and an unknown coding
-%% a 415 with Accept-Encoding (§15.5.16).
+%% a 415 with Accept-Encoding (§15.5.16). A gzip body may hold several
+%% members (RFC 1952 §2.2): each is inflated, in turn, under the one
+%% `max_inflated' bound; bytes after the last member that do not start
+%% another one, or any bytes after a deflate stream, are a 400, never
+%% silently dropped.
 -module(falco_compress).
 
 -export([call/3, negotiate/2, parse_accept_encoding/1, compressible/2, compress/3,
@@ -375,7 +379,13 @@ strip(Req = #{headers := Headers}) ->
 
 inflating(Coding, Req = #{stream := Inner}, Max) ->
     Z = zlib:open(),
-    ok = zlib:inflateInit(Z, case Coding of <<"deflate">> -> 15; _ -> 31 end),
+    %% What zlib does at the end of a stream with input left: `reset' reads
+    %% the next gzip member (zlib:gunzip/1 does the same), `error' refuses
+    %% what follows a deflate stream. The default, `cut', drops it silently.
+    ok = case Coding of
+             <<"deflate">> -> zlib:inflateInit(Z, 15, error);
+             _ -> zlib:inflateInit(Z, 31, reset)
+         end,
     I = #inflate{z = Z, inner = Inner, max = Max, reads = falco_stream:reads()},
     (strip(Req))#{stream => {?MODULE, I}}.
 

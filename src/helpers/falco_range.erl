@@ -6,7 +6,7 @@
 %% ones are dropped (§14.1.1), overlapping and adjacent ones coalesced and
 %% sorted (§14.2 allows it, and it defeats the many-overlapping-ranges
 %% amplification), and more than `max_ranges' (default 16) makes the field
-%% ignored. {@link reply/4} builds the response for a handler: 200 with
+%% ignored, as does a second Range field. {@link reply/4} builds the response for a handler: 200 with
 %% `Accept-Ranges: bytes' when there is no usable Range, 206 with
 %% Content-Range for one span, 206 `multipart/byteranges' (§14.6) for
 %% several, 416 with `Content-Range: bytes */Size' (§15.5.17) when none is
@@ -158,9 +158,12 @@ reply(Req, Headers0, Content, Opts) ->
             multipart(Headers, Content, Size, Spans)
     end.
 
+%% A Range field given twice is ignored, like a malformed one (§14.2 lets a
+%% server ignore Range): which of the two was meant cannot be told, and an
+%% intermediary may have acted on the other one.
 ranges(Req, Headers, Size, Opts) ->
-    case {falco_req:method(Req), falco_req:header(<<"range">>, Req)} of
-        {<<"GET">>, Range} when is_binary(Range) ->
+    case {falco_req:method(Req), [V || {<<"range">>, V} <- falco_req:headers(Req)]} of
+        {<<"GET">>, [Range]} ->
             case if_range(Req, Headers) of
                 true ->
                     case parse(Range) of

@@ -13,8 +13,10 @@
 %% with `Vary: Accept-Encoding', each with its own ETag. A directory is
 %% served through its index files (`index', default `index.html'); asked
 %% for without its trailing slash it is redirected (301) so relative links
-%% work; a directory without index is 404 (nothing is listed, and a 404
-%% does not tell a directory from a missing file). Only GET and HEAD are
+%% work, to a path that starts with one slash (`//sub' goes to `/sub/',
+%% never to the host `sub'); a directory without index is 404 (nothing is
+%% listed, and a 404 does not tell a directory from a missing file), and
+%% so is a regular file asked for with a trailing slash (`a.txt/'). Only GET and HEAD are
 %% served (405 with Allow otherwise).
 %%
 %% No path escapes the root. The request path is split and decoded one
@@ -166,7 +168,12 @@ find(Req, Segs, Opts) ->
         {ok, Root} ->
             case inside(Root, filename:join([Root | Segs])) of
                 {ok, Path, #file_info{type = regular} = Info} ->
-                    {ok, Path, Info};
+                    %% `file/' names a directory (RFC 3986 §3.3): a
+                    %% regular file is not one, whatever the OS says.
+                    case binary:last(falco_req:path(Req)) of
+                        $/ -> not_found;
+                        _ -> {ok, Path, Info}
+                    end;
                 {ok, Dir, #file_info{type = directory}} ->
                     case binary:last(falco_req:path(Req)) of
                         $/ -> index(Root, Dir, maps:get(index, Opts, [<<"index.html">>]));
@@ -183,11 +190,18 @@ find(Req, Segs, Opts) ->
             not_found
     end.
 
+%% The path with its trailing slash, leading slashes collapsed into one:
+%% `Location: //sub/' would be a network-path reference (RFC 3986 §4.2),
+%% sending the browser to the host `sub'.
 location(Req) ->
+    Path = <<$/, (strip_slashes(falco_req:path(Req)))/binary, $/>>,
     case falco_req:qs(Req) of
-        <<>> -> <<(falco_req:path(Req))/binary, "/">>;
-        Qs -> <<(falco_req:path(Req))/binary, "/?", Qs/binary>>
+        <<>> -> Path;
+        Qs -> <<Path/binary, "?", Qs/binary>>
     end.
+
+strip_slashes(<<$/, Rest/binary>>) -> strip_slashes(Rest);
+strip_slashes(Path) -> Path.
 
 index(Root, Dir, [Name | T]) ->
     case inside(Root, filename:join(Dir, Name)) of

@@ -7,11 +7,15 @@
 %% request is read and answered the socket is passive (a `recv' per read,
 %% no mailbox traffic); between requests it reads passively for at most
 %% 100 ms, then waits in `{active, once}' mode in a `receive', where it
-%% answers `sys' messages (see idle/1). Time limits: `idle_timeout' while
-%% waiting for the first byte of a request (keep-alive), `request_timeout'
-%% for the whole head counted from its first byte (so a slowloris client
-%% that trickles bytes still gets 408 and is closed), and `body_timeout'
-%% for each body read. A parse error is answered
+%% answers `sys' messages (see idle/1). Time limits: the first request
+%% must arrive whole, head and all, within `request_timeout' of the accept
+%% (a silent connection, or one that sends only empty lines, is closed at
+%% it, or at `idle_timeout' if that is shorter; one that has begun a head
+%% gets 408); a later request gets
+%% `idle_timeout' for its first byte (keep-alive) and then
+%% `request_timeout' for the whole head counted from that byte (so a
+%% slowloris client that trickles bytes still gets 408 and is closed); the
+%% body is read under {@link falco_body_deadline}. A parse error is answered
 %% with its status and the connection is closed: once framing is in doubt
 %% no further byte can be trusted (RFC 9112 §11.2).
 -module(falco_http1_conn).
@@ -35,6 +39,9 @@
                max_requests :: pos_integer() | infinity,
                idle_timeout :: timeout(),
                request_timeout :: timeout(),
+               %% the first request's deadline (request_timeout from the
+               %% accept); `undefined' once it has been read
+               first :: integer() | infinity | undefined,
                tracker :: falco_http1_stream:tracker(),
                debug = [] :: [sys:dbg_opt()]}).
 
@@ -46,20 +53,21 @@
           closed | {upgrade, h2c, falco_http2_frame:settings(), map(), binary()}
         | {upgrade, websocket, map(), binary()}.
 enter(Ctx = #{socket := Socket, transport := T, parent := Parent, handler := Handler,
-              conf := Conf}, Buf) ->
+              conf := Conf, deadline := First}, Buf) ->
     C = #conn{socket = Socket, transport = T, tags = falco_transport:messages(T),
               parent = Parent, ctx = Ctx, handler = Handler, conf = Conf,
               limits = maps:get(limits, Conf),
               max_requests = maps:get(max_keep_alive_requests, Conf),
               idle_timeout = maps:get(idle_timeout, Conf),
               request_timeout = maps:get(request_timeout, Conf),
+              first = First,
               tracker = falco_http1_stream:tracker()},
     wait(C, Buf).
 
 %% Between requests: the next head may already be buffered (pipelining).
 %% Bytes that are only empty lines (RFC 9112 §2.2: some clients send a CRLF
 %% after a body) do not start a request: the connection stays idle, so it
-%% gets idle_timeout and a silent close, never an unsolicited 408.
+%% gets the wait for a first byte and a silent close, never an unsolicited 408.
 wait(C, <<>>) ->
     idle(C);
 wait(C, Buf) ->
@@ -71,7 +79,15 @@ wait(C, Buf) ->
 only_crlf(<<"\r\n", Rest/binary>>) -> only_crlf(Rest);
 only_crlf(Bin) -> Bin =:= <<>>.
 
-deadline(#conn{request_timeout = T}) -> falco_transport:deadline(T).
+%% The deadline of the head: the first request's, counted from the accept,
+%% or request_timeout from the first byte of a later one.
+deadline(#conn{first = undefined, request_timeout = T}) -> falco_transport:deadline(T);
+deadline(#conn{first = First}) -> First.
+
+%% How long to wait for the first byte of a request: idle_timeout, and for
+%% the first request no later than its deadline either.
+idle_deadline(#conn{first = undefined, idle_timeout = Idle}) -> falco_transport:deadline(Idle);
+idle_deadline(#conn{first = First, idle_timeout = Idle}) -> min(First, falco_transport:deadline(Idle)).
 
 %% `Start' is the start of the request as received, kept only for a reply
 %% to a request rejected before its head was parsed: if it is a HEAD
@@ -133,7 +149,8 @@ serve(C = #conn{socket = Sock, transport = T, conf = Conf, served = Served,
     S0 = falco_http1_stream:with_body(Framing, Rest, Continue, Tracker,
                                       falco_http1_stream:new(Sock, T, Version, KeepAlive, Conf)),
     Req = (with_connection(Request, C))#{stream => {falco_http1_stream, S0}},
-    case falco_pipeline:run(Req, C#conn.handler, falco_http1_stream, S0) of
+    case falco_pipeline:run(Req, C#conn.handler, falco_http1_stream, S0,
+                            maps:get(handler_timeout, Conf)) of
         {ok, S} ->
             case falco_http1_stream:switched(S) of
                 undefined -> next(C, S, KeepAlive0);
@@ -146,7 +163,9 @@ serve(C = #conn{socket = Sock, transport = T, conf = Conf, served = Served,
 %% The response is out: on to the next request, or close.
 next(C = #conn{served = Served}, S, KeepAlive0) ->
     case falco_http1_stream:body_finish(S) of
-        {ok, Buf} -> ok = drop_strays(C), wait(C#conn{served = Served + 1}, Buf);
+        {ok, Buf} ->
+            ok = drop_strays(C),
+            wait(C#conn{served = Served + 1, first = undefined}, Buf);
         %% The client asked to close and sent nothing more (§9.6).
         {close, true} when not KeepAlive0 -> quick_close(C);
         {close, _} -> close(C)
@@ -224,8 +243,8 @@ with_connection(Request, #conn{ctx = #{peer := Peer, scheme := Scheme, listener 
 %% 13 -> 17 us of server CPU per request and echo 16 -> 21 us (bench,
 %% falco vs elli vs cowboy in one run, medians of 3, 2026-11-24; elli and
 %% cowboy unchanged between the runs).
-idle(C = #conn{socket = Sock, transport = T, idle_timeout = Idle, parent = Parent}) ->
-    Deadline = falco_transport:deadline(Idle),
+idle(C = #conn{socket = Sock, transport = T, parent = Parent}) ->
+    Deadline = idle_deadline(C),
     receive
         {system, From, Request} ->
             sys:handle_system_msg(Request, From, Parent, ?MODULE, C#conn.debug, {idle, Deadline, C});
@@ -233,7 +252,7 @@ idle(C = #conn{socket = Sock, transport = T, idle_timeout = Idle, parent = Paren
             _ = quick_close(C),
             exit(Reason)
     after 0 ->
-        case T:recv(Sock, 0, min(?BUSY_WAIT, Idle)) of
+        case T:recv(Sock, 0, min(?BUSY_WAIT, falco_transport:remaining(Deadline))) of
             {ok, Data} ->
                 case only_crlf(Data) of
                     true -> go_idle(C, Deadline);

@@ -11,6 +11,9 @@
 %% part of this stream state, which the request carries, so each read
 %% returns a new state (and {@link falco_req:read_body/1} a new request).
 %% `100 Continue' is sent on the first read that has to wait for the body.
+%% Each wait for body bytes is bounded by `body_timeout' and by the
+%% deadline of `min_body_rate' ({@link falco_body_deadline}), which also
+%% bounds the discarding of a body the handler left unread.
 %%
 %% The connection must learn where the body ended to read the next
 %% request, though the handler returns a response, not its last request.
@@ -40,7 +43,9 @@
                %% the socket's read buffer was widened for this body
                wide = false :: boolean(),
                %% the socket was read (or written, 100) since the last report
-               io = false :: boolean()}).
+               io = false :: boolean(),
+               %% min_body_rate's clock, from the first wait for body bytes
+               clock :: falco_body_deadline:clock() | undefined}).
 
 %% The connection, its reports' tag and count, and the read count.
 -opaque tracker() :: {pid(), reference(), counters:counters_ref(), falco_stream:reads()}.
@@ -51,6 +56,7 @@
               keep_alive :: boolean(),
               max_body :: non_neg_integer(),
               body_timeout :: timeout(),
+              min_body_rate :: falco_body_deadline:rule(),
               limits :: falco_http1:limits(),
               mode = full :: full | chunked | raw,
               close = false :: boolean(),
@@ -71,12 +77,19 @@
 %% connection; a larger one closes it (RFC 9112 §9.3: a server may close
 %% instead of discarding content).
 -define(MAX_DISCARD, 1048576).
+%% ... and read for at most this long (ms), whatever body_timeout and
+%% min_body_rate allow: keeping the connection is not worth more. A
+%% client trickling a chunked body the handler ignored held the discard
+%% for as long as each piece came within body_timeout.
+-define(MAX_DISCARD_MS, 2000).
 %% A body whose missing part is at most this big is read with one
 %% exact-length recv (one allocation). body_timeout then bounds that whole
 %% read, which is harmless at this size; a larger remainder is read piece by
 %% piece so body_timeout stays a wait between bytes (a slow but steady
 %% upload of a large body is not cut off).
 -define(MAX_EXACT_READ, 65536).
+%% The pieces a file body is sent in (see file_body/4).
+-define(FILE_CHUNK, 262144).
 
 %% @doc A connection's tracker of body reads (see the module doc); made
 %% once per connection, in the connection process.
@@ -86,10 +99,12 @@ tracker() ->
 
 %% @doc The stream state for one request, without a body.
 -spec new(inet:socket() | ssl:sslsocket(), gen_tcp | ssl, {1, 0} | {1, 1}, boolean(), map()) -> state().
-new(Socket, Transport, Version, KeepAlive, #{max_body := MaxBody, body_timeout := BodyTimeout,
-                                             limits := Limits}) ->
+new(Socket, Transport, Version, KeepAlive, Conf = #{max_body := MaxBody,
+                                                    body_timeout := BodyTimeout,
+                                                    limits := Limits}) ->
     #h1s{socket = Socket, transport = Transport, version = Version, keep_alive = KeepAlive,
-         max_body = MaxBody, body_timeout = BodyTimeout, limits = Limits}.
+         max_body = MaxBody, body_timeout = BodyTimeout,
+         min_body_rate = maps:get(min_body_rate, Conf, none), limits = Limits}.
 
 %% @doc The request body: its framing, the bytes already received after the
 %% head, whether the client waits for `100 Continue', and the connection's
@@ -121,9 +136,10 @@ closing(#h1s{close = Close}) -> Close.
 %% @doc After the response (`S' is the state the pipeline returned), from
 %% the body state the handler's last read reported: `{ok, Rest}' with the
 %% bytes that follow the body (the next pipelined request), having read and
-%% dropped what the handler left unread (up to 1 MB); or `{close, Ended}'
-%% when the connection closes (the response said so, the rest of the body
-%% is too large or in doubt), `Ended' telling whether the request was read
+%% dropped what the handler left unread (up to 1 MB, for at most 2 s); or
+%% `{close, Ended}' when the connection closes (the response said so, the
+%% rest of the body is too large, too slow or in doubt), `Ended' telling
+%% whether the request was read
 %% to its end with nothing after it. A closing connection does not drain
 %% the body first (RFC 9112 §9.6): the lingering close does what is needed.
 -spec body_finish(state()) -> {ok, binary()} | {close, boolean()}.
@@ -133,13 +149,23 @@ body_finish(S = #h1s{close = Close}) ->
             case B of
                 _ when Close -> {close, ended(B)};
                 #body{framing = done, buf = Buf} -> ok = narrow(B, S), {ok, Buf};
-                #body{continue = pending} -> {close, false};
-                #body{framing = {length, Left}} when Left > ?MAX_DISCARD -> {close, false};
-                _ -> discard(B, S#h1s{max_body = B#body.read + ?MAX_DISCARD})
+                _ ->
+                    case undiscardable(B) of
+                        true -> {close, false};
+                        false -> discard(B, S#h1s{max_body = B#body.read + ?MAX_DISCARD},
+                                         falco_transport:deadline(?MAX_DISCARD_MS))
+                    end
             end;
         lost ->
             {close, false}
     end.
+
+%% Whether the rest of an unread body is not worth reading to keep the
+%% connection: the client still waits for `100 Continue' (it may never
+%% send the body), or more than MAX_DISCARD bytes are announced.
+undiscardable(#body{continue = pending}) -> true;
+undiscardable(#body{framing = {length, Left}}) -> Left > ?MAX_DISCARD;
+undiscardable(_) -> false.
 
 %% Whether the bytes received end the body exactly (reads that took no
 %% bytes from the socket are not reported, so the body may be done only in
@@ -185,11 +211,14 @@ flush_reports(Ref) ->
     end.
 
 %% Drops the rest of an unread body, at most max_body (set by the caller
-%% to what was read plus 1 MB) in all.
-discard(B0, S) ->
-    try pull(B0#body{pending = <<>>}, S) of
+%% to what was read plus 1 MB) in all, until `Deadline' (each wait is
+%% shortened to it; past it the connection closes).
+discard(B0, S = #h1s{body_timeout = Wait}, Deadline) ->
+    Left = falco_transport:remaining(Deadline),
+    try pull(B0#body{pending = <<>>}, S#h1s{body_timeout = min(Wait, Left)}) of
         #body{framing = done, buf = Buf} = B -> ok = narrow(B, S), {ok, Buf};
-        B -> discard(B, S)
+        _ when Left =:= 0 -> {close, false};
+        B -> discard(B, S, Deadline)
     catch
         throw:{falco_error, _} -> {close, false}
     end.
@@ -259,13 +288,19 @@ send_file(Status, Fields0, Fd, Offset, Length, S0) ->
         Error -> Error
     end.
 
-file_body(Fd, Offset, Length, S = #h1s{transport = gen_tcp, socket = Sock}) ->
-    case file:sendfile(Fd, Sock, Offset, Length, []) of
-        {ok, _} -> {ok, S};
-        {error, _} = Error -> Error
-    end;
+%% A file body is read and sent in pieces of FILE_CHUNK, never with
+%% file:sendfile/5: sendfile ignores send_timeout (OTP 25's socket backend
+%% calls socket:sendfile/5 with `infinity'), so a client that stopped
+%% reading pinned the connection, its process and the file forever (20
+%% downloads of 20, still stuck at 150 s). Each send here blocks at most
+%% send_timeout, after which the socket is closed (send_timeout_close).
+%% Throughput of a 1 GB download with curl on loopback, 5 runs each,
+%% medians, 2026-11-24, a shared and noisy 2-core machine: sendfile 850-870
+%% MB/s, 64 KB pieces 680-705 MB/s, 256 KB pieces 820-1050 MB/s; server
+%% CPU (utime + stime of the VM) per GB, medians of 5, two rounds: sendfile
+%% 460 and 520 ms, 256 KB pieces 510 and 540 ms.
 file_body(Fd, Offset, Length, S = #h1s{transport = T, socket = Sock}) ->
-    Chunk = min(Length, 65536),
+    Chunk = min(Length, ?FILE_CHUNK),
     case file:pread(Fd, Offset, Chunk) of
         {ok, Data} ->
             case T:send(Sock, Data) of
@@ -278,7 +313,8 @@ file_body(Fd, Offset, Length, S = #h1s{transport = T, socket = Sock}) ->
     end.
 
 %% RFC 9112 §9.3, §9.6: say when we will close; 1.0 peers are told keep-alive.
-connection_fields(Fields, S = #h1s{keep_alive = KeepAlive, version = Version}) ->
+connection_fields(Fields, S0) ->
+    S = #h1s{keep_alive = KeepAlive, version = Version} = unread(S0),
     case lists:keyfind(<<"connection">>, 1, Fields) of
         {_, V} when not KeepAlive ->
             %% We close whatever the handler said, so say so (§9.6).
@@ -300,6 +336,26 @@ connection_fields(Fields, S = #h1s{keep_alive = KeepAlive, version = Version}) -
 
 has_close(V) ->
     falco_grammar:has_element(V, <<"close">>).
+
+%% Before the head: if the body the handler left unread is one that
+%% body_finish/1 will not discard (or its state was lost), the connection
+%% closes after this response, and the head says so (RFC 9112 §9.6). The
+%% latest body state is taken now and kept in the state returned, which
+%% is the one body_finish/1 gets.
+unread(S = #h1s{tracker = undefined}) ->
+    S;
+unread(S = #h1s{keep_alive = false}) ->
+    S;
+unread(S = #h1s{tracker = {_, _, Reports, _}}) ->
+    case latest(S) of
+        {ok, B = #body{framing = done}} ->
+            S#h1s{body = B, report_no = counters:get(Reports, 1)};
+        {ok, B} ->
+            S#h1s{body = B, report_no = counters:get(Reports, 1),
+                  keep_alive = not undiscardable(B)};
+        lost ->
+            S#h1s{keep_alive = false}
+    end.
 
 send(S = #h1s{transport = T, socket = Sock}, Data) ->
     case T:send(Sock, Data) of
@@ -337,8 +393,9 @@ read(all, #body{framing = {length, Left}, pending = <<>>, read = Read}, #h1s{max
 read(all, B0 = #body{framing = {length, Left}, pending = <<>>, buf = Buf, read = Read}, S)
   when byte_size(Buf) < Left, Left - byte_size(Buf) =< ?MAX_EXACT_READ ->
     %% One exact-length recv: a single allocation for the whole body.
-    B = continue(B0, S),
-    Data = recv(S, Left - byte_size(Buf)),
+    B = clock(continue(B0, S), S),
+    %% The rule allows this read the time the whole of it earns.
+    Data = recv(S, B#body{read = Read + Left - byte_size(Buf)}, Left - byte_size(Buf)),
     {ok, <<Buf/binary, Data/binary>>,
      B#body{framing = done, buf = <<>>, read = Read + Left, io = true}};
 read(all, B, S) ->
@@ -370,8 +427,8 @@ trailers(#h1s{body = #body{trailers = T}}) ->
 %% Moves at least some body bytes (or the end) into `pending', with at
 %% most one recv. Enforces max_body on everything read.
 pull(B = #body{framing = {length, Left}, buf = <<>>}, S) ->
-    B1 = widen(Left, continue(B, S), S),
-    Data = recv(S, 0),
+    B1 = clock(widen(Left, continue(B, S), S), S),
+    Data = recv(S, B1, 0),
     pull(B1#body{buf = Data, io = true}, S);
 pull(B = #body{framing = {length, Left}, buf = Buf, read = Read}, S) ->
     case Buf of
@@ -392,8 +449,8 @@ pull(B = #body{framing = {chunked, C0}, buf = Buf, read = Read}, S = #h1s{max_bo
             end,
             case Size of
                 0 ->
-                    B1 = widen(infinity, continue(B, S), S),
-                    More = recv(S, 0),
+                    B1 = clock(widen(infinity, continue(B, S), S), S),
+                    More = recv(S, B1, 0),
                     pull(B1#body{framing = {chunked, C}, buf = More, io = true}, S);
                 _ ->
                     add(B#body{framing = {chunked, C}, buf = <<>>}, iolist_to_binary(Data), Read, S)
@@ -445,7 +502,17 @@ continue(B = #body{continue = pending}, #h1s{transport = T, socket = Sock}) ->
 continue(B, _S) ->
     B.
 
-recv(#h1s{transport = T, socket = Sock, body_timeout = Timeout}, Len) ->
+%% The first wait for body bytes starts min_body_rate's clock.
+clock(B = #body{clock = undefined}, #h1s{min_body_rate = Rule}) ->
+    B#body{clock = falco_body_deadline:start(Rule, erlang:monotonic_time(millisecond))};
+clock(B, _S) ->
+    B.
+
+%% A wait for body bytes: body_timeout, or less when min_body_rate's
+%% deadline for the bytes received so far comes first.
+recv(#h1s{transport = T, socket = Sock, body_timeout = Wait}, #body{clock = Clock, read = Read},
+     Len) ->
+    Timeout = falco_body_deadline:timeout(Clock, Read, Wait, erlang:monotonic_time(millisecond)),
     case T:recv(Sock, Len, Timeout) of
         {ok, Data} -> Data;
         {error, timeout} -> throw({falco_error, body_timeout});

@@ -7,7 +7,8 @@
 %% actions the machine returns: writing bytes, starting a stream process
 %% ({@link falco_http2_stream}, one per request, running the shared
 %% pipeline), passing request body data to it, killing it when its stream
-%% is reset, answering its sends, arming timers. Writes are gathered: the
+%% is reset (not when the reset is for a client too slow to read: then its
+%% send fails and it ends by itself), answering its sends, arming timers. Writes are gathered: the
 %% bytes of every action are sent in one call once the mailbox is empty (or
 %% after 64 actions), so a burst of requests gets a burst of frames in few
 %% writes.
@@ -55,8 +56,9 @@ enter(Ctx = #{socket := Socket, transport := Transport, parent := Parent, conf :
     process_flag(trap_exit, true),
     {M0, Acts0} = falco_http2_machine:new(falco_opts:http2_machine(Conf)),
     %% What each stream process needs, and no more: it is copied at every spawn.
-    StreamCtx = (maps:with([listener, handler, peer, scheme], Ctx))#{
-                  max_body => maps:get(max_body, Conf), body_timeout => maps:get(body_timeout, Conf)},
+    StreamCtx = (maps:merge(maps:with([listener, handler, peer, scheme], Ctx),
+                            maps:with([max_body, body_timeout, min_body_rate, handler_timeout],
+                                      Conf)))#{send_buffer => maps:get(h2_send_buffer, Conf)},
     C0 = #c{socket = Socket, transport = Transport, tags = falco_transport:messages(Transport),
             ctx = Ctx, stream_ctx = StreamCtx, parent = Parent, machine = M0,
             max_frame = falco_http2_machine:max_frame_size(M0)},
@@ -225,6 +227,11 @@ exec([{trailers, Id, Fields} | Rest], C = #c{ids = Ids}) ->
             #{} -> ok
         end,
     exec(Rest, C);
+exec([{reset, _Id, send_timeout} | Rest], C) ->
+    %% The client read too slowly: the handler's send returns
+    %% {error, send_timeout} and its process ends on its own (its exit is
+    %% still awaited, and it is killed if the connection ends first).
+    exec(Rest, C);
 exec([{reset, Id, _Reason} | Rest], C = #c{ids = Ids, pids = Pids}) ->
     case Ids of
         #{Id := Pid} ->
@@ -312,4 +319,5 @@ system_code_change(C, _Module, _OldVsn, _Extra) ->
 system_get_state(#c{ctx = Ctx, machine = M, pids = Pids}) ->
     {ok, (maps:with([listener, peer, scheme], Ctx))#{
            protocol => h2, streams => falco_http2_machine:active_streams(M),
+           send_queued => falco_http2_machine:send_queued(M),
            stream_processes => maps:keys(Pids)}}.

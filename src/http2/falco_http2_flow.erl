@@ -12,11 +12,27 @@
 %% and a window update flushes the blocked streams. Field blocks are HPACK
 %% encoded when their frame is queued, never earlier, so trailers waiting
 %% behind data keep the encoder in the order the client decodes.
+%%
+%% Window dribbling (a client giving a byte of window now and then, to
+%% hold streams and their handlers) is bounded twice. A queued piece is
+%% not cut into DATA frames smaller than 16 KB because the window is
+%% short: the rest of a piece goes out once it fits (a small piece, an SSE
+%% event, at once), a cut only once 16 KB fit, or half the client's
+%% SETTINGS_INITIAL_WINDOW_SIZE if that is smaller (a client that reads
+%% always gives back at least that much, so it is never deadlocked; h2spec
+%% §6.9 uses windows of 1 to 3 bytes). And the stall timer is not restarted
+%% by progress, nor stopped by a moment with nothing queued: at each
+%% `send_timeout' a stream with data queued must have sent `send_min_rate'
+%% bytes per second since the last one, or it is reset (see stalled/2).
 -module(falco_http2_flow).
 
--export([headers/5, inform/3, data/5, trailers/4, flush_stream/2, flush_blocked/1]).
+-export([headers/5, inform/3, data/5, trailers/4, flush_stream/2, flush_blocked/1, stalled/2]).
 
 -include("falco_http2_machine.hrl").
+
+%% The smallest DATA frame a queued piece is cut into when the window is
+%% short (the smallest SETTINGS_MAX_FRAME_SIZE, §4.2): see flush_stream/2.
+-define(MIN_SEND, 16384).
 
 %% @doc Queues the response head of stream `Id' (`fin': no body follows).
 -spec headers(stream_id(), 100..999, headers(), fin(), #m{}) -> #m{}.
@@ -89,47 +105,60 @@ flush_stream(S = #stream{id = Id, queue = [{data, _, 0, Fin, Tag} | Q]}, M0) ->
              nofin -> M0
          end,
     flush_stream(S#stream{queue = Q}, reply(Tag, ok, M1));
-flush_stream(S = #stream{id = Id, send_window = SW, queue = [{data, Data, Size, Fin, Tag} | Q]},
+flush_stream(S = #stream{id = Id, send_window = SW, sent = Sent,
+                         queue = [{data, Data, Size, Fin, Tag} | Q]},
              M0 = #m{conn_send = CW, remote_max_frame = MaxFrame}) ->
-    Window = min(SW, CW),
+    N = min(min(SW, CW), MaxFrame),
     if
-        Size =< Window, Size =< MaxFrame ->
+        Size =< N ->
             M1 = send(falco_http2_frame:data(Id, Fin, Data), M0#m{conn_send = CW - Size}),
-            flush_stream(S#stream{send_window = SW - Size, queue = Q}, reply(Tag, ok, M1));
-        Window > 0 ->
-            N = min(Window, MaxFrame),
+            flush_stream(S#stream{send_window = SW - Size, sent = Sent + Size, queue = Q},
+                         reply(Tag, ok, M1));
+        N > 0, N >= ?MIN_SEND; N > 0, N >= M0#m.remote_window div 2 ->
             <<Part:N/binary, Rest/binary>> = iolist_to_binary(Data),
             M1 = send(falco_http2_frame:data(Id, nofin, Part), M0#m{conn_send = CW - N}),
-            %% Progress restarts the stall timer of a blocked stream.
-            M2 = case lists:member(Id, M1#m.blocked) of
-                     true -> act({timer, {stall, Id}, send_timeout(M1)}, M1);
-                     false -> M1
-                 end,
-            flush_stream(S#stream{send_window = SW - N,
-                                  queue = [{data, Rest, Size - N, Fin, Tag} | Q]}, M2);
+            flush_stream(S#stream{send_window = SW - N, sent = Sent + N,
+                                  queue = [{data, Rest, Size - N, Fin, Tag} | Q]}, M1);
         true ->
             block(S, M0)
     end.
 
+%% A stream waiting for window: remembered in order, with a stall timer
+%% that progress does not restart, nor a moment with nothing queued (the
+%% end of a small piece let through just before the handler queues the
+%% next): see stalled/2.
+block(S = #stream{id = Id, sent = Sent, stall = Stall}, M0 = #m{blocked = Blocked}) ->
+    M = case lists:member(Id, Blocked) of
+            true -> M0;
+            false -> M0#m{blocked = Blocked ++ [Id]}
+        end,
+    case Stall of
+        true -> put_stream(S, M);
+        false -> put_stream(S#stream{stall = true, sent_mark = Sent},
+                            act({timer, {stall, Id}, send_timeout(M)}, M))
+    end.
+
 send_timeout(#m{opts = #{send_timeout := T}}) -> T.
 
-%% A stream waiting for window: remembered in order, with a stall timer.
-block(S = #stream{id = Id}, M = #m{blocked = Blocked}) ->
-    case lists:member(Id, Blocked) of
-        true -> put_stream(S, M);
-        false -> put_stream(S, act({timer, {stall, Id}, send_timeout(M)},
-                                   M#m{blocked = Blocked ++ [Id]}))
+%% @doc The stall timer of a stream expired. With nothing queued the
+%% stream waits for its handler, not for the client: `continue', the timer
+%% stopped. Otherwise `continue' (the timer armed again) if the client let
+%% at least `send_min_rate' bytes per second through since it started, and
+%% at least one byte; `reset' if not.
+-spec stalled(#stream{}, #m{}) -> {continue, #m{}} | reset.
+stalled(S = #stream{queue = []}, M) ->
+    {continue, put_stream(S#stream{stall = false}, M)};
+stalled(S = #stream{id = Id, sent = Sent, sent_mark = Mark},
+        M = #m{opts = #{send_timeout := Timeout, send_min_rate := Rate}}) ->
+    case Sent - Mark >= max(1, Rate * Timeout div 1000) of
+        true -> {continue, put_stream(S#stream{sent_mark = Sent},
+                                      act({timer, {stall, Id}, Timeout}, M))};
+        false -> reset
     end.
 
 after_send(S = #stream{id = Id, queue = []}, M0 = #m{blocked = Blocked, settled = Settled}) ->
-    M = M0#m{settled = [Id | Settled]},
-    case lists:member(Id, Blocked) of
-        true ->
-            put_stream(S, act({cancel_timer, {stall, Id}},
-                              M#m{blocked = lists:delete(Id, Blocked)}));
-        false ->
-            put_stream(S, M)
-    end;
+    %% The stall timer, if it runs, runs on (see block/2).
+    put_stream(S, M0#m{settled = [Id | Settled], blocked = lists:delete(Id, Blocked)});
 after_send(S, M) ->
     put_stream(S, M).
 

@@ -15,7 +15,9 @@
 %%     an error status;</li>
 %% <li>`{data, StreamId, binary(), fin | nofin}', `{trailers, StreamId, Fields}':
 %%     request body and trailers, for the stream's process;</li>
-%% <li>`{reset, StreamId, Reason}': the stream is gone (reset by either side);</li>
+%% <li>`{reset, StreamId, Reason}': the stream is gone (reset by either side;
+%%     for `send_timeout' its pending sends have failed and its process is
+%%     left to end);</li>
 %% <li>`{reply, Tag, ok | {error, Reason}}': a queued send finished or failed;</li>
 %% <li>`{timer, Name, Ms}', `{cancel_timer, Name}': (re)arm or stop a timer
 %%     whose expiry comes back as {@link timeout/2};</li>
@@ -36,13 +38,18 @@
 %% DATA frames, and the RST_STREAMs we are made to send. A field block is
 %% bounded in bytes and in CONTINUATION frames (CVE-2024-27316), and its
 %% decoded size by SETTINGS_MAX_HEADER_LIST_SIZE (HPACK bombs: 431).
-%% Data blocked by a zero window for `send_timeout' resets the stream.
+%% Response data is sent in DATA frames of at least 16 KB when a window is
+%% short (smaller only when that ends what is queued, or when the client's
+%% own initial window is small), and a stream whose data waits on the
+%% client's window must get `send_min_rate' bytes per second through,
+%% measured over each `send_timeout': window dribbling (a byte of window
+%% now and then) resets the stream instead of holding it and its handler.
 -module(falco_http2_machine).
 
 -export([new/1, frame/2, frame_error/2, upgrade/2,
          send_headers/5, send_inform/3, send_data/5, send_trailers/4,
          consumed/3, stream_exited/2, reset_stream/3, timeout/2, goaway/1,
-         max_frame_size/1, active_streams/1, default_opts/0]).
+         max_frame_size/1, active_streams/1, send_queued/1, default_opts/0]).
 
 -export_type([state/0, action/0, opts/0]).
 
@@ -65,6 +72,7 @@
                   max_header_count => non_neg_integer(),
                   settings_timeout => timeout(),
                   send_timeout => timeout(),
+                  send_min_rate => non_neg_integer(),
                   idle_timeout => timeout(),
                   flood_window => pos_integer(),
                   flood_limits => #{atom() => non_neg_integer()}}.
@@ -109,6 +117,16 @@ max_frame_size(#m{opts = #{max_frame_size := Max}}) -> Max.
 %% @doc The number of streams open or half-closed.
 -spec active_streams(state()) -> non_neg_integer().
 active_streams(#m{streams = S}) -> map_size(S).
+
+%% @doc The response bytes queued for the client's windows, over every
+%% stream (each stream process queues at most `h2_send_buffer' of them).
+-spec send_queued(state()) -> non_neg_integer().
+send_queued(#m{streams = Streams}) ->
+    maps:fold(fun(_, #stream{queue = Q}, Acc) ->
+                      lists:foldl(fun({data, _, Size, _, _}, N) -> N + Size;
+                                     ({trailers, _, _}, N) -> N
+                                  end, Acc, Q)
+              end, 0, Streams).
 
 %% @doc The HTTP/1.1 `Upgrade: h2c' path (RFC 7540 §3.2): the client's
 %% HTTP2-Settings are applied as its first SETTINGS (the 101 acknowledges
@@ -538,13 +556,13 @@ stop_lingering(S = #stream{id = Id}, M) ->
 
 
 %% Removes a stream, failing its queued sends, and remembers how it closed.
-forget(#stream{id = Id, queue = Q, lingering = Lingering}, How,
+forget(#stream{id = Id, queue = Q, lingering = Lingering, stall = Stall}, How,
        M0 = #m{streams = Streams, blocked = Blocked}) ->
     M1 = lists:foldl(fun({data, _, _, _, Tag}, Acc) -> reply(Tag, {error, closed}, Acc);
                         ({trailers, _, Tag}, Acc) -> reply(Tag, {error, closed}, Acc)
-                     end, M0, Q),
-    M2 = case lists:member(Id, Blocked) of
-             true -> act({cancel_timer, {stall, Id}}, M1#m{blocked = lists:delete(Id, Blocked)});
+                     end, M0#m{blocked = lists:delete(Id, Blocked)}, Q),
+    M2 = case Stall of
+             true -> act({cancel_timer, {stall, Id}}, M1);
              false -> M1
          end,
     M3 = case Lingering of
@@ -605,10 +623,23 @@ timeout(idle, M = #m{streams = Streams}) when map_size(Streams) =:= 0 ->
     done(goaway(no_error, idle_timeout, M));
 timeout({stall, Id}, M = #m{streams = Streams}) ->
     case Streams of
-        #{Id := S = #stream{queue = [_ | _]}} ->
-            %% Zero-window stall: the client stopped reading.
-            M1 = send(falco_http2_frame:rst_stream(Id, cancel), M),
-            done(idle_check(forget(S, reset_sent, act({reset, Id, send_timeout}, M1))));
+        #{Id := S = #stream{queue = Q}} ->
+            case falco_http2_flow:stalled(S, M) of
+                {continue, M1} ->
+                    done(M1);
+                reset ->
+                    %% The client stopped reading, or reads too slowly: the
+                    %% handler's pending send fails with send_timeout (its
+                    %% process is left to end), the stream is reset.
+                    M1 = lists:foldl(fun({data, _, _, _, Tag}, Acc) ->
+                                             reply(Tag, {error, send_timeout}, Acc);
+                                        ({trailers, _, Tag}, Acc) ->
+                                             reply(Tag, {error, send_timeout}, Acc)
+                                     end, M, Q),
+                    M2 = send(falco_http2_frame:rst_stream(Id, cancel), M1),
+                    done(idle_check(forget(S#stream{queue = []}, reset_sent,
+                                           act({reset, Id, send_timeout}, M2))))
+            end;
         #{} ->
             {M, []}
     end;

@@ -31,7 +31,13 @@
                  expected :: undefined | non_neg_integer(),
                  received = 0 :: non_neg_integer(),
                  lingering = false :: boolean(),
-                 queue = [] :: [out()]}).
+                 queue = [] :: [out()],
+                 %% response DATA bytes sent, whether the stall timer runs,
+                 %% and how many bytes were sent when it last started
+                 %% (falco_http2_flow)
+                 sent = 0 :: non_neg_integer(),
+                 stall = false :: boolean(),
+                 sent_mark = 0 :: non_neg_integer()}).
 
 -type out() :: {data, iodata(), non_neg_integer(), fin(), tag()}
              | {trailers, headers(), tag()}.

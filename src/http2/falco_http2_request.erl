@@ -20,7 +20,9 @@
 %% transfer-encoding, upgrade), `te' other than "trailers", unknown,
 %% repeated, response or misplaced pseudo-fields, a missing `:method',
 %% `:scheme' or `:path', an empty or relative `:path', `:authority' with
-%% userinfo or differing from Host, and an invalid Content-Length.
+%% userinfo or naming another host or port than Host (compared after
+%% normalisation: case-insensitive host, a missing port is the scheme's
+%% default), and an invalid Content-Length.
 %%
 %% The host and port of `:authority' or Host (RFC 9110 §7.2), the
 %% origin-form of `:path' and tokens are read by {@link falco_grammar},
@@ -156,10 +158,10 @@ finish(Acc = #acc{method = Method, path = Target}, Opts) ->
             {error, {malformed, bad_path}}
     end.
 
-finish(Acc = #acc{authority = Authority, host = Host, count = Count}, Path, Qs, Body,
-       #{max_header_count := MaxCount}) ->
+finish(Acc = #acc{authority = Authority, host = Host, count = Count, scheme = Scheme}, Path, Qs,
+       Body, #{max_header_count := MaxCount}) ->
     Headers0 = headers(Acc),
-    case authority(Authority, Host) of
+    case authority(Authority, Host, Scheme) of
         {error, _} = Error ->
             Error;
         _ when Count > MaxCount ->
@@ -214,18 +216,37 @@ content_length(V, Opts) ->
     end.
 
 %% §8.3.1: ":authority" has no userinfo; Host, when both are present,
-%% names the same thing. Host and port as for HTTP/1.1 (RFC 9110 §7.2).
-authority(undefined, undefined) ->
+%% names the same thing. Host and port as for HTTP/1.1 (RFC 9110 §7.2),
+%% read by falco_grammar, which lowercases the host (§4.2.3: it is
+%% case-insensitive); the two are compared after that, a port left out
+%% being the scheme's default (§4.2.3: "example.com" and "example.com:80"
+%% are the same http origin).
+authority(undefined, undefined, _) ->
     {ok, <<>>, undefined};
-authority(undefined, Host) ->
+authority(undefined, Host, _) ->
     parse_authority(Host);
-authority(A, Host) when Host =:= undefined; Host =:= A ->
+authority(A, Host, Scheme) ->
     case binary:match(A, <<"@">>) of
-        nomatch -> parse_authority(A);
-        _ -> {error, {malformed, authority_userinfo}}
-    end;
-authority(_, _) ->
-    {error, {malformed, authority_host_mismatch}}.
+        nomatch when Host =:= undefined; Host =:= A ->
+            parse_authority(A);
+        nomatch ->
+            case {parse_authority(A), parse_authority(Host)} of
+                {{ok, H, P1} = Ok, {ok, H, P2}} ->
+                    case default_port(P1, Scheme) =:= default_port(P2, Scheme) of
+                        true -> Ok;
+                        false -> {error, {malformed, authority_host_mismatch}}
+                    end;
+                {{ok, _, _}, {ok, _, _}} -> {error, {malformed, authority_host_mismatch}};
+                {{ok, _, _}, Error} -> Error;
+                {Error, _} -> Error
+            end;
+        _ ->
+            {error, {malformed, authority_userinfo}}
+    end.
+
+default_port(undefined, <<"http">>) -> 80;
+default_port(undefined, <<"https">>) -> 443;
+default_port(Port, _) -> Port.
 
 parse_authority(A) ->
     case falco_grammar:authority(A) of

@@ -18,12 +18,16 @@
 %% is bounded by the listener's `max_body' (413). `Expect: 100-continue' is
 %% honoured on the first read that has to wait (RFC 9110 §10.1.1).
 %%
-%% Responses: full replies are sent without waiting; streamed pieces
-%% (`Send(Data)') and file chunks wait until the connection has written them,
-%% which is the backpressure: a client that does not read stalls the handler,
-%% and the connection's stall timer (send_timeout) resets the stream. Files
-%% are read in 64 KB chunks into DATA frames (there is no sendfile through
-%% HTTP/2 framing). Connection-specific fields never leave (§8.2.2).
+%% Responses: full replies up to `send_buffer' (`h2_send_buffer', 64 KB)
+%% are sent without waiting; larger ones, streamed pieces (`Send(Data)') and
+%% file chunks go in pieces of at most `send_buffer', each waiting until the
+%% connection has written it, which is the backpressure and the bound on
+%% what a stream queues in the connection: a client that does not read
+%% stalls the handler, and one that reads slower than `h2_send_min_rate'
+%% gets the stream reset, the handler's send returning
+%% `{error, send_timeout}'. Files are read in `send_buffer' chunks into
+%% DATA frames (there is no sendfile through HTTP/2 framing).
+%% Connection-specific fields never leave (§8.2.2).
 -module(falco_http2_stream).
 -behaviour(falco_stream).
 
@@ -43,8 +47,13 @@
 
 -record(h2s, {conn :: pid(),
               id :: pos_integer(),
+              %% the most response bytes one send puts in the connection's queue
+              send_buffer :: pos_integer(),
               max_body :: non_neg_integer(),
               body_timeout :: timeout(),
+              %% min_body_rate's rule, and its clock from the first wait
+              min_body_rate = none :: falco_body_deadline:rule(),
+              clock :: falco_body_deadline:clock() | undefined,
               body = #body{fin = true} :: #body{},
               %% reads so far (shared by every state of this stream), and
               %% how many there were when this state was made
@@ -54,11 +63,11 @@
               owner :: pid()}).
 -opaque state() :: #h2s{}.
 -export_type([state/0]).
--define(FILE_CHUNK, 65536).
 
 %% @doc Starts the process for stream `Id', linked to the connection.
-%% `Ctx' has `handler', `listener', `peer', `scheme', `max_body' and
-%% `body_timeout'.
+%% `Ctx' has `handler', `listener', `peer', `scheme', `max_body',
+%% `body_timeout' and `send_buffer', and may have `min_body_rate' and
+%% `handler_timeout'.
 -spec start(pid(), pos_integer(), map() | {error, falco_errors:reason(), binary() | undefined}, map()) -> pid().
 start(Conn, Id, Req, Ctx) ->
     spawn_link(?MODULE, init, [Conn, Id, Req, Ctx]).
@@ -66,8 +75,11 @@ start(Conn, Id, Req, Ctx) ->
 %% @private
 -spec init(pid(), pos_integer(), map() | {error, falco_errors:reason(), binary() | undefined}, map()) ->
           ok | {error, term()}.
-init(Conn, Id, Req0, Ctx = #{max_body := MaxBody, body_timeout := BodyTimeout}) ->
+init(Conn, Id, Req0, Ctx = #{max_body := MaxBody, body_timeout := BodyTimeout,
+                             send_buffer := SendBuffer}) ->
     S = #h2s{conn = Conn, id = Id, max_body = MaxBody, body_timeout = BodyTimeout,
+             send_buffer = SendBuffer,
+             min_body_rate = maps:get(min_body_rate, Ctx, none),
              reads = falco_stream:reads(), owner = self()},
     case Req0 of
         {error, Reason, Method} ->
@@ -84,7 +96,8 @@ run(Req0, Ctx, S0) ->
     S = S0#h2s{body = #body{fin = Body =:= none, continue = Continue}},
     Req = Req0#{peer => maps:get(peer, Ctx), scheme => maps:get(scheme, Ctx),
                 listener => maps:get(listener, Ctx), stream => {?MODULE, S}},
-    result(falco_pipeline:run(Req, maps:get(handler, Ctx), ?MODULE, S)).
+    result(falco_pipeline:run(Req, maps:get(handler, Ctx), ?MODULE, S,
+                              maps:get(handler_timeout, Ctx, infinity))).
 
 %% When the pipeline could not finish the response (a streamed reply
 %% crashed), the process ends and the connection resets the stream.
@@ -94,10 +107,23 @@ result(Error) -> Error.
 %% -- responses -------------------------------------------------------------------
 
 %% @private
--spec send_response(100..999, falco_stream:headers(), iodata(), state()) -> {ok, state()}.
-send_response(Status, Fields, Body, S = #h2s{conn = Conn, id = Id}) ->
-    Conn ! {h2_stream, Id, {response, Status, falco_http2_request:response_fields(Fields), Body}},
-    {ok, S}.
+-spec send_response(100..999, falco_stream:headers(), iodata(), state()) ->
+          {ok, state()} | {error, term()}.
+send_response(Status, Fields, Body, S = #h2s{conn = Conn, id = Id, send_buffer = Max}) ->
+    case iolist_size(Body) of
+        Size when Size =< Max ->
+            %% Within the stream's share of the connection's queue: sent
+            %% without waiting.
+            Conn ! {h2_stream, Id, {response, Status, falco_http2_request:response_fields(Fields),
+                                    Body}},
+            {ok, S};
+        Size ->
+            {ok, S} = send_headers(Status, Fields, S),
+            case pieces(iolist_to_binary(Body), Size, fin, S) of
+                ok -> {ok, S};
+                Error -> Error
+            end
+    end.
 
 %% @private
 -spec send_headers(100..999, falco_stream:headers(), state()) -> {ok, state()}.
@@ -110,7 +136,7 @@ send_headers(Status, Fields, S = #h2s{conn = Conn, id = Id}) ->
 send_data(Data, S) ->
     case iolist_size(Data) of
         0 -> ok;
-        _ -> call({data, Data, nofin}, S)
+        Size -> pieces(Data, Size, nofin, S)
     end.
 
 %% @private
@@ -131,15 +157,15 @@ send_file(Status, Fields, Fd, Offset, Length, S) ->
     {ok, S} = send_headers(Status, Fields, S),
     file_body(Fd, Offset, Length, S).
 
-file_body(Fd, Offset, Length, S) ->
-    case file:pread(Fd, Offset, min(Length, ?FILE_CHUNK)) of
+file_body(Fd, Offset, Length, S = #h2s{send_buffer = Max}) ->
+    case file:pread(Fd, Offset, min(Length, Max)) of
         {ok, Data} when byte_size(Data) >= Length ->
-            case call({data, Data, fin}, S) of
+            case call(Data, fin, S) of
                 ok -> {ok, S};
                 Error -> Error
             end;
         {ok, Data} ->
-            case call({data, Data, nofin}, S) of
+            case call(Data, nofin, S) of
                 ok -> file_body(Fd, Offset + byte_size(Data), Length - byte_size(Data), S);
                 Error -> Error
             end;
@@ -149,9 +175,23 @@ file_body(Fd, Offset, Length, S) ->
             Error
     end.
 
+%% Data larger than send_buffer goes in pieces of that size, each sent
+%% once the previous one is written: what a stream has queued in the
+%% connection is bounded by send_buffer, and the connection's queue by
+%% send_buffer times its streams.
+pieces(Data, Size, Fin, S = #h2s{send_buffer = Max}) when Size =< Max ->
+    call(Data, Fin, S);
+pieces(Data, _Size, Fin, S = #h2s{send_buffer = Max}) ->
+    <<Piece:Max/binary, Rest/binary>> = iolist_to_binary(Data),
+    case call(Piece, nofin, S) of
+        ok -> pieces(Rest, byte_size(Rest), Fin, S);
+        Error -> Error
+    end.
+
 %% A send that waits until the connection wrote it (backpressure). If the
-%% stream is reset meanwhile this process is killed, so no timeout here.
-call({data, Data, Fin}, #h2s{conn = Conn, id = Id}) ->
+%% stream is reset by the client meanwhile this process is killed; if the
+%% client reads too slowly the reply is {error, send_timeout}.
+call(Data, Fin, #h2s{conn = Conn, id = Id}) ->
     Ref = make_ref(),
     Conn ! {h2_stream, Id, {data, Data, Fin, {self(), Ref}}},
     receive
@@ -179,7 +219,8 @@ read(Want, S = #h2s{body = B}) ->
         #body{buf_size = 0, fin = true} ->
             {ok, <<>>, S};
         #body{buf_size = 0} ->
-            read(Want, S#h2s{body = wait(B, S)});
+            S1 = clock(S),
+            read(Want, S1#h2s{body = wait(B, S1)});
         #body{buf = Buf, buf_size = Size, fin = Fin} ->
             Data = iolist_to_binary(lists:reverse(Buf)),
             {Give, Keep} = case Size > Want of
@@ -201,12 +242,22 @@ read_all(S = #h2s{body = B = #body{buf = Buf, buf_size = Size, fin = Fin}}, Acc)
         true ->
             {ok, iolist_to_binary(lists:reverse(Acc, lists:reverse(Buf))), S#h2s{body = Emptied}};
         false ->
-            read_all(S#h2s{body = wait(Emptied, S)}, lists:reverse(Buf, Acc))
+            S1 = clock(S),
+            read_all(S1#h2s{body = wait(Emptied, S1)}, lists:reverse(Buf, Acc))
     end.
 
-%% Waits for the next piece of body (or its end); enforces max_body on
-%% everything received.
-wait(B0, #h2s{conn = Conn, id = Id, body_timeout = Timeout, max_body = Max}) ->
+%% The first wait for body bytes starts min_body_rate's clock.
+clock(S = #h2s{clock = undefined, min_body_rate = Rule}) ->
+    S#h2s{clock = falco_body_deadline:start(Rule, erlang:monotonic_time(millisecond))};
+clock(S) ->
+    S.
+
+%% Waits for the next piece of body (or its end), for body_timeout or less
+%% when min_body_rate's deadline comes first ({@link falco_body_deadline});
+%% enforces max_body on everything received.
+wait(B0, #h2s{conn = Conn, id = Id, body_timeout = Wait, max_body = Max, clock = Clock}) ->
+    Timeout = falco_body_deadline:timeout(Clock, B0#body.read, Wait,
+                                          erlang:monotonic_time(millisecond)),
     B = case B0#body.continue of
             true -> Conn ! {h2_stream, Id, {inform, 100}}, B0#body{continue = false};
             false -> B0

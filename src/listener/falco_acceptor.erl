@@ -16,6 +16,16 @@
 %% most `shutdown_timeout', before killing what is left; no crash report
 %% is written for a listener that stops.
 %%
+%% A connection that ends abnormally (killed, a linked process's crash,
+%% `max_heap_size', an exception in falco's own code) is reported here,
+%% once, as one line of at most 4096 characters naming the listener, the
+%% process and the reason; a connection process does not write a crash
+%% report of its own: {@link conn/5} starts it without proc_lib's and turns
+%% an exception into an exit with the stack's arguments dropped. `normal',
+%% `shutdown', `{shutdown, _}' and `closed' are silent, and so is a
+%% handler's crash: the pipeline answered it with a 500 and reported it,
+%% and the connection went on.
+%%
 %% `max_connections': a slot ({@link falco_slots}) is taken before a
 %% process starts waiting in accept and given back when that process ends
 %% (seen here, whatever way it ends). At the limit no process waits, the
@@ -23,7 +33,7 @@
 %% 10 ms. On `emfile' or `enfile' it backs off 100 ms instead of spinning.
 -module(falco_acceptor).
 
--export([start_link/5, init/6]).
+-export([start_link/5, init/6, conn/5]).
 -export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
 
 -record(acc, {parent :: pid(),
@@ -39,6 +49,8 @@
 
 -define(FULL_RETRY, 10).
 -define(EMFILE_RETRY, 100).
+%% The most characters of the line reporting a connection's abnormal end.
+-define(REPORT_CHARS, 4096).
 
 %% @doc Starts acceptor `Index' of listener `Name'.
 -spec start_link(atom(), falco_transport:socket(), map(), falco_slots:slots(), pos_integer()) ->
@@ -62,12 +74,38 @@ init(Parent, Name, LSock, Conf, Slots, Index) ->
 next(S = #acc{waiting = undefined, retry = undefined, slots = Slots, index = I, max = Max}) ->
     case falco_slots:claim(Slots, I, Max) of
         true ->
-            S#acc{waiting = falco_conn:start_link(S#acc.name, S#acc.lsock, S#acc.conf)};
+            S#acc{waiting = start_conn(S)};
         false ->
             retry(?FULL_RETRY, S)
     end;
 next(S) ->
     S.
+
+%% A connection process, linked to us (its parent). Not proc_lib:
+%% proc_lib's crash report of an exception is not bounded, and the exit
+%% comes here anyway; the process gets proc_lib's `$ancestors' and
+%% `$initial_call' so tools see it as they would.
+start_conn(#acc{name = Name, lsock = LSock, conf = Conf}) ->
+    Ancestors = [self() | case get('$ancestors') of
+                              L when is_list(L) -> L;
+                              undefined -> []
+                          end],
+    spawn_opt(?MODULE, conn, [Ancestors, self(), Name, LSock, Conf], [link]).
+
+%% @private The entry of a connection process: {@link falco_conn:init/4},
+%% with an error or throw turned into the exit it would have been, the
+%% arguments of its stack dropped (they can hold a whole request), so that
+%% neither the runtime nor proc_lib writes a report: we do, once.
+-spec conn([pid()], pid(), atom(), falco_transport:socket(), map()) -> ok.
+conn(Ancestors, Parent, Name, LSock, Conf) ->
+    put('$ancestors', Ancestors),
+    put('$initial_call', {falco_conn, init, 4}),
+    try
+        falco_conn:init(Parent, Name, LSock, Conf)
+    catch
+        error:Reason:Stack -> exit({Reason, falco_report:without_args(Stack)});
+        throw:Value:Stack -> exit({{nocatch, Value}, falco_report:without_args(Stack)})
+    end.
 
 retry(Ms, S) ->
     S#acc{retry = erlang:start_timer(Ms, self(), retry)}.
@@ -82,8 +120,8 @@ loop(S = #acc{parent = Parent, retry = Retry}, Debug) ->
             loop(accept_failed(Reason, S), Debug);
         {'EXIT', Parent, Reason} ->
             terminate(Reason, S);
-        {'EXIT', Pid, _} ->
-            loop(next(exited(Pid, S)), Debug);
+        {'EXIT', Pid, Reason} ->
+            loop(next(exited(Pid, Reason, S)), Debug);
         {timeout, Retry, retry} ->
             loop(next(S#acc{retry = undefined}), Debug);
         {system, From, Request} ->
@@ -106,17 +144,32 @@ accept_failed(closed, S) ->
 accept_failed(_Reason, S) ->
     S.
 
-exited(Pid, S = #acc{waiting = Pid, slots = Slots, index = I}) ->
+exited(Pid, Reason, S = #acc{waiting = Pid, slots = Slots, index = I}) ->
     ok = falco_slots:release(Slots, I, waiting),
+    ok = report_exit(Pid, Reason, S),
     S#acc{waiting = undefined};
-exited(Pid, S = #acc{conns = Conns, slots = Slots, index = I}) ->
+exited(Pid, Reason, S = #acc{conns = Conns, slots = Slots, index = I}) ->
     case maps:take(Pid, Conns) of
         {true, Rest} ->
             ok = falco_slots:release(Slots, I, connection),
+            ok = report_exit(Pid, Reason, S),
             S#acc{conns = Rest};
         error ->
             S
     end.
+
+%% One bounded line for a connection that did not end the way connections
+%% end (formatted with a bound, so a reason holding a request body costs
+%% milliseconds, not a multi-megabyte line).
+report_exit(_Pid, Reason, _S)
+  when Reason =:= normal; Reason =:= shutdown; Reason =:= closed ->
+    ok;
+report_exit(_Pid, {shutdown, _}, _S) ->
+    ok;
+report_exit(Pid, Reason, #acc{name = Name}) ->
+    Line = falco_report:format("falco: listener ~0p: connection ~0p ended: ~0p",
+                               [Name, Pid, Reason], ?REPORT_CHARS),
+    logger:error("~ts", [Line], #{falco_listener => Name}).
 
 %% The calls of `supervisor' that make sense for a pool of identical
 %% temporary workers: which_children and count_children.

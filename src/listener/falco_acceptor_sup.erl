@@ -1,7 +1,9 @@
 %% @doc The acceptors of one listener, restarted one by one: an acceptor
 %% that dies takes only its own connections with it ({@link
 %% falco_acceptor} is their supervisor), and a new one takes its place on
-%% the same listen socket.
+%% the same listen socket. More than 10 acceptor restarts in 10 s and this
+%% supervisor gives up; the listener's supervisor then starts it again
+%% (every connection of the listener ends) and counts that restart.
 -module(falco_acceptor_sup).
 -behaviour(supervisor).
 

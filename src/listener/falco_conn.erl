@@ -7,7 +7,9 @@
 %% never in the acceptor), and then picks the protocol from the one
 %% decision table ({@link falco_protocol:select/3}): after the handshake
 %% (ALPN), on the first bytes of a cleartext connection (the HTTP/2
-%% preface, read within `h2_preface_timeout') or on an HTTP/1.1 request
+%% preface, read within `h2_preface_timeout' and the first request's
+%% deadline, `request_timeout' from the accept, which this module sets in
+%% the context for the protocol loops) or on an HTTP/1.1 request
 %% asking to upgrade. It then hands the socket to that protocol's loop,
 %% {@link falco_http1_conn} or {@link falco_http2_conn}, which run in this
 %% same process; a loop that ends with an upgrade returns here and the next
@@ -15,7 +17,7 @@
 %% `sys' messages and obeys its parent's exit while it waits.
 -module(falco_conn).
 
--export([start_link/3, init/4]).
+-export([init/4]).
 
 -type ctx() :: #{parent := pid(),
                  listener := atom(),
@@ -24,23 +26,22 @@
                  socket := falco_transport:socket(),
                  transport := falco_transport:transport(),
                  scheme := http | https,
-                 peer := {inet:ip_address(), inet:port_number()} | undefined}.
+                 peer := {inet:ip_address(), inet:port_number()} | undefined,
+                 deadline := integer() | infinity}.
 -export_type([ctx/0]).
 
-%% @doc Starts a connection process, linked to the calling acceptor, that
-%% accepts one connection on `LSock' and serves it.
--spec start_link(atom(), falco_transport:socket(), map()) -> pid().
-start_link(Name, LSock, Conf) ->
-    proc_lib:spawn_link(?MODULE, init, [self(), Name, LSock, Conf]).
-
-%% @private
+%% @doc The connection process (started by its acceptor, {@link
+%% falco_acceptor:conn/5}): accepts one connection on `LSock' and serves it.
 -spec init(pid(), atom(), falco_transport:socket(), map()) -> ok.
 init(Parent, Name, LSock, Conf = #{transport := Kind}) ->
     case falco_transport:accept(Kind, LSock) of
         {ok, Socket} ->
             Parent ! {falco_accepted, self()},
+            %% request_timeout runs from here: the TLS handshake, protocol
+            %% detection and the first request's head all count toward it.
             Ctx = #{parent => Parent, listener => Name, handler => maps:get(handler, Conf),
-                    conf => Conf, socket => Socket},
+                    conf => Conf, socket => Socket,
+                    deadline => falco_transport:deadline(maps:get(request_timeout, Conf))},
             start(Kind, Ctx);
         {error, Reason} ->
             Parent ! {falco_accept_failed, self(), Reason},
@@ -66,9 +67,9 @@ protocol(http1, Ctx, Buf) ->
     after_http1(falco_http1_conn:enter(Ctx, Buf), Ctx);
 protocol(h2, Ctx, Buf) ->
     falco_http2_conn:enter(Ctx, {preface, Buf});
-protocol(detect, Ctx = #{conf := Conf}, Buf) ->
-    Wait = min(maps:get(idle_timeout, Conf), maps:get(h2_preface_timeout, Conf)),
-    detect(Ctx, Buf, falco_transport:deadline(Wait));
+protocol(detect, Ctx = #{conf := Conf, deadline := First}, Buf) ->
+    Preface = falco_transport:deadline(maps:get(h2_preface_timeout, Conf)),
+    detect(Ctx, Buf, min(First, Preface));
 protocol(close, #{socket := Sock, transport := T}, _) ->
     falco_transport:linger_close(T, Sock).
 
@@ -82,8 +83,10 @@ after_http1({upgrade, websocket, Upgrade, Rest}, Ctx) ->
     ok.
 
 %% Cleartext with both protocols: the first bytes tell (RFC 9113 §3.3).
-%% One deadline for them all, so a client trickling bytes of something that
-%% still looks like the preface cannot hold the connection longer.
+%% One deadline for them all, the first request's (request_timeout from
+%% accept) or the preface's, whichever ends first, so a client trickling
+%% bytes of something that still looks like the preface cannot hold the
+%% connection longer.
 detect(Ctx = #{socket := Sock, transport := T, conf := #{protocols := Protocols}}, Buf,
        Deadline) ->
     case falco_protocol:preface(Buf) of

@@ -3,11 +3,17 @@
 %% socket, so the server options are checked and processed once, here, and
 %% a bad one fails the start with `{invalid_option, tls_opts, Reason}').
 %%
-%% Its children, `rest_for_one': the socket's holder ({@link
+%% Its children, `one_for_one': the socket's holder ({@link
 %% falco_listen_socket}, first, so it is stopped last and closes the socket)
 %% and the acceptors' supervisor ({@link falco_acceptor_sup}), under which
 %% each acceptor supervises the connections it accepted ({@link
-%% falco_acceptor}, {@link falco_conn}).
+%% falco_acceptor}, {@link falco_conn}). The socket is owned by this
+%% process and closed only by the holder's `terminate', which runs when
+%% this listener stops; a holder killed outright leaves it open, so it is
+%% restarted alone and the acceptors and their connections go on. More
+%% than 10 restarts in 10 s (of the holder, or of the acceptors' supervisor
+%% giving up) and the listener stops, alone: falco's supervisor does not
+%% restart it ({@link falco:start_listener/2}).
 %%
 %% The listener's handler is settled here, once: with `routes' the compiled
 %% router is installed under the listener's name ({@link falco_router:install/2})
@@ -84,7 +90,7 @@ init({Name, Conf0}) ->
                           start => {falco_acceptor_sup, start_link, [Name, LSock, Conf1, Slots]},
                           type => supervisor,
                           shutdown => infinity},
-            {ok, {#{strategy => rest_for_one, intensity => 10, period => 10},
+            {ok, {#{strategy => one_for_one, intensity => 10, period => 10},
                   [Holder, Acceptors]}};
         {error, {tls_opts, Reason}} ->
             %% ssl refused the options: the listener cannot serve anyone.

@@ -3,8 +3,9 @@
 %% `{error, {unknown_option, Key}}' instead of a crash later.
 %%
 %% Defaults follow common practice for public-facing servers: 8 KB request
-%% and header lines, 100 fields, 16 KB header block, 10 MB bodies, 30 s to
-%% send a head, 60 s idle keep-alive, 1000 requests per connection.
+%% and header lines, 100 fields, 16 KB header block, 10 MB bodies, 10 s for
+%% a head (for the first request, counted from the accept; cowboy: 5 s),
+%% 60 s idle keep-alive, 1000 requests per connection.
 %%
 %% Transport and protocols: `transport => tcp | tls' (TLS needs `tls_opts'
 %% with a certificate and key, see {@link falco_transport}), `protocols'
@@ -39,8 +40,12 @@ defaults() ->
       inet_backend => socket,
       send_timeout => 30000,
       idle_timeout => 60000,
-      request_timeout => 30000,
+      request_timeout => 10000,
       body_timeout => 30000,
+      handler_timeout => infinity,
+      %% Apache httpd's default (mod_reqtimeout body=20,MinRate=500):
+      %% falco_body_deadline.
+      min_body_rate => #{grace => 20000, bytes_per_second => 500},
       max_keep_alive_requests => 1000,
       max_request_line => 8192,
       max_header_line => 8192,
@@ -61,6 +66,11 @@ defaults() ->
       h2_max_continuations => 32,
       h2_settings_timeout => 10000,
       h2_preface_timeout => 10000,
+      %% bytes/s a response waiting on the client's window must get through,
+      %% over each send_timeout (falco_http2_flow)
+      h2_send_min_rate => 512,
+      %% response bytes one stream may have queued in the connection
+      h2_send_buffer => 65536,
       %% Per 10 s window; over a limit is a GOAWAY ENHANCE_YOUR_CALM
       %% (falco_http2_machine, which merges a listener's own map over this one).
       h2_flood_limits => #{rst_stream => 500, ping => 1000, settings => 100, priority => 10000,
@@ -177,6 +187,7 @@ http2_machine(Conf) ->
       max_header_count => maps:get(max_header_count, Conf),
       settings_timeout => maps:get(h2_settings_timeout, Conf),
       send_timeout => maps:get(send_timeout, Conf),
+      send_min_rate => maps:get(h2_send_min_rate, Conf),
       idle_timeout => maps:get(idle_timeout, Conf),
       flood_limits => maps:get(h2_flood_limits, Conf)}.
 
@@ -203,6 +214,7 @@ valid(nodelay, B) -> is_boolean(B);
 valid(inet_backend, B) -> B =:= socket orelse B =:= inet;
 valid(K, V) when K =:= max_connections; K =:= max_keep_alive_requests ->
     V =:= infinity orelse (is_integer(V) andalso V > 0);
+valid(handler_timeout, V) -> V =:= infinity orelse (is_integer(V) andalso V > 0);
 valid(K, V) when K =:= send_timeout; K =:= idle_timeout; K =:= request_timeout;
                  K =:= body_timeout ->
     V =:= infinity orelse (is_integer(V) andalso V >= 0);
@@ -218,6 +230,8 @@ valid(h2_initial_window_size, V) -> is_integer(V) andalso V >= 1 andalso V =< 16
 valid(h2_connection_window_size, V) -> is_integer(V) andalso V >= 65535 andalso V =< 16#7fffffff;
 valid(h2_max_frame_size, V) -> is_integer(V) andalso V >= 16384 andalso V =< 16777215;
 valid(h2_max_continuations, V) -> is_integer(V) andalso V >= 0;
+valid(h2_send_min_rate, V) -> is_integer(V) andalso V >= 0;
+valid(h2_send_buffer, V) -> is_integer(V) andalso V >= 1024;
 valid(K, V) when K =:= h2_settings_timeout; K =:= h2_preface_timeout ->
     V =:= infinity orelse (is_integer(V) andalso V > 0);
 valid(h2_flood_limits, V) ->
@@ -225,6 +239,10 @@ valid(h2_flood_limits, V) ->
     is_map(V) andalso lists:all(fun({K, N}) -> lists:member(K, Keys) andalso is_integer(N)
                                                    andalso N >= 0 end, maps:to_list(V));
 valid(max_body, V) -> is_integer(V) andalso V >= 0;
+valid(min_body_rate, none) -> true;
+valid(min_body_rate, #{grace := G, bytes_per_second := R} = V) ->
+    map_size(V) =:= 2 andalso is_integer(G) andalso G >= 0 andalso is_integer(R) andalso R > 0;
+valid(min_body_rate, _) -> false;
 valid(_, V) -> is_integer(V) andalso V > 0.
 
 %% A non-empty list of http1 and h2, each at most once.

@@ -19,6 +19,7 @@
 
 -type reason() :: falco_http1:reason() | content_too_large | request_timeout | body_timeout
                 | internal_error
+                | handler_timeout
                 | not_found
                 | {method_not_allowed, Allowed :: [binary()]}
                 | {coding_not_acceptable, Available :: [binary()]}
@@ -44,6 +45,7 @@ status(expectation_failed) -> 417;
 status({header_too_large, _}) -> 431;
 status(internal_error) -> 500;
 status({not_implemented, _}) -> 501;
+status(handler_timeout) -> 503;
 status(version_not_supported) -> 505.
 
 %% @doc The fields a reason's reply carries besides Content-Type.

@@ -5,7 +5,7 @@
 %% <ul>
 %% <li>`{Status, Headers, Body}': a full reply; Content-Length and Date are added;</li>
 %% <li>`{Status, Headers, {file, Path}}' or `{Status, Headers, {file, Path, Offset, Length}}':
-%%     the file is sent with sendfile;</li>
+%%     the file is read and sent in pieces, each send bounded by `send_timeout';</li>
 %% <li>`{stream, Status, Headers, Fun}': `Fun(Send)' is called and may call
 %%     `Send(Data)' any number of times; it returns `ok' or `{trailers, Fields}'.
 %%     Over HTTP/1.1 the body is chunked unless a content-length is given.</li>

@@ -9,11 +9,8 @@
 %% that hits a limit while reading the body gets that limit's status.
 -module(falco_pipeline).
 
-%% The most characters a report of a failed request has (see report/2).
--define(REPORT_CHARS, 16384).
-
--export([run/4, precheck/2, error_reply/4, check_response/1, check_fields/1, body_size/1,
-         log_crash/4]).
+-export([run/4, run/5, precheck/2, error_reply/4, check_response/1, check_fields/1,
+         body_size/1, log_crash/4]).
 -export_type([checked/0, checked_body/0]).
 
 %% A response term as check_response/1 accepted it: fields checked and
@@ -36,6 +33,21 @@ precheck(#{body := {length, N}}, #{max_body := Max}) when N > Max ->
     {error, content_too_large};
 precheck(_Request, _Conf) ->
     ok.
+
+%% @doc {@link run/4} under the listener's `handler_timeout' (ms, or
+%% `infinity': no deadline, no cost): see {@link falco_handler_deadline}.
+-spec run(falco_req:req(), falco_handler:handler(), module(), falco_stream:state(), timeout()) ->
+          {ok, falco_stream:state()} | {error, term()}.
+run(Req, Handler, Mod, S, infinity) ->
+    run(Req, Handler, Mod, S);
+run(Req, Handler, Mod, S, Timeout) ->
+    %% The watchdog keeps only what the 503 and the log line need.
+    About = maps:with([method, path, peer], Req),
+    G = falco_handler_deadline:start(
+          Timeout, Mod, S,
+          #{reply => fun() -> error_reply(handler_timeout, About, Mod, S) end,
+            log => fun(What) -> log_handler_timeout(About, Timeout, What) end}),
+    falco_handler_deadline:finish(G, run(Req, Handler, falco_handler_deadline, G)).
 
 %% @doc Runs `Handler' for `Req' and answers it on stream `Mod'/`S'.
 -spec run(falco_req:req(), falco_handler:handler(), module(), falco_stream:state()) ->
@@ -237,23 +249,84 @@ send_stream(Status, Fields, Fun, Req = #{method := <<"HEAD">>}, Mod, S) ->
     _ = Fun, _ = Req,
     Mod:send_response(Status, Fields, <<>>, S);
 send_stream(Status, Fields, Fun, Req, Mod, S0) ->
+    case declared_length(Fields) of
+        {ok, Declared} -> send_stream(Status, Fields, Fun, Declared, Req, Mod, S0);
+        error -> bad_response(Req, {bad_content_length, Fields}, Mod, S0)
+    end.
+
+send_stream(Status, Fields, Fun, Declared, Req, Mod, S0) ->
     case Mod:send_headers(Status, without_te(Fields), S0) of
         {ok, S} ->
-            Send = fun(Data) -> Mod:send_data(Data, S) end,
+            {Send, Sent} = sender(Declared, Mod, S),
             try Fun(Send) of
-                {trailers, Trailers} ->
-                    case check_fields(Trailers) of
-                        {ok, T, _} -> Mod:send_end(T, S);
-                        {error, Why} -> stream_failed(Req, error, Why, [])
-                    end;
-                _ ->
-                    Mod:send_end([], S)
+                Result ->
+                    case complete(Declared, Sent) of
+                        true -> stream_end(Result, Req, Mod, S);
+                        false -> length_failed(Req, Declared, Sent)
+                    end
             catch
                 Class:Reason:Stack -> stream_failed(Req, Class, Reason, Stack)
             end;
         Error ->
             Error
     end.
+
+stream_end({trailers, Trailers}, Req, Mod, S) ->
+    case check_fields(Trailers) of
+        {ok, T, _} -> Mod:send_end(T, S);
+        {error, Why} -> stream_failed(Req, error, Why, [])
+    end;
+stream_end(_, _Req, Mod, S) ->
+    Mod:send_end([], S).
+
+%% A stream that declares its Content-Length sends exactly that many bytes,
+%% over every protocol (RFC 9110 §8.6; RFC 9113 §8.1.1 makes a mismatch a
+%% malformed response): a piece that would go beyond it is refused whole
+%% (the send returns `{error, content_length_exceeded}' and nothing of it
+%% goes out), and a stream that ends short, or had a piece refused, is cut
+%% as a failed stream is (HTTP/1.1 closes the connection, HTTP/2 resets the
+%% stream with INTERNAL_ERROR), so the client never takes it for whole.
+declared_length(Fields) ->
+    case [V || {<<"content-length">>, V} <- Fields] of
+        [] -> {ok, undefined};
+        [V | Vs] ->
+            case lists:all(fun(W) -> W =:= V end, Vs) andalso falco_grammar:length_value(V) of
+                {ok, N} -> {ok, N};
+                _ -> error
+            end
+    end.
+
+sender(undefined, Mod, S) ->
+    {fun(Data) -> Mod:send_data(Data, S) end, undefined};
+sender(Declared, Mod, S) ->
+    %% The count is shared by every call of the fun; nothing of it
+    %% outlives the request.
+    Sent = counters:new(1, []),
+    Send = fun(Data) ->
+                   Size = iolist_size(Data),
+                   Before = counters:get(Sent, 1),
+                   case Before + Size > Declared of
+                       true ->
+                           counters:put(Sent, 1, Declared + 1),
+                           {error, content_length_exceeded};
+                       false ->
+                           ok = counters:add(Sent, 1, Size),
+                           Mod:send_data(Data, S)
+                   end
+           end,
+    {Send, Sent}.
+
+complete(undefined, _) -> true;
+complete(Declared, Sent) -> counters:get(Sent, 1) =:= Declared.
+
+length_failed(Req, Declared, Sent) ->
+    log(report("falco: ~ts ~ts from ~ts: streamed reply declared content-length ~b and sent ~ts",
+               [maps:get(method, Req), maps:get(path, Req), peer(Req), Declared,
+                case counters:get(Sent, 1) of
+                    N when N > Declared -> "more";
+                    N -> integer_to_list(N)
+                end])),
+    {error, content_length_mismatch}.
 
 %% The head is out, so no error status can be sent: log and let the
 %% protocol cut the stream (HTTP/1.1 closes without the last chunk).
@@ -310,6 +383,19 @@ value_ok(<<C, R/binary>>) when C =/= $\r, C =/= $\n, C =/= 0 -> value_ok(R);
 value_ok(<<>>) -> true;
 value_ok(_) -> false.
 
+%% The one log line of a handler stopped by handler_timeout (`About' has
+%% the request's method, path and peer): whether it got the 503 or its
+%% response was cut.
+log_handler_timeout(About, Timeout, What) ->
+    Outcome = case What of
+                  replied -> "answered 503";
+                  cut -> "its response cut"
+              end,
+    logger:warning("~ts", [report("falco: handler of ~ts ~ts from ~ts still running after "
+                                  "handler_timeout (~b ms): stopped, ~ts",
+                                  [maps:get(method, About, <<"?">>), maps:get(path, About, <<"?">>),
+                                   peer(About), Timeout, Outcome])]).
+
 %% @doc Logs a handler's crash: one error report, bounded in size (see
 %% report/2), naming the request. Also for WebSocket callbacks.
 -spec log_crash(map(), error | exit | throw, term(), list()) -> ok.
@@ -319,25 +405,15 @@ log_crash(Req, Class, Reason, Stack) ->
 crash_report(Req, Class, Reason, Stack) ->
     report("falco: handler crashed on ~ts ~ts from ~ts: ~0p:~0p~n~0p",
            [maps:get(method, Req), maps:get(path, Req), peer(Req), Class, Reason,
-            without_args(Stack)]).
+            falco_report:without_args(Stack)]).
 
-%% A reason, a bad response or the arguments in a stack can hold a whole
-%% request body (a handler that fails on `binary_to_integer(Body)' with a
-%% 10 MB body made a 35 MB report line and 5.8 GB of peak memory while the
-%% client waited for its 500): the report is formatted here with a bound
-%% on its size (about 10 ms for a 9 MB binary in the reason), and the stack
-%% keeps the arity of each call, not its arguments.
+%% Bounded (falco_report): formatting a 9 MB binary in a reason takes
+%% about 10 ms, and the report is written after the client has its 500.
 report(Format, Args) ->
-    io_lib:format(Format, Args, [{chars_limit, ?REPORT_CHARS}]).
+    falco_report:format(Format, Args).
 
 log(Report) ->
     logger:error("~ts", [Report]).
-
-without_args(Stack) ->
-    [case Frame of
-         {M, F, A, Loc} when is_list(A) -> {M, F, length(A), Loc};
-         _ -> Frame
-     end || Frame <- Stack].
 
 peer(#{peer := {Ip, Port}}) -> [inet:ntoa(Ip), ":", integer_to_list(Port)];
 peer(_) -> "unknown".

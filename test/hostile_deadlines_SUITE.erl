@@ -1,0 +1,383 @@
+%% Every phase of a connection has a deadline (issue 13, acceptance 4):
+%% clients that are slow or silent on purpose, each case asserting the
+%% bound it meets (time, connections). The first request's head runs
+%% under request_timeout from the accept; a request body under a minimum
+%% rate (falco_body_deadline); the discard of an ignored body under a
+%% fixed time; a file download under send_timeout; a response that falco
+%% will follow with a close says so; a handler under
+%% handler_timeout. Over HTTP/1.1 and HTTP/2 (h2c) where both apply.
+%% Timeouts are short here (hundreds of ms) and the bounds generous (the
+%% machine running the suite may be busy).
+-module(hostile_deadlines_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, groups/0, init_per_suite/1, end_per_suite/1,
+         init_per_testcase/2, end_per_testcase/2]).
+-export([silent_connection_closes/1, crlf_counts_toward_request_timeout/1,
+         idle_timeout_between_requests/1,
+         slow_post_ends_http/1, slow_post_ends_h2c/1, steady_upload_passes/1,
+         unread_body_close_announced/1, unread_body_discard_time_capped/1,
+         send_timeout_covers_files/1,
+         handler_timeout_http/1, handler_timeout_h2c/1]).
+
+-define(C, falco_test_client).
+-define(H2, falco_test_h2_client).
+-define(HOST, "Host: example.com\r\n").
+
+all() ->
+    [{group, deadlines}].
+
+groups() ->
+    [{deadlines, [], [silent_connection_closes, crlf_counts_toward_request_timeout,
+                      idle_timeout_between_requests,
+                      slow_post_ends_http, slow_post_ends_h2c, steady_upload_passes,
+                      unread_body_close_announced, unread_body_discard_time_capped,
+                      send_timeout_covers_files,
+                      handler_timeout_http, handler_timeout_h2c]}].
+
+init_per_suite(Config) ->
+    {ok, _} = application:ensure_all_started(falco),
+    Config.
+
+end_per_suite(_Config) ->
+    ok.
+
+init_per_testcase(Case, Config) ->
+    _ = falco:stop_listener(Case),
+    Config.
+
+end_per_testcase(Case, _Config) ->
+    _ = logger:remove_handler(Case),
+    _ = falco:stop_listener(Case),
+    ok.
+
+%% -- helpers ---------------------------------------------------------------
+
+handler(Req) ->
+    case falco_req:path(Req) of
+        <<"/block">> ->
+            receive after 30000 -> ok end,
+            {200, [], <<"late">>};
+        <<"/stream_block">> ->
+            {stream, 200, [], fun(Send) ->
+                                      ok = Send(<<"first">>),
+                                      receive after 30000 -> ok end
+                              end};
+        <<"/upload">> ->
+            {ok, Body, _} = falco_req:read_body(Req),
+            {200, [], integer_to_binary(byte_size(Body))};
+        _ ->
+            {200, [], <<"hello">>}
+    end.
+
+start(Name, Opts) ->
+    {ok, Sup} = falco:start_listener(Name, maps:merge(#{port => 0, ip => {127, 0, 0, 1},
+                                                        handler => fun handler/1}, Opts)),
+    {ok, Port} = falco:port(Name),
+    {Sup, Port}.
+
+now_ms() ->
+    erlang:monotonic_time(millisecond).
+
+%% -- request_timeout from the accept ------------------------------------------
+
+%% A connection that never sends a byte is closed, without a reply, at
+%% request_timeout (1 s) from the accept, not idle_timeout (60 s): with
+%% HTTP/1.1 only and with protocol detection (http1 and h2).
+silent_connection_closes(_Config) ->
+    [begin
+         Name = list_to_atom("silent_connection_closes_" ++ integer_to_list(length(Protocols))),
+         {_Sup, Port} = start(Name, #{request_timeout => 1000, idle_timeout => 60000,
+                                      protocols => Protocols}),
+         Sock = ?C:connect(Port),
+         T0 = now_ms(),
+         {ok, <<>>} = ?C:recv_until_closed(Sock, 10000),
+         Elapsed = now_ms() - T0,
+         ct:log("~p: silent connection closed after ~p ms", [Protocols, Elapsed]),
+         ?assert(Elapsed >= 900),
+         ?assert(Elapsed < 5000),
+         ?C:close(Sock),
+         ok = falco:stop_listener(Name)
+     end || Protocols <- [[http1], [http1, h2]]],
+    ok.
+
+%% Empty lines before a request (RFC 9112 §2.2 lets a server ignore them)
+%% count toward request_timeout: a client sending a CRLF every 200 ms is
+%% closed at about 1 s, and one that then starts a head gets 408.
+crlf_counts_toward_request_timeout(_Config) ->
+    {_Sup, Port} = start(crlf_counts_toward_request_timeout,
+                         #{request_timeout => 1000, idle_timeout => 60000}),
+    Sock = ?C:connect(Port),
+    T0 = now_ms(),
+    Trickler = spawn_link(fun() -> crlfs(Sock) end),
+    {ok, <<>>} = ?C:recv_until_closed(Sock, 10000),
+    Elapsed = now_ms() - T0,
+    unlink(Trickler),
+    exit(Trickler, kill),
+    ct:log("CRLF every 200 ms: closed after ~p ms", [Elapsed]),
+    ?assert(Elapsed >= 900),
+    ?assert(Elapsed < 5000),
+    ?C:close(Sock),
+    %% CRLFs, then a head begun late: 408 at the first request's deadline
+    Late = ?C:connect(Port),
+    ok = ?C:send(Late, <<"\r\n">>),
+    timer:sleep(500),
+    T1 = now_ms(),
+    ok = ?C:send(Late, <<"GET / HTTP/1.1\r\n">>),
+    {ok, #{status := 408}} = ?C:recv_response(Late, #{timeout => 10000}),
+    ?assert(now_ms() - T1 < 4000),
+    ?C:close(Late).
+
+crlfs(Sock) ->
+    case gen_tcp:send(Sock, <<"\r\n">>) of
+        ok -> timer:sleep(200), crlfs(Sock);
+        {error, _} -> ok
+    end.
+
+%% Between keep-alive requests idle_timeout, not request_timeout, bounds
+%% the wait for the next request: the connection is still usable 2 s after
+%% its first request though request_timeout is 500 ms.
+idle_timeout_between_requests(_Config) ->
+    {_Sup, Port} = start(idle_timeout_between_requests,
+                         #{request_timeout => 500, idle_timeout => 60000}),
+    Sock = ?C:connect(Port),
+    ok = ?C:send(Sock, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Sock),
+    ok = ?C:expect_silence(Sock, 2000),
+    ok = ?C:send(Sock, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Sock),
+    ?C:close(Sock).
+
+%% -- request bodies: a minimum rate ---------------------------------------------
+
+%% The rule of these cases: 1 s of grace, then 1000 bytes a second.
+-define(RATE, #{grace => 1000, bytes_per_second => 1000}).
+
+%% A slow POST, 1 byte every 300 ms (each within body_timeout, 5 s), ends
+%% with 408 once the body is behind min_body_rate (1 s + 1 ms a byte),
+%% long before the 100 bytes it announced would have arrived (30 s).
+slow_post_ends_http(_Config) ->
+    {_Sup, Port} = start(slow_post_ends_http, #{body_timeout => 5000, min_body_rate => ?RATE}),
+    Sock = ?C:connect(Port),
+    ok = ?C:send(Sock, <<"POST /upload HTTP/1.1\r\n" ?HOST "Content-Length: 100\r\n\r\n">>),
+    T0 = now_ms(),
+    Trickler = spawn_link(fun() -> trickle(fun(B) -> gen_tcp:send(Sock, B) end, 100) end),
+    {ok, R} = ?C:recv_response(Sock, #{timeout => 15000}),
+    Elapsed = now_ms() - T0,
+    ct:log("HTTP/1.1 slow POST ended after ~p ms: ~p", [Elapsed, maps:get(status, R)]),
+    #{status := 408} = R,
+    ?assert(Elapsed >= 900),
+    ?assert(Elapsed < 5000),
+    ok = ?C:expect_closed(Sock, 5000),
+    unlink(Trickler),
+    exit(Trickler, kill),
+    ?C:close(Sock).
+
+slow_post_ends_h2c(_Config) ->
+    {_Sup, Port} = start(slow_post_ends_h2c, #{body_timeout => 5000, min_body_rate => ?RATE}),
+    C0 = ?H2:connect(Port, #{}),
+    #{next_id := Id} = C0,
+    C1 = ?H2:headers_frame(C0, Id, [{<<":method">>, <<"POST">>}, {<<":scheme">>, <<"http">>},
+                                    {<<":path">>, <<"/upload">>},
+                                    {<<":authority">>, <<"localhost">>}], nofin),
+    T0 = now_ms(),
+    Trickler = spawn_link(fun() ->
+                                  trickle(fun(B) ->
+                                                  ?H2:send(C1, falco_http2_frame:data(Id, nofin, B))
+                                          end, 100)
+                          end),
+    {ok, R, C2} = ?H2:response(C1#{next_id => Id + 2}, Id, 15000),
+    Elapsed = now_ms() - T0,
+    ct:log("HTTP/2 slow POST ended after ~p ms: ~p", [Elapsed, maps:get(status, R)]),
+    #{status := 408} = R,
+    ?assert(Elapsed >= 900),
+    ?assert(Elapsed < 5000),
+    unlink(Trickler),
+    exit(Trickler, kill),
+    ?H2:close(C2).
+
+trickle(_Send, 0) ->
+    ok;
+trickle(Send, N) ->
+    case Send(<<"x">>) of
+        ok -> timer:sleep(300), trickle(Send, N - 1);
+        {error, _} -> ok
+    end.
+
+%% An upload at twice the minimum rate (200 bytes every 100 ms, 4 KB in
+%% about 2 s, past the grace) is read whole.
+steady_upload_passes(_Config) ->
+    {_Sup, Port} = start(steady_upload_passes, #{body_timeout => 5000, min_body_rate => ?RATE}),
+    Sock = ?C:connect(Port),
+    ok = ?C:send(Sock, <<"POST /upload HTTP/1.1\r\n" ?HOST "Content-Length: 4000\r\n\r\n">>),
+    [begin ok = ?C:send(Sock, binary:copy(<<"x">>, 200)), timer:sleep(100) end
+     || _ <- lists:seq(1, 20)],
+    {ok, #{status := 200, body := <<"4000">>}} = ?C:recv_response(Sock, #{timeout => 10000}),
+    ?C:close(Sock).
+
+%% -- an unread body, and the close that follows --------------------------------
+
+%% A handler that ignores a body too large to discard (2 MB announced, the
+%% cap is 1 MB), or one the client holds back for 100 Continue: falco
+%% closes after the response, and the response says so (RFC 9112 §9.6).
+%% A small ignored body is discarded and the connection kept.
+unread_body_close_announced(_Config) ->
+    {_Sup, Port} = start(unread_body_close_announced, #{}),
+    Big = ?C:connect(Port),
+    ok = ?C:send(Big, [<<"POST /ignore HTTP/1.1\r\n" ?HOST "Content-Length: 2097152\r\n\r\n">>,
+                       binary:copy(<<"x">>, 1000)]),
+    {ok, R1} = ?C:recv_response(Big),
+    #{status := 200} = R1,
+    ?assert(?C:has_token(<<"connection">>, <<"close">>, R1)),
+    {ok, _} = ?C:recv_until_closed(Big, 5000),
+    ?C:close(Big),
+    Held = ?C:connect(Port),
+    ok = ?C:send(Held, <<"POST /ignore HTTP/1.1\r\n" ?HOST "Content-Length: 10\r\n"
+                         "Expect: 100-continue\r\n\r\n">>),
+    {ok, R2} = ?C:recv_response(Held),
+    #{status := 200} = R2,
+    ?assert(?C:has_token(<<"connection">>, <<"close">>, R2)),
+    ok = ?C:expect_closed(Held, 5000),
+    ?C:close(Held),
+    Small = ?C:connect(Port),
+    ok = ?C:send(Small, [<<"POST /ignore HTTP/1.1\r\n" ?HOST "Content-Length: 1000\r\n\r\n">>,
+                         binary:copy(<<"x">>, 1000)]),
+    {ok, R3} = ?C:recv_response(Small),
+    #{status := 200} = R3,
+    ?assertNot(?C:has_token(<<"connection">>, <<"close">>, R3)),
+    ok = ?C:send(Small, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Small),
+    ?C:close(Small).
+
+%% A chunked body the handler ignored, trickled 10 bytes every 200 ms (each
+%% piece well within body_timeout, 5 s; min_body_rate off): the discard
+%% gives up after its 2 s and the connection closes, instead of reading
+%% up to 1 MB at 50 bytes a second (about 6 hours).
+unread_body_discard_time_capped(_Config) ->
+    {_Sup, Port} = start(unread_body_discard_time_capped,
+                         #{body_timeout => 5000, min_body_rate => none}),
+    Sock = ?C:connect(Port),
+    ok = ?C:send(Sock, <<"POST /ignore HTTP/1.1\r\n" ?HOST "Transfer-Encoding: chunked\r\n\r\n">>),
+    Trickler = spawn_link(fun() -> chunks(Sock) end),
+    {ok, #{status := 200}} = ?C:recv_response(Sock),
+    T0 = now_ms(),
+    {ok, _} = ?C:recv_until_closed(Sock, 15000),
+    Elapsed = now_ms() - T0,
+    ct:log("ignored chunked trickle: closed ~p ms after the response", [Elapsed]),
+    ?assert(Elapsed < 6000),
+    unlink(Trickler),
+    exit(Trickler, kill),
+    ?C:close(Sock).
+
+chunks(Sock) ->
+    case gen_tcp:send(Sock, <<"a\r\n0123456789\r\n">>) of
+        ok -> timer:sleep(200), chunks(Sock);
+        {error, _} -> ok
+    end.
+
+%% -- send_timeout and file bodies -------------------------------------------------
+
+%% Five clients ask for a 32 MB file and never read: each connection is
+%% closed within send_timeout (1 s) of the send that stalls, and the
+%% listener is back to 0 connections (with sendfile they were held for
+%% ever).
+send_timeout_covers_files(Config) ->
+    Path = filename:join(?config(priv_dir, Config), "big.bin"),
+    ok = file:write_file(Path, binary:copy(<<"0123456789abcdef">>, 2 * 1024 * 1024)),
+    Name = send_timeout_covers_files,
+    {_Sup, Port} = start(Name, #{send_timeout => 1000,
+                                 handler => fun(_) -> {200, [], {file, Path}} end}),
+    Socks = [?C:connect(Port, [{recbuf, 4096}]) || _ <- lists:seq(1, 5)],
+    [ok = ?C:send(S, <<"GET /file HTTP/1.1\r\n" ?HOST "\r\n">>) || S <- Socks],
+    T0 = now_ms(),
+    ok = ?C:wait_until(fun() -> falco:connections(Name) =:= {ok, 0} end, 20000),
+    ct:log("5 stalled file downloads closed after ~p ms", [now_ms() - T0]),
+    [?C:close(S) || S <- Socks],
+    %% a reading client still gets the whole file
+    Reader = ?C:connect(Port),
+    ok = ?C:send(Reader, <<"GET /file HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200, body := Body}} = ?C:recv_response(Reader, #{timeout => 20000}),
+    ?assertEqual(32 * 1024 * 1024, byte_size(Body)),
+    ?C:close(Reader).
+
+%% -- handler_timeout ---------------------------------------------------------------
+
+%% The log lines about handler_timeout so far.
+timeout_logs() ->
+    [M || #{level := warning, msg := {"~ts", [M]}} <- falco_test_tree:logged(),
+          binary:match(iolist_to_binary(M), <<"handler_timeout">>) =/= nomatch].
+
+%% handler_timeout 500 ms over HTTP/1.1: a handler blocked in receive gets
+%% its client a 503 at the deadline and the connection closes; a streamed
+%% reply blocked after its first piece is cut (the connection closes
+%% without the last chunk); each logged once; every connection and its
+%% slot are given back; a handler that returns in time keeps its
+%% connection.
+handler_timeout_http(_Config) ->
+    Name = handler_timeout_http,
+    {_Sup, Port} = start(Name, #{handler_timeout => 500}),
+    ok = falco_test_tree:capture_log(Name, warning),
+    Sock = ?C:connect(Port),
+    T0 = now_ms(),
+    ok = ?C:send(Sock, <<"GET /block HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, R} = ?C:recv_response(Sock, #{timeout => 10000}),
+    Elapsed = now_ms() - T0,
+    ct:log("blocked handler: ~p after ~p ms", [maps:get(status, R), Elapsed]),
+    #{status := 503} = R,
+    ?assert(?C:has_token(<<"connection">>, <<"close">>, R)),
+    ?assert(Elapsed >= 400),
+    ?assert(Elapsed < 4000),
+    ok = ?C:expect_closed(Sock, 5000),
+    ?C:close(Sock),
+    Streamed = ?C:connect(Port),
+    ok = ?C:send(Streamed, <<"GET /stream_block HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, Raw} = ?C:recv_until_closed(Streamed, 10000),
+    ct:log("blocked stream: ~p", [Raw]),
+    <<"HTTP/1.1 200 OK\r\n", _/binary>> = Raw,
+    ?assertNotEqual(nomatch, binary:match(Raw, <<"first">>)),
+    ?assertEqual(nomatch, binary:match(Raw, <<"\r\n0\r\n\r\n">>)),
+    ?C:close(Streamed),
+    Fast = ?C:connect(Port),
+    ok = ?C:send(Fast, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Fast),
+    ok = ?C:expect_silence(Fast, 1000),
+    ok = ?C:send(Fast, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Fast),
+    ?C:close(Fast),
+    ok = ?C:wait_until(fun() -> falco:connections(Name) =:= {ok, 0} end, 5000),
+    timer:sleep(100),
+    ?assertEqual(2, length(timeout_logs())).
+
+%% The same over h2c: the blocked handler's stream gets a 503, the blocked
+%% stream is reset, each logged once, and the connection keeps serving
+%% with no stream process left.
+handler_timeout_h2c(_Config) ->
+    Name = handler_timeout_h2c,
+    {Sup, Port} = start(Name, #{handler_timeout => 500}),
+    ok = falco_test_tree:capture_log(Name, warning),
+    C0 = ?H2:connect(Port, #{}),
+    Conn = falco_test_tree:one_conn(Sup),
+    {Id1, C1} = ?H2:request(C0, <<"GET">>, <<"/block">>),
+    T0 = now_ms(),
+    {ok, R, C2} = ?H2:response(C1, Id1, 10000),
+    Elapsed = now_ms() - T0,
+    ct:log("blocked handler over h2c: ~p after ~p ms", [maps:get(status, R), Elapsed]),
+    #{status := 503} = R,
+    ?assert(Elapsed >= 400),
+    ?assert(Elapsed < 4000),
+    {Id2, C3} = ?H2:request(C2, <<"GET">>, <<"/stream_block">>),
+    {error, {reset, Code}, C4} = ?H2:response(C3, Id2, 10000),
+    ct:log("blocked stream over h2c: reset ~p", [Code]),
+    {Id3, C5} = ?H2:request(C4, <<"GET">>, <<"/">>),
+    {ok, #{status := 200}, C6} = ?H2:response(C5, Id3, 5000),
+    ok = ?C:wait_until(fun() ->
+                               {links, L} = process_info(Conn, links),
+                               [P || P <- L, is_pid(P), P =/= Conn] -- acceptors(Sup) =:= []
+                       end, 5000),
+    ?H2:close(C6),
+    timer:sleep(100),
+    ?assertEqual(2, length(timeout_logs())).
+
+acceptors(Sup) -> falco_test_tree:acceptors(Sup).
