@@ -14,7 +14,8 @@
 %%     from {@link falco_http2_request:request/2}), or one falco answers with
 %%     an error status;</li>
 %% <li>`{data, StreamId, binary(), fin | nofin}', `{trailers, StreamId, Fields}':
-%%     request body and trailers, for the stream's process;</li>
+%%     request body and trailers, for the stream's process, one action per
+%%     {@link read/3} (the body is held here until the process asks);</li>
 %% <li>`{reset, StreamId, Reason}': the stream is gone (reset by either side);</li>
 %% <li>`{reply, Tag, ok | {error, Reason}}': a queued send finished or failed;</li>
 %% <li>`{timer, Name, Ms}', `{cancel_timer, Name}': (re)arm or stop a timer
@@ -30,10 +31,23 @@
 %% late frames get the answer §5.1 asks for (ignored after our RST_STREAM,
 %% STREAM_CLOSED otherwise).
 %%
+%% Request bodies (§6.9): DATA is appended to its stream's buffer and
+%% handed over when the stream's process asks ({@link read/3}), so a
+%% client's frame sizes do not decide how many messages and binaries the
+%% server keeps. A read gives the delivered bytes back to the stream window
+%% and grows that window towards what the handler asked for, within
+%% `max_receive_buffer': the most request body the connection's streams may
+%% hold or be promised, all together (windows beyond the initial ones are
+%% granted only within it). The connection window grows with them.
+%%
 %% Flood defences, each a counter per `flood_window' (10 s) with a limit;
-%% going over it is a GOAWAY ENHANCE_YOUR_CALM: client RST_STREAMs (rapid
-%% reset, CVE-2023-44487), PING, SETTINGS, PRIORITY, WINDOW_UPDATE, empty
-%% DATA frames, and the RST_STREAMs we are made to send. A field block is
+%% going over it is a GOAWAY ENHANCE_YOUR_CALM whose debug data names the
+%% budget: every received frame (`frames'; the frames that carry requests
+%% forward are not counted: a HEADERS that opens a stream, DATA that ends
+%% its stream or carries at least 1 KB), client RST_STREAMs on live streams
+%% (rapid reset, CVE-2023-44487), PING, SETTINGS, PRIORITY, WINDOW_UPDATE,
+%% empty DATA frames, and the RST_STREAMs we are made to send
+%% (`stream_errors', CVE-2019-9514). A field block is
 %% bounded in bytes and in CONTINUATION frames (CVE-2024-27316), and its
 %% decoded size by SETTINGS_MAX_HEADER_LIST_SIZE (HPACK bombs: 431).
 %% Data blocked by a zero window for `send_timeout' resets the stream.
@@ -41,7 +55,7 @@
 
 -export([new/1, frame/2, frame_error/2, upgrade/2,
          send_headers/5, send_inform/3, send_data/5, send_trailers/4,
-         consumed/3, stream_exited/2, reset_stream/3, timeout/2, goaway/1,
+         read/3, deliver_ready/1, stream_exited/2, reset_stream/3, timeout/2, goaway/1,
          max_frame_size/1, active_streams/1, default_opts/0]).
 
 -export_type([state/0, action/0, opts/0]).
@@ -54,10 +68,15 @@
 %% How long a stream whose response is complete waits for the rest of a
 %% request body nobody will read before it is reset with NO_ERROR.
 -define(LINGER, 1000).
+%% DATA frames carrying at least this much (or ending their stream) are not
+%% counted in the `frames' budget: counting them would cap an upload's
+%% speed, and flow control already bounds their bytes.
+-define(FULL_DATA, 1024).
 
 -type opts() :: #{max_concurrent_streams => non_neg_integer(),
                   initial_window_size => 0..16#7fffffff,
                   connection_window_size => 65535..16#7fffffff,
+                  max_receive_buffer => pos_integer(),
                   max_frame_size => 16384..16777215,
                   max_header_list_size => pos_integer(),
                   max_header_block => pos_integer(),
@@ -91,7 +110,8 @@ new(Opts0) ->
     Settings = maps:filter(fun(K, V) -> V =/= maps:get(K, falco_http2_frame:default_settings()) end,
                            #{max_concurrent_streams => MaxStreams, initial_window_size => Window,
                              max_frame_size => MaxFrame, max_header_list_size => MaxList}),
-    M0 = #m{opts = Opts, conn_recv = ConnWindow, pending_local = [Settings],
+    M0 = #m{opts = Opts, conn_recv = ConnWindow, conn_target = ConnWindow,
+            pending_local = [Settings],
             decoder = falco_hpack:new(), encoder = falco_hpack:new()},
     M1 = send(falco_http2_frame:settings(Settings), M0),
     M2 = case ConnWindow > ?DEFAULT_WINDOW of
@@ -126,7 +146,20 @@ upgrade(Settings, M0) ->
 frame(_, M = #m{closing = true}) ->
     {M, []};
 frame(Frame, M) ->
-    done(idle_check(in(Frame, M))).
+    case counted(Frame, M) andalso count(frames, M) of
+        false -> done(idle_check(in(Frame, M)));
+        {ok, M1} -> done(idle_check(in(Frame, M1)));
+        {calm, Calm} -> done(Calm)
+    end.
+
+%% Whether a frame counts in the `frames' budget: all do but those that
+%% carry requests forward (a HEADERS opening a stream: the stream budgets
+%% and max_concurrent_streams bound those; DATA ending its stream or
+%% carrying at least ?FULL_DATA bytes: flow control bounds those).
+counted({headers, Id, _, _, _, _}, #m{last_id = Last}) when Id > Last -> false;
+counted({data, _, fin, _, _}, _) -> false;
+counted({data, _, nofin, Data, _}, _) when byte_size(Data) >= ?FULL_DATA -> false;
+counted(_, _) -> true.
 
 %% @doc Handles an error the frame codec reported.
 -spec frame_error({connection_error, falco_http2_frame:error_code(), atom()}
@@ -314,7 +347,7 @@ request_trailers(S = #stream{id = Id, expected = Expected, received = Received},
                  Fields, M) ->
     case falco_http2_request:trailers(Fields) of
         ok when Expected =:= undefined; Expected =:= Received ->
-            maybe_close(S#stream{remote = fin}, act({trailers, Id, Fields}, M));
+            maybe_close(S#stream{remote = fin, trailers = Fields}, ready(S, M));
         _ ->
             stream_error(Id, protocol_error, M)
     end.
@@ -348,7 +381,7 @@ data(Id, Fin, Data, FlowSize, M0) ->
 %% The connection window is given back as soon as data arrives: what a
 %% client can make us buffer is bounded by the stream windows, which are
 %% only given back as the handlers read.
-conn_received(Size, M = #m{conn_recv = Window, opts = #{connection_window_size := Target}}) ->
+conn_received(Size, M = #m{conn_recv = Window, conn_target = Target}) ->
     case Window - Size of
         W when W < Target div 2 ->
             send(falco_http2_frame:window_update(0, Target - W), M#m{conn_recv = Target});
@@ -372,34 +405,145 @@ stream_data(S0 = #stream{id = Id, recv_window = Window, received = Received0, ex
             S1 = S0#stream{recv_window = Window - FlowSize, received = Received},
             %% Padding is never read by the handler: give it back now.
             {S2, M1} = give_back(S1, FlowSize - byte_size(Data), M),
-            M2 = case Data =:= <<>> andalso Fin =:= nofin of
-                     true -> M1;
-                     false -> act({data, Id, Data, Fin}, M1)
-                 end,
+            S3 = buffer(Data, S2),
+            M2 = ready(S3, M1),
             case Fin of
-                fin -> maybe_close(S2#stream{remote = fin}, M2);
-                nofin -> put_stream(S2, M2)
+                fin -> maybe_close(S3#stream{remote = fin}, M2);
+                nofin -> put_stream(S3, M2)
             end
     end.
 
-%% @doc The stream's handler has read `N' more body bytes: the stream's
-%% window is given back, in updates of at least half the window.
--spec consumed(stream_id(), non_neg_integer(), state()) -> {state(), [action()]}.
-consumed(Id, N, M = #m{streams = Streams, closing = false}) ->
+%% A stream whose process waits for body has something new: it is answered
+%% once the frames of the current socket read are all in
+%% (deliver_ready/1), with all of them, not with a message per frame.
+ready(#stream{want = 0}, M) -> M;
+ready(#stream{id = Id}, M = #m{ready = [Id | _]}) -> M;
+ready(#stream{id = Id}, M = #m{ready = Ready}) -> M#m{ready = [Id | Ready]}.
+
+%% @doc Answers the reads pending on the streams that received body or
+%% trailers since the last call: the connection process calls it when it
+%% has handled every complete frame of a socket read.
+-spec deliver_ready(state()) -> {state(), [action()]}.
+deliver_ready(M = #m{ready = []}) ->
+    {M, []};
+deliver_ready(M0 = #m{ready = Ready}) ->
+    M = lists:foldr(fun(Id, M1 = #m{streams = Streams}) ->
+                            case Streams of
+                                #{Id := S0} ->
+                                    {S, M2} = deliver(S0, M1),
+                                    put_stream(S, M2);
+                                #{} ->
+                                    M1
+                            end
+                    end, M0#m{ready = []}, Ready),
+    done(M).
+
+%% The body is held in a falco_http2_buffer: small frames are appended
+%% into one binary, which also copies their bytes out of the socket read
+%% they came in (a sub-binary would keep that whole read alive).
+buffer(_, S = #stream{reader = false}) -> S;
+buffer(Data, S = #stream{buf = Buf}) -> S#stream{buf = falco_http2_buffer:add(Data, Buf)}.
+
+%% Hands the stream's process what it asked for, if there is anything:
+%% body bytes (at most the read's size), then the trailers, or the end.
+%% The bytes handed over are given back to the stream window.
+deliver(S = #stream{want = 0}, M) ->
+    {S, M};
+deliver(S = #stream{id = Id, buf = Buf, want = Want, remote = Remote, trailers = Fields}, M) ->
+    case falco_http2_buffer:size(Buf) of
+        0 when Remote =:= open ->
+            {S, M};
+        0 when Fields =/= undefined ->
+            {S#stream{want = 0, trailers = undefined}, act({trailers, Id, Fields}, M)};
+        0 ->
+            {S#stream{want = 0}, act({data, Id, <<>>, fin}, M)};
+        _ ->
+            {Give, Keep} = falco_http2_buffer:take(Want, Buf),
+            Fin = case falco_http2_buffer:size(Keep) =:= 0 andalso Remote =:= fin
+                      andalso Fields =:= undefined of
+                      true -> fin;
+                      false -> nofin
+                  end,
+            S1 = S#stream{buf = Keep, want = 0},
+            {S2, M1} = case Remote of
+                           open -> give_back(S1, iolist_size(Give), M);
+                           fin -> {S1, M}
+                       end,
+            {S2, act({data, Id, Give, Fin}, M1)}
+    end.
+
+%% @doc The process of stream `Id' asks for up to `Want' bytes of request
+%% body: one `{data, Id, Bin, Fin}' (or `{trailers, Id, Fields}') action
+%% answers it, at once if anything is buffered, else when the next DATA
+%% arrives. The bytes handed over are given back to the stream window (in
+%% updates of at least half the initial window), and the window grows
+%% towards `Want' as far as `max_receive_buffer' allows, so a handler
+%% reading a large body is not held to a round trip per initial window.
+%% A stream no longer open gets the end of its body.
+-spec read(stream_id(), pos_integer(), state()) -> {state(), [action()]}.
+read(Id, Want, M = #m{streams = Streams, closing = false}) ->
     case Streams of
-        #{Id := S = #stream{remote = open}} ->
-            {S1, M1} = give_back(S, N, M),
-            done(put_stream(S1, M1));
+        #{Id := S0} ->
+            {S1, M1} = deliver(S0#stream{want = Want}, M),
+            done(grow(S1, Want, M1));
         #{} ->
-            {M, []}
+            done(act({data, Id, <<>>, fin}, M))
     end;
-consumed(_, _, M) ->
+read(_, _, M) ->
     {M, []}.
 
-give_back(S = #stream{unacked = Unacked0, recv_window = Window, id = Id}, N,
+%% The stream window grows to what the reader wants (or what is left of a
+%% declared length), if the connection can hold it: the sum over its
+%% streams of what is buffered, promised by windows and about to be given
+%% back stays within max_receive_buffer. The connection window follows.
+grow(S = #stream{remote = open, reader = true, id = Id, recv_window = Window, buf = Buf,
+                 unacked = Unacked, expected = Expected, received = Received}, Want,
+     M = #m{opts = #{max_receive_buffer := Cap}}) ->
+    Target = case Expected of
+                 undefined -> Want;
+                 _ -> min(Want, Expected - Received)
+             end,
+    Held = max(Window, 0) + falco_http2_buffer:size(Buf) + Unacked,
+    Committed = committed(M#m{streams = maps:remove(Id, M#m.streams)}) + Held,
+    case min(Target - Held, min(Cap - Committed, ?MAX_WINDOW - Window)) of
+        Inc when Inc > 0 ->
+            M1 = send(falco_http2_frame:window_update(Id, Inc), M),
+            grow_connection(Committed + Inc, put_stream(S#stream{recv_window = Window + Inc}, M1));
+        _ ->
+            put_stream(S, M)
+    end;
+grow(S, _, M) ->
+    put_stream(S, M).
+
+committed(#m{streams = Streams}) ->
+    maps:fold(fun(_, #stream{remote = open, recv_window = W, buf = B, unacked = U}, Sum) ->
+                      Sum + max(W, 0) + falco_http2_buffer:size(B) + U;
+                 (_, #stream{buf = B}, Sum) ->
+                      Sum + falco_http2_buffer:size(B)
+              end, 0, Streams).
+
+%% The connection window is raised so that it covers what the streams may
+%% send, up to max_receive_buffer; it never shrinks below its configured
+%% size.
+grow_connection(Committed, M = #m{conn_target = Target, conn_recv = Window,
+                                  opts = #{max_receive_buffer := Cap}}) ->
+    case min(Committed, Cap) - Target of
+        Inc when Inc > 0, Window + Inc =< ?MAX_WINDOW ->
+            send(falco_http2_frame:window_update(0, Inc),
+                 M#m{conn_target = Target + Inc, conn_recv = Window + Inc});
+        _ ->
+            M
+    end.
+
+%% Bytes handed over (or padding) are given back in updates of at least
+%% half the initial window, or a quarter of the stream's whole window once
+%% it has grown: a 10 MB upload through an 8 MB window took 300 updates,
+%% and as many writes, at 32 KB each (2026-11-24).
+give_back(S = #stream{unacked = Unacked0, recv_window = Window, id = Id, buf = Buf}, N,
           M = #m{opts = #{initial_window_size := Target}}) ->
+    Threshold = max(Target div 2, (Window + falco_http2_buffer:size(Buf) + Unacked0 + N) div 4),
     case Unacked0 + N of
-        Unacked when Unacked > 0, Unacked >= Target div 2; Unacked > 0, Window =< 0 ->
+        Unacked when Unacked > 0, Unacked >= Threshold; Unacked > 0, Window =< 0 ->
             {S#stream{unacked = 0, recv_window = Window + Unacked},
              send(falco_http2_frame:window_update(Id, Unacked), M)};
         Unacked ->
@@ -410,18 +554,22 @@ give_back(S = #stream{unacked = Unacked0, recv_window = Window, id = Id}, N,
 
 rst_stream(Id, _, M = #m{last_id = Last}) when Id > Last ->
     conn_error(protocol_error, rst_stream_on_idle_stream, M);
-rst_stream(Id, Code, M0) ->
-    case count(rst_stream, M0) of
-        {ok, M = #m{streams = #{Id := S}}} ->
-            forget(S, reset_received, act({reset, Id, {peer_reset, Code}}, M));
-        {ok, M = #m{closed = #{Id := _}}} ->
-            %% The client has seen the stream end: from now on its frames on
-            %% it are errors, not late arrivals (§5.1, "closed").
-            remember_closed(Id, reset_received, M);
-        {ok, M} ->
-            M;
-        {calm, Calm} ->
-            Calm
+%% Only the cancels of live streams count as rapid reset (they cost a
+%% started handler); an RST_STREAM for a stream already closed costs
+%% nothing more than any frame, and the `frames' budget counts it.
+rst_stream(Id, Code, M0 = #m{streams = Streams, closed = Closed}) ->
+    case {Streams, Closed} of
+        {#{Id := S}, _} ->
+            case count(rst_stream, M0) of
+                {ok, M} -> forget(S, reset_received, act({reset, Id, {peer_reset, Code}}, M));
+                {calm, Calm} -> Calm
+            end;
+        {_, #{Id := _}} ->
+            %% The client has seen the stream end: from now on its frames
+            %% on it are errors, not late arrivals (§5.1, "closed").
+            remember_closed(Id, reset_received, M0);
+        _ ->
+            M0
     end.
 
 window_update(0, Inc, M = #m{conn_send = Window}) ->
@@ -572,7 +720,10 @@ remember_closed(Id, How, M = #m{closed = Closed, closed_order = Order}) ->
 -spec stream_exited(stream_id(), state()) -> {state(), [action()]}.
 stream_exited(Id, M = #m{streams = Streams, closing = false}) ->
     case Streams of
-        #{Id := #stream{local = fin}} -> {M, []};
+        #{Id := S = #stream{local = fin}} ->
+            %% Nobody will read what is left of the body.
+            {put_stream(S#stream{reader = false, buf = falco_http2_buffer:new(), want = 0}, M),
+             []};
         #{Id := _} -> reset_stream(Id, internal_error, M);
         #{} -> {M, []}
     end;

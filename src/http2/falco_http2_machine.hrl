@@ -14,7 +14,7 @@
 
 -type action() :: {send, iodata()}
                 | {request, stream_id(), map() | {error, falco_errors:reason(), binary() | undefined}}
-                | {data, stream_id(), binary(), fin()}
+                | {data, stream_id(), falco_http2_buffer:pieces(), fin()}
                 | {trailers, stream_id(), headers()}
                 | {reset, stream_id(), term()}
                 | {reply, tag(), ok | {error, term()}}
@@ -31,6 +31,16 @@
                  expected :: undefined | non_neg_integer(),
                  received = 0 :: non_neg_integer(),
                  lingering = false :: boolean(),
+                 %% request body received and not yet handed to the stream's
+                 %% process (a few bytes of memory per body byte, whatever
+                 %% the frame sizes), the read it asked for (0: none
+                 %% pending), trailers not yet handed over, and whether
+                 %% anybody will read (a stream whose process ended drops
+                 %% its body)
+                 buf = falco_http2_buffer:new() :: falco_http2_buffer:buffer(),
+                 want = 0 :: non_neg_integer(),
+                 trailers :: undefined | headers(),
+                 reader = true :: boolean(),
                  queue = [] :: [out()]}).
 
 -type out() :: {data, iodata(), non_neg_integer(), fin(), tag()}
@@ -49,6 +59,9 @@
             %% connection flow control
             conn_send = ?DEFAULT_WINDOW :: integer(),
             conn_recv :: integer(),
+            %% what the connection window is topped up to: the configured
+            %% size, grown with the stream windows handlers ask for
+            conn_target :: integer(),
             %% streams
             streams = #{} :: #{stream_id() => #stream{}},
             last_id = 0 :: non_neg_integer(),
@@ -65,6 +78,9 @@
             idle = false :: boolean(),
             %% streams whose queued sends flow has finished, newest first
             settled = [] :: [stream_id()],
+            %% streams with a read pending and something new for it, newest
+            %% first: answered by deliver_ready/1, once per socket read
+            ready = [] :: [stream_id()],
             out = [] :: [action()]}).
 
 %% -- state helpers, one definition for both modules ----------------------------
