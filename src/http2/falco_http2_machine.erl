@@ -31,10 +31,10 @@
 %% late frames get the answer §5.1 asks for (ignored after our RST_STREAM,
 %% STREAM_CLOSED otherwise).
 %%
-%% Request bodies (§6.9): DATA is appended to its stream's buffer and
-%% handed over when the stream's process asks ({@link read/3}), so a
-%% client's frame sizes do not decide how many messages and binaries the
-%% server keeps. A read gives the delivered bytes back to the stream window
+%% Request bodies (§6.9, {@link falco_http2_recv}, the receiving half):
+%% DATA is appended to its stream's buffer and handed over when the
+%% stream's process asks ({@link read/3}), so a client's frame sizes do
+%% not decide how many messages and binaries the server keeps. A read gives the delivered bytes back to the stream window
 %% and grows that window towards what the handler asked for, within
 %% `max_receive_buffer': the most request body the connection's streams may
 %% hold or be promised, all together (windows beyond the initial ones are
@@ -347,7 +347,7 @@ request_trailers(S = #stream{id = Id, expected = Expected, received = Received},
                  Fields, M) ->
     case falco_http2_request:trailers(Fields) of
         ok when Expected =:= undefined; Expected =:= Received ->
-            maybe_close(S#stream{remote = fin, trailers = Fields}, ready(S, M));
+            maybe_close(S#stream{remote = fin, trailers = Fields}, falco_http2_recv:ready(S, M));
         _ ->
             stream_error(Id, protocol_error, M)
     end.
@@ -359,7 +359,7 @@ data(Id, _, _, _, M = #m{last_id = Last}) when Id > Last ->
 data(_, _, _, FlowSize, M = #m{conn_recv = Window}) when FlowSize > Window ->
     conn_error(flow_control_error, connection_window_exceeded, M);
 data(Id, Fin, Data, FlowSize, M0) ->
-    M1 = conn_received(FlowSize, M0),
+    M1 = falco_http2_recv:conn_received(FlowSize, M0),
     Counted = case Data =:= <<>> andalso Fin =:= nofin of
                   true -> count(empty_data, M1);
                   false -> {ok, M1}
@@ -378,17 +378,6 @@ data(Id, Fin, Data, FlowSize, M0) ->
             Calm
     end.
 
-%% The connection window is given back as soon as data arrives: what a
-%% client can make us buffer is bounded by the stream windows, which are
-%% only given back as the handlers read.
-conn_received(Size, M = #m{conn_recv = Window, conn_target = Target}) ->
-    case Window - Size of
-        W when W < Target div 2 ->
-            send(falco_http2_frame:window_update(0, Target - W), M#m{conn_recv = Target});
-        W ->
-            M#m{conn_recv = W}
-    end.
-
 stream_data(#stream{id = Id, remote = fin}, _, _, _, M) ->
     stream_error(Id, stream_closed, M);
 stream_data(#stream{id = Id, recv_window = Window}, _, _, FlowSize, M) when FlowSize > Window ->
@@ -404,151 +393,35 @@ stream_data(S0 = #stream{id = Id, recv_window = Window, received = Received0, ex
         true ->
             S1 = S0#stream{recv_window = Window - FlowSize, received = Received},
             %% Padding is never read by the handler: give it back now.
-            {S2, M1} = give_back(S1, FlowSize - byte_size(Data), M),
-            S3 = buffer(Data, S2),
-            M2 = ready(S3, M1),
+            {S2, M1} = falco_http2_recv:give_back(S1, FlowSize - byte_size(Data), M),
+            {S3, M2} = falco_http2_recv:received(Data, S2, M1),
             case Fin of
                 fin -> maybe_close(S3#stream{remote = fin}, M2);
                 nofin -> put_stream(S3, M2)
             end
     end.
 
-%% A stream whose process waits for body has something new: it is answered
-%% once the frames of the current socket read are all in
-%% (deliver_ready/1), with all of them, not with a message per frame.
-ready(#stream{want = 0}, M) -> M;
-ready(#stream{id = Id}, M = #m{ready = [Id | _]}) -> M;
-ready(#stream{id = Id}, M = #m{ready = Ready}) -> M#m{ready = [Id | Ready]}.
-
 %% @doc Answers the reads pending on the streams that received body or
 %% trailers since the last call: the connection process calls it when it
-%% has handled every complete frame of a socket read.
+%% has handled every complete frame of a socket read, so a waiting stream
+%% gets all of them in one message, not one per frame.
 -spec deliver_ready(state()) -> {state(), [action()]}.
-deliver_ready(M = #m{ready = []}) ->
-    {M, []};
-deliver_ready(M0 = #m{ready = Ready}) ->
-    M = lists:foldr(fun(Id, M1 = #m{streams = Streams}) ->
-                            case Streams of
-                                #{Id := S0} ->
-                                    {S, M2} = deliver(S0, M1),
-                                    put_stream(S, M2);
-                                #{} ->
-                                    M1
-                            end
-                    end, M0#m{ready = []}, Ready),
-    done(M).
-
-%% The body is held in a falco_http2_buffer: small frames are appended
-%% into one binary, which also copies their bytes out of the socket read
-%% they came in (a sub-binary would keep that whole read alive).
-buffer(_, S = #stream{reader = false}) -> S;
-buffer(Data, S = #stream{buf = Buf}) -> S#stream{buf = falco_http2_buffer:add(Data, Buf)}.
-
-%% Hands the stream's process what it asked for, if there is anything:
-%% body bytes (at most the read's size), then the trailers, or the end.
-%% The bytes handed over are given back to the stream window.
-deliver(S = #stream{want = 0}, M) ->
-    {S, M};
-deliver(S = #stream{id = Id, buf = Buf, want = Want, remote = Remote, trailers = Fields}, M) ->
-    case falco_http2_buffer:size(Buf) of
-        0 when Remote =:= open ->
-            {S, M};
-        0 when Fields =/= undefined ->
-            {S#stream{want = 0, trailers = undefined}, act({trailers, Id, Fields}, M)};
-        0 ->
-            {S#stream{want = 0}, act({data, Id, <<>>, fin}, M)};
-        _ ->
-            {Give, Keep} = falco_http2_buffer:take(Want, Buf),
-            Fin = case falco_http2_buffer:size(Keep) =:= 0 andalso Remote =:= fin
-                      andalso Fields =:= undefined of
-                      true -> fin;
-                      false -> nofin
-                  end,
-            S1 = S#stream{buf = Keep, want = 0},
-            {S2, M1} = case Remote of
-                           open -> give_back(S1, iolist_size(Give), M);
-                           fin -> {S1, M}
-                       end,
-            {S2, act({data, Id, Give, Fin}, M1)}
-    end.
+deliver_ready(M) ->
+    done(falco_http2_recv:deliver_ready(M)).
 
 %% @doc The process of stream `Id' asks for up to `Want' bytes of request
-%% body: one `{data, Id, Bin, Fin}' (or `{trailers, Id, Fields}') action
-%% answers it, at once if anything is buffered, else when the next DATA
-%% arrives. The bytes handed over are given back to the stream window (in
-%% updates of at least half the initial window), and the window grows
-%% towards `Want' as far as `max_receive_buffer' allows, so a handler
-%% reading a large body is not held to a round trip per initial window.
-%% A stream no longer open gets the end of its body.
+%% body: one `{data, Id, Bin | [Bin], Fin}' (or `{trailers, Id, Fields}')
+%% action answers it, at once if anything is buffered, else after the
+%% next socket read that brings some. The bytes handed over are given back
+%% to the stream window, and the window grows towards `Want' as far as
+%% `max_receive_buffer' allows, so a handler reading a large body is not
+%% held to a round trip per initial window. A stream no longer open gets
+%% the end of its body.
 -spec read(stream_id(), pos_integer(), state()) -> {state(), [action()]}.
-read(Id, Want, M = #m{streams = Streams, closing = false}) ->
-    case Streams of
-        #{Id := S0} ->
-            {S1, M1} = deliver(S0#stream{want = Want}, M),
-            done(grow(S1, Want, M1));
-        #{} ->
-            done(act({data, Id, <<>>, fin}, M))
-    end;
+read(Id, Want, M = #m{closing = false}) ->
+    done(falco_http2_recv:read(Id, Want, M));
 read(_, _, M) ->
     {M, []}.
-
-%% The stream window grows to what the reader wants (or what is left of a
-%% declared length), if the connection can hold it: the sum over its
-%% streams of what is buffered, promised by windows and about to be given
-%% back stays within max_receive_buffer. The connection window follows.
-grow(S = #stream{remote = open, reader = true, id = Id, recv_window = Window, buf = Buf,
-                 unacked = Unacked, expected = Expected, received = Received}, Want,
-     M = #m{opts = #{max_receive_buffer := Cap}}) ->
-    Target = case Expected of
-                 undefined -> Want;
-                 _ -> min(Want, Expected - Received)
-             end,
-    Held = max(Window, 0) + falco_http2_buffer:size(Buf) + Unacked,
-    Committed = committed(M#m{streams = maps:remove(Id, M#m.streams)}) + Held,
-    case min(Target - Held, min(Cap - Committed, ?MAX_WINDOW - Window)) of
-        Inc when Inc > 0 ->
-            M1 = send(falco_http2_frame:window_update(Id, Inc), M),
-            grow_connection(Committed + Inc, put_stream(S#stream{recv_window = Window + Inc}, M1));
-        _ ->
-            put_stream(S, M)
-    end;
-grow(S, _, M) ->
-    put_stream(S, M).
-
-committed(#m{streams = Streams}) ->
-    maps:fold(fun(_, #stream{remote = open, recv_window = W, buf = B, unacked = U}, Sum) ->
-                      Sum + max(W, 0) + falco_http2_buffer:size(B) + U;
-                 (_, #stream{buf = B}, Sum) ->
-                      Sum + falco_http2_buffer:size(B)
-              end, 0, Streams).
-
-%% The connection window is raised so that it covers what the streams may
-%% send, up to max_receive_buffer; it never shrinks below its configured
-%% size.
-grow_connection(Committed, M = #m{conn_target = Target, conn_recv = Window,
-                                  opts = #{max_receive_buffer := Cap}}) ->
-    case min(Committed, Cap) - Target of
-        Inc when Inc > 0, Window + Inc =< ?MAX_WINDOW ->
-            send(falco_http2_frame:window_update(0, Inc),
-                 M#m{conn_target = Target + Inc, conn_recv = Window + Inc});
-        _ ->
-            M
-    end.
-
-%% Bytes handed over (or padding) are given back in updates of at least
-%% half the initial window, or a quarter of the stream's whole window once
-%% it has grown: a 10 MB upload through an 8 MB window took 300 updates,
-%% and as many writes, at 32 KB each (2026-11-24).
-give_back(S = #stream{unacked = Unacked0, recv_window = Window, id = Id, buf = Buf}, N,
-          M = #m{opts = #{initial_window_size := Target}}) ->
-    Threshold = max(Target div 2, (Window + falco_http2_buffer:size(Buf) + Unacked0 + N) div 4),
-    case Unacked0 + N of
-        Unacked when Unacked > 0, Unacked >= Threshold; Unacked > 0, Window =< 0 ->
-            {S#stream{unacked = 0, recv_window = Window + Unacked},
-             send(falco_http2_frame:window_update(Id, Unacked), M)};
-        Unacked ->
-            {S#stream{unacked = Unacked}, M}
-    end.
 
 %% -- RST_STREAM, WINDOW_UPDATE ----------------------------------------------------
 

@@ -1,8 +1,9 @@
 %% Records and state helpers shared by falco_http2_machine (frames in,
-%% connection state) and falco_http2_flow (frames out: send queues and
-%% windows). Private to those two modules. The machine calls flow, never
-%% the reverse: flow notes the streams whose sends are done in `settled',
-%% and the machine decides whether they close.
+%% connection state), falco_http2_flow (frames out: send queues and
+%% windows) and falco_http2_recv (request bodies held until read, receive
+%% windows). Private to those modules. The machine calls flow and recv,
+%% never the reverse: flow notes the streams whose sends are done in
+%% `settled', and the machine decides whether they close.
 
 -define(MAX_WINDOW, 16#7fffffff).
 -define(DEFAULT_WINDOW, 65535).
@@ -94,5 +95,8 @@ send(Data, M = #m{out = Out}) ->
 act(Action, M = #m{out = Out}) ->
     M#m{out = [Action | Out]}.
 
+%% (falco_http2_recv answers no sends: it defines FALCO_H2_RECV)
+-ifndef(FALCO_H2_RECV).
 reply(none, _, M) -> M;
 reply(Tag, Result, M) -> act({reply, Tag, Result}, M).
+-endif.
