@@ -49,7 +49,8 @@ accepted_values_test_() ->
                    {max_keep_alive_requests, infinity}, {send_timeout, 0},
                    {idle_timeout, infinity}, {request_timeout, 1}, {body_timeout, infinity},
                    {max_header_count, 0}, {max_body, 0}, {num_acceptors, 1}, {backlog, 1},
-                   {max_request_line, 1}, {max_header_line, 1}, {max_header_block, 1}]].
+                   {max_request_line, 1}, {max_header_line, 1}, {max_header_block, 1},
+                   {h2_max_receive_buffer, 1}, {h2_flood_limits, #{frames => 0}}]].
 
 rejected_values_test_() ->
     [?_assertEqual({error, {invalid_option, K, V}}, valid(#{K => V}))
@@ -58,12 +59,22 @@ rejected_values_test_() ->
                    {max_connections, 0}, {max_keep_alive_requests, -1}, {send_timeout, -1},
                    {idle_timeout, 1.5}, {request_timeout, forever}, {max_header_count, -1},
                    {max_body, -1}, {num_acceptors, 0}, {backlog, 0}, {max_request_line, 0},
-                   {max_header_line, infinity}, {max_header_block, 0}]].
+                   {max_header_line, infinity}, {max_header_block, 0},
+                   {h2_max_receive_buffer, 0}, {h2_max_receive_buffer, infinity},
+                   {h2_flood_limits, #{frames => -1}}]].
 
 %% With several bad values, the first in key order is reported, so the
 %% error is stable.
 first_bad_value_test() ->
     ?assertEqual({error, {invalid_option, backlog, 0}}, valid(#{port => -1, backlog => 0})).
+
+%% The HTTP/2 machine's budgets come from one place: the listener's
+%% defaults, with a listener's own keys merged over them.
+http2_defaults_test() ->
+    #{flood_limits := Limits, max_receive_buffer := Buffer} = falco_http2_machine:default_opts(),
+    ?assertEqual(#{frames => 10000, rst_stream => 500, stream_errors => 10},
+                 maps:with([frames, rst_stream, stream_errors], Limits)),
+    ?assertEqual(8388608, Buffer).
 
 %% -- falco_errors ---------------------------------------------------------------
 

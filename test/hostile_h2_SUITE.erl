@@ -29,8 +29,11 @@
 %% How long the 1-byte DATA attacks last at most (the old code reached
 %% 898 MB in 12 s).
 -define(ATTACK_MS, 4000).
-%% What a body byte sent in its own DATA frame may cost, at most.
--define(PER_BYTE, 16).
+%% What a body byte sent in its own DATA frame may cost, at most, as the
+%% node's memory grows: that counts the 10 bytes of frame each byte came
+%% in until they are collected (about 9 per byte here, 2026-11-24; 64-75
+%% before).
+-define(PER_BYTE, 24).
 
 all() ->
     [{group, hostile_h2}].
@@ -160,7 +163,7 @@ tiny_data_unread_bounded(_Config) ->
            "peaked at ~s, node memory grew by ~s", [Sent, mb(Procs), mb(Growth)]),
     %% the attack did happen (about a million frames here, 2026-11-24)...
     ?assert(Sent > 200000),
-    %% ...and cost a few bytes per frame (before: 64-75)
+    %% ...and cost a few bytes per frame
     ?assert(Growth < ?BOUND),
     ?assert(Procs < ?BOUND),
     ?assert(Growth / Sent < ?PER_BYTE),
