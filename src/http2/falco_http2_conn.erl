@@ -25,16 +25,20 @@
 -export([enter/2]).
 -export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
 
--define(ACTIVE_N, 100).
 -define(FLUSH_AFTER, 64).
 %% The socket's read buffer: the listener's 8 KB (falco_listener_sup), and
 %% 256 KB while the client sends more than fits, as falco_http1_stream
 %% widens it for large bodies: on the socket backend each read allocates
 %% a whole buffer, so a narrow one suits requests and a wide one a body
 %% (10 MB h2c upload with curl: 1220 reads of 8 KB, 11 -> 8.5 ms of CPU,
-%% 2026-11-24).
+%% 2026-11-24). The reads that may wait in the mailbox are fewer when they
+%% are wide, so that a connection busy with what it has holds at most
+%% about 1 MB of reads it has not handled (100 wide reads took 26 MB under
+%% a 1-byte DATA flood, 2026-11-24).
 -define(BUFFER, 8192).
+-define(ACTIVE_N, 100).
 -define(WIDE_BUFFER, 262144).
+-define(WIDE_ACTIVE_N, 4).
 
 -record(c, {socket :: falco_transport:socket(),
             transport :: falco_transport:transport(),
@@ -145,8 +149,13 @@ next(C) ->
 
 handle({DataTag, Sock, Data}, C = #c{socket = Sock, tags = {DataTag, _, _, _}}) ->
     received(Data, width(byte_size(Data), C));
-handle({PassiveTag, Sock}, C = #c{socket = Sock, tags = {_, _, _, PassiveTag}, transport = T}) ->
-    _ = falco_transport:setopts(T, Sock, [{active, ?ACTIVE_N}]),
+handle({PassiveTag, Sock}, C = #c{socket = Sock, tags = {_, _, _, PassiveTag}, transport = T,
+                                   wide = Wide}) ->
+    N = case Wide of
+            true -> ?WIDE_ACTIVE_N;
+            false -> ?ACTIVE_N
+        end,
+    _ = falco_transport:setopts(T, Sock, [{active, N}]),
     C;
 handle({ClosedTag, Sock}, C = #c{socket = Sock, tags = {_, ClosedTag, _, _}}) ->
     C#c{closing = {true, closed}};
@@ -210,11 +219,14 @@ continue_frames(C) -> C.
 
 %% A read that filled the buffer means more is waiting: widen it; one that
 %% did not fill the narrow buffer means the burst is over.
+%% Widening also restarts the count of reads the socket may deliver
+%% unasked (`{active, false}' drops what was left of it).
 width(Size, C = #c{wide = false, socket = Sock, transport = T}) when Size >= ?BUFFER ->
-    _ = falco_transport:setopts(T, Sock, [{buffer, ?WIDE_BUFFER}]),
+    _ = falco_transport:setopts(T, Sock, [{active, false}, {buffer, ?WIDE_BUFFER}]),
+    _ = falco_transport:setopts(T, Sock, [{active, ?WIDE_ACTIVE_N}]),
     C#c{wide = true};
 width(Size, C = #c{wide = true, socket = Sock, transport = T}) when Size < ?BUFFER ->
-    _ = falco_transport:setopts(T, Sock, [{buffer, ?BUFFER}]),
+    _ = falco_transport:setopts(T, Sock, [{buffer, ?BUFFER}, {active, ?ACTIVE_N}]),
     C#c{wide = false};
 width(_, C) ->
     C.
