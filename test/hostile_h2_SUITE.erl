@@ -50,7 +50,6 @@ end_per_suite(_Config) ->
     ok.
 
 init_per_testcase(upload_window_grows, Config) ->
-    _ = falco:stop_listener(upload_window_grows),
     falco_test_tools:require(["curl"], Config);
 init_per_testcase(Case, Config) ->
     _ = falco:stop_listener(Case),
