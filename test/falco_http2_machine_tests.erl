@@ -29,6 +29,10 @@ call(Fun, T = #t{m = M0}) ->
     {M, Acts} = Fun(M0),
     T#t{m = M, acts = Acts}.
 
+%% The stream's process asks for up to Want bytes of body.
+read(Id, Want, T) ->
+    call(fun(M) -> ?M:read(Id, Want, M) end, T).
+
 frames(#t{acts = Acts}) -> frames_of(Acts).
 
 frames_of(Acts) ->
@@ -261,9 +265,14 @@ compression_error_test() ->
 trailers_test() ->
     T1 = headers(1, post(3), nofin, start()),
     T2 = feed({data, 1, nofin, <<"abc">>, 3}, T1),
-    ?assertEqual([{data, 1, <<"abc">>, nofin}], others(T2)),
+    %% the body waits until the stream's process asks for it
+    ?assertEqual([], others(T2)),
+    ?assertEqual([{data, 1, <<"abc">>, nofin}], others(read(1, 100, T2))),
     T3 = headers(1, [{<<"x-sum">>, <<"1">>}], fin, T2),
-    ?assertEqual([{trailers, 1, [{<<"x-sum">>, <<"1">>}]}], others(T3)),
+    ?assertEqual([], others(T3)),
+    T4 = read(1, 100, T3),
+    ?assertEqual([{data, 1, <<"abc">>, nofin}], others(T4)),
+    ?assertEqual([{trailers, 1, [{<<"x-sum">>, <<"1">>}]}], others(read(1, 100, T4))),
     ?assertEqual([{1, protocol_error}], rst(headers(1, [{<<"x-sum">>, <<"1">>}], nofin, T2))),
     ?assertEqual([{1, protocol_error}], rst(headers(1, [{<<":path">>, <<"/">>}], fin, T2))),
     %% trailers before the announced length is complete
@@ -275,7 +284,7 @@ content_length_test() ->
     ?assertEqual([{1, protocol_error}], rst(feed({data, 1, nofin, <<"abcd">>, 4}, T1))),
     ?assertEqual([{1, protocol_error}], rst(feed({data, 1, fin, <<"ab">>, 2}, T1))),
     T2 = feed({data, 1, fin, <<"abc">>, 3}, T1),
-    ?assertEqual([{data, 1, <<"abc">>, fin}], others(T2)).
+    ?assertEqual([{data, 1, <<"abc">>, fin}], others(read(1, 10, T2))).
 
 %% -- CONTINUATION (§6.10, CVE-2024-27316) ------------------------------------------------
 
@@ -344,12 +353,69 @@ recv_window_test() ->
     T1 = headers(1, post(100000), nofin, start(#{initial_window_size => 65535})),
     T2 = feed({data, 1, nofin, binary:copy(<<"a">>, 16384), 16384}, T1),
     ?assertEqual([], frames(T2)),
-    %% consumption below half the window: nothing yet; at half: WINDOW_UPDATE
-    T3 = call(fun(M) -> ?M:consumed(1, 16384, M) end, T2),
+    %% handed over below half the window: nothing yet; at half: WINDOW_UPDATE
+    T3 = read(1, 16384, T2),
     ?assertEqual([], frames(T3)),
-    T4 = call(fun(M) -> ?M:consumed(1, 16384, M) end, T3),
+    T4 = read(1, 16384, feed({data, 1, nofin, binary:copy(<<"a">>, 16384), 16384}, T3)),
     ?assertEqual([{window_update, 1, 32768}], frames(T4)),
-    ?assertEqual({T4#t.m, []}, ?M:consumed(99, 10, T4#t.m)).
+    %% a stream that is gone gets the end of its body
+    ?assertEqual([{data, 99, <<>>, fin}], others(read(99, 10, T4))).
+
+%% However the client cuts the body into frames, the stream's process gets
+%% one piece per read, at most what it asked for, as one binary.
+body_coalesced_test() ->
+    T1 = headers(1, post(1000), nofin, start()),
+    T2 = lists:foldl(fun(_, T) -> feed({data, 1, nofin, <<"a">>, 1}, T) end, T1,
+                     lists:seq(1, 300)),
+    ?assertEqual([], others(T2)),
+    T3 = read(1, 200, T2),
+    ?assertEqual([{data, 1, binary:copy(<<"a">>, 200), nofin}], others(T3)),
+    T4 = read(1, 1000, T3),
+    ?assertEqual([{data, 1, binary:copy(<<"a">>, 100), nofin}], others(T4)),
+    %% nothing buffered: the read waits for the next DATA
+    T5 = read(1, 1000, T4),
+    ?assertEqual([], others(T5)),
+    %% ...and the answer goes once the frames of the socket read are all in
+    T6 = feed({data, 1, nofin, binary:copy(<<"b">>, 300), 300}, T5),
+    ?assertEqual([], others(T6)),
+    T7 = feed({data, 1, fin, binary:copy(<<"b">>, 400), 400}, T6),
+    ?assertEqual([], others(T7)),
+    T8 = call(fun ?M:deliver_ready/1, T7),
+    ?assertEqual([{data, 1, binary:copy(<<"b">>, 700), fin}], others(T8)),
+    ?assertEqual([], others(call(fun ?M:deliver_ready/1, T8))).
+
+%% A read larger than the window grows the stream window (to what is left
+%% of a declared length) and the connection window, within
+%% max_receive_buffer for all the streams together.
+window_grows_with_reads_test() ->
+    T0 = start(#{max_receive_buffer => 4000000, connection_window_size => 1048576}),
+    T1 = headers(1, post(3000000), nofin, T0),
+    T2 = read(1, 10000000, T1),
+    ?assertEqual([{window_update, 1, 3000000 - 65535}, {window_update, 0, 3000000 - 1048576}],
+                 frames(T2)),
+    %% a second stream gets what is left of the buffer (its initial window
+    %% included), and the connection window follows
+    T3 = headers(3, post(3000000), nofin, T2),
+    T4 = read(3, 10000000, T3),
+    ?assertEqual([{window_update, 3, 4000000 - 3000000 - 65535}, {window_update, 0, 1000000}],
+                 frames(T4)),
+    %% a third gets nothing beyond its initial window
+    T5 = headers(5, post(3000000), nofin, T4),
+    ?assertEqual([], frames(read(5, 10000000, T5))),
+    %% small reads do not grow anything
+    T6 = headers(7, post(3000000), nofin, start()),
+    ?assertEqual([], frames(read(7, 1000, T6))).
+
+%% What a stream holds is bounded by its window when nobody reads; a
+%% stream whose process ended drops its body.
+unread_body_dropped_test() ->
+    T1 = headers(1, post(100000), nofin, start()),
+    T2 = call(fun(M) -> ?M:send_headers(1, 200, [], fin, M) end,
+              feed({data, 1, nofin, binary:copy(<<"a">>, 1000), 1000}, T1)),
+    T3 = call(fun(M) -> ?M:stream_exited(1, M) end, T2),
+    T4 = feed({data, 1, nofin, binary:copy(<<"a">>, 1000), 1000}, T3),
+    %% nothing is held for it: a read (were one to come) finds no body
+    ?assertEqual([], others(read(1, 10, T4))).
 
 stream_window_exceeded_test() ->
     T0 = start(#{initial_window_size => 65535}),
@@ -645,7 +711,7 @@ goaway_test() ->
     ?assertMatch({_, [{reply, t, {error, closed}}]}, ?M:send_trailers(1, [], t, M)),
     ?assertEqual({M, []}, ?M:send_headers(1, 200, [], fin, M)),
     ?assertEqual({M, []}, ?M:send_inform(1, 100, M)),
-    ?assertEqual({M, []}, ?M:consumed(1, 10, M)),
+    ?assertEqual({M, []}, ?M:read(1, 10, M)),
     ?assertEqual({M, []}, ?M:reset_stream(1, cancel, M)),
     ?assertEqual({M, []}, ?M:stream_exited(1, M)).
 
@@ -708,6 +774,45 @@ rapid_reset_test() ->
     T21 = Cycle(21, T20),
     ?assertEqual(enhance_your_calm, goaway_code(T21)),
     ?assertEqual([{enhance_your_calm, {flood, rst_stream}}], closed(T21)).
+
+%% Client cancels count only for streams still open: resetting streams
+%% that are already closed is a cheap frame, counted as one.
+rapid_reset_live_only_test() ->
+    Opts = #{flood_limits => #{rst_stream => 5, frames => 100}},
+    T1 = call(fun(M) -> ?M:send_headers(1, 200, [], fin, M) end,
+              headers(1, req_get(1), fin, start(Opts))),
+    T50 = lists:foldl(fun(_, T) -> feed({rst_stream, 1, cancel}, T) end, T1, lists:seq(1, 50)),
+    ?assertEqual([], closed(T50)),
+    %% start/1 fed two frames: 98 RSTs fill the frame budget
+    T98 = lists:foldl(fun(_, T) -> feed({rst_stream, 1, cancel}, T) end, T50, lists:seq(1, 48)),
+    ?assertEqual([], closed(T98)),
+    ?assertEqual([{enhance_your_calm, {flood, frames}}],
+                 closed(feed({rst_stream, 1, cancel}, T98))).
+
+%% One budget over every received frame: unknown types, PING ACKs,
+%% SETTINGS ACKs included; HEADERS opening streams and DATA carrying a
+%% request's body forward are not counted.
+frame_flood_test() ->
+    %% start/1 feeds two frames (SETTINGS, its ACK)
+    Opts = #{flood_limits => #{frames => 12}},
+    Kinds = [fun(_) -> {unknown, 16#fa, <<"x">>} end,
+             fun(_) -> {ping_ack, <<0:64>>} end,
+             fun(_) -> settings_ack end],
+    [begin
+         ?assertEqual([], closed(flood(Opts, K, 10))),
+         T = flood(Opts, K, 11),
+         ?assertEqual(enhance_your_calm, goaway_code(T)),
+         ?assertEqual([<<"flood: frames">>], [D || {goaway, _, _, D} <- frames(T)])
+     end || K <- Kinds],
+    Open = fun(I, T) -> Id = 2 * I - 1, headers(Id, post(5000), nofin, T) end,
+    T20 = lists:foldl(Open, start(Opts), lists:seq(1, 20)),
+    ?assertEqual([], closed(T20)),
+    Full = fun(_, T) -> feed({data, 1, nofin, binary:copy(<<"a">>, 1024), 1024}, T) end,
+    ?assertEqual([], closed(lists:foldl(Full, T20, lists:seq(1, 4)))),
+    Small = fun(_, T) -> feed({data, 1, nofin, <<"a">>, 1}, T) end,
+    ?assertEqual([], closed(lists:foldl(Small, T20, lists:seq(1, 10)))),
+    ?assertEqual([{enhance_your_calm, {flood, frames}}],
+                 closed(lists:foldl(Small, T20, lists:seq(1, 11)))).
 
 %% Streams we are made to reset (malformed requests, refused streams...).
 stream_error_flood_test() ->

@@ -51,7 +51,8 @@ accepted_values_test_() ->
                    {max_header_count, 0}, {max_body, 0}, {num_acceptors, 1}, {backlog, 1},
                    {max_request_line, 1}, {max_header_line, 1}, {max_header_block, 1},
                    {h2_send_min_rate, 0}, {h2_send_min_rate, 100000}, {h2_send_buffer, 1024},
-                   {min_body_rate, none}, {min_body_rate, #{grace => 0, bytes_per_second => 1}}]].
+                   {min_body_rate, none}, {min_body_rate, #{grace => 0, bytes_per_second => 1}},
+                   {h2_max_receive_buffer, 1}, {h2_flood_limits, #{frames => 0}}]].
 
 rejected_values_test_() ->
     [?_assertEqual({error, {invalid_option, K, V}}, valid(#{K => V}))
@@ -66,12 +67,22 @@ rejected_values_test_() ->
                    {min_body_rate, 500}, {min_body_rate, #{grace => 1000}},
                    {min_body_rate, #{grace => -1, bytes_per_second => 500}},
                    {min_body_rate, #{grace => 1000, bytes_per_second => 0}},
-                   {min_body_rate, #{grace => 1000, bytes_per_second => 500, x => 1}}]].
+                   {min_body_rate, #{grace => 1000, bytes_per_second => 500, x => 1}},
+                   {h2_max_receive_buffer, 0}, {h2_max_receive_buffer, infinity},
+                   {h2_flood_limits, #{frames => -1}}]].
 
 %% With several bad values, the first in key order is reported, so the
 %% error is stable.
 first_bad_value_test() ->
     ?assertEqual({error, {invalid_option, backlog, 0}}, valid(#{port => -1, backlog => 0})).
+
+%% The HTTP/2 machine's budgets come from one place: the listener's
+%% defaults, with a listener's own keys merged over them.
+http2_defaults_test() ->
+    #{flood_limits := Limits, max_receive_buffer := Buffer} = falco_http2_machine:default_opts(),
+    ?assertEqual(#{frames => 10000, rst_stream => 500, stream_errors => 10},
+                 maps:with([frames, rst_stream, stream_errors], Limits)),
+    ?assertEqual(8388608, Buffer).
 
 %% -- falco_errors ---------------------------------------------------------------
 

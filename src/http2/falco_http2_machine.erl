@@ -14,7 +14,8 @@
 %%     from {@link falco_http2_request:request/2}), or one falco answers with
 %%     an error status;</li>
 %% <li>`{data, StreamId, binary(), fin | nofin}', `{trailers, StreamId, Fields}':
-%%     request body and trailers, for the stream's process;</li>
+%%     request body and trailers, for the stream's process, one action per
+%%     {@link read/3} (the body is held here until the process asks);</li>
 %% <li>`{reset, StreamId, Reason}': the stream is gone (reset by either side;
 %%     for `send_timeout' its pending sends have failed and its process is
 %%     left to end);</li>
@@ -32,10 +33,23 @@
 %% late frames get the answer §5.1 asks for (ignored after our RST_STREAM,
 %% STREAM_CLOSED otherwise).
 %%
+%% Request bodies (§6.9, {@link falco_http2_recv}, the receiving half):
+%% DATA is appended to its stream's buffer and handed over when the
+%% stream's process asks ({@link read/3}), so a client's frame sizes do
+%% not decide how many messages and binaries the server keeps. A read gives the delivered bytes back to the stream window
+%% and grows that window towards what the handler asked for, within
+%% `max_receive_buffer': the most request body the connection's streams may
+%% hold or be promised, all together (windows beyond the initial ones are
+%% granted only within it). The connection window grows with them.
+%%
 %% Flood defences, each a counter per `flood_window' (10 s) with a limit;
-%% going over it is a GOAWAY ENHANCE_YOUR_CALM: client RST_STREAMs (rapid
-%% reset, CVE-2023-44487), PING, SETTINGS, PRIORITY, WINDOW_UPDATE, empty
-%% DATA frames, and the RST_STREAMs we are made to send. A field block is
+%% going over it is a GOAWAY ENHANCE_YOUR_CALM whose debug data names the
+%% budget: every received frame (`frames'; the frames that carry requests
+%% forward are not counted: a HEADERS that opens a stream, DATA that ends
+%% its stream or carries at least 1 KB), client RST_STREAMs on live streams
+%% (rapid reset, CVE-2023-44487), PING, SETTINGS, PRIORITY, WINDOW_UPDATE,
+%% empty DATA frames, and the RST_STREAMs we are made to send
+%% (`stream_errors', CVE-2019-9514). A field block is
 %% bounded in bytes and in CONTINUATION frames (CVE-2024-27316), and its
 %% decoded size by SETTINGS_MAX_HEADER_LIST_SIZE (HPACK bombs: 431).
 %% Response data is sent in DATA frames of at least 16 KB when a window is
@@ -48,7 +62,7 @@
 
 -export([new/1, frame/2, frame_error/2, upgrade/2,
          send_headers/5, send_inform/3, send_data/5, send_trailers/4,
-         consumed/3, stream_exited/2, reset_stream/3, timeout/2, goaway/1,
+         read/3, deliver_ready/1, stream_exited/2, reset_stream/3, timeout/2, goaway/1,
          max_frame_size/1, active_streams/1, send_queued/1, default_opts/0]).
 
 -export_type([state/0, action/0, opts/0]).
@@ -61,10 +75,15 @@
 %% How long a stream whose response is complete waits for the rest of a
 %% request body nobody will read before it is reset with NO_ERROR.
 -define(LINGER, 1000).
+%% DATA frames carrying at least this much (or ending their stream) are not
+%% counted in the `frames' budget: counting them would cap an upload's
+%% speed, and flow control already bounds their bytes.
+-define(FULL_DATA, 1024).
 
 -type opts() :: #{max_concurrent_streams => non_neg_integer(),
                   initial_window_size => 0..16#7fffffff,
                   connection_window_size => 65535..16#7fffffff,
+                  max_receive_buffer => pos_integer(),
                   max_frame_size => 16384..16777215,
                   max_header_list_size => pos_integer(),
                   max_header_block => pos_integer(),
@@ -99,7 +118,8 @@ new(Opts0) ->
     Settings = maps:filter(fun(K, V) -> V =/= maps:get(K, falco_http2_frame:default_settings()) end,
                            #{max_concurrent_streams => MaxStreams, initial_window_size => Window,
                              max_frame_size => MaxFrame, max_header_list_size => MaxList}),
-    M0 = #m{opts = Opts, conn_recv = ConnWindow, pending_local = [Settings],
+    M0 = #m{opts = Opts, conn_recv = ConnWindow, conn_target = ConnWindow,
+            pending_local = [Settings],
             decoder = falco_hpack:new(), encoder = falco_hpack:new()},
     M1 = send(falco_http2_frame:settings(Settings), M0),
     M2 = case ConnWindow > ?DEFAULT_WINDOW of
@@ -144,7 +164,20 @@ upgrade(Settings, M0) ->
 frame(_, M = #m{closing = true}) ->
     {M, []};
 frame(Frame, M) ->
-    done(idle_check(in(Frame, M))).
+    case counted(Frame, M) andalso count(frames, M) of
+        false -> done(idle_check(in(Frame, M)));
+        {ok, M1} -> done(idle_check(in(Frame, M1)));
+        {calm, Calm} -> done(Calm)
+    end.
+
+%% Whether a frame counts in the `frames' budget: all do but those that
+%% carry requests forward (a HEADERS opening a stream: the stream budgets
+%% and max_concurrent_streams bound those; DATA ending its stream or
+%% carrying at least ?FULL_DATA bytes: flow control bounds those).
+counted({headers, Id, _, _, _, _}, #m{last_id = Last}) when Id > Last -> false;
+counted({data, _, fin, _, _}, _) -> false;
+counted({data, _, nofin, Data, _}, _) when byte_size(Data) >= ?FULL_DATA -> false;
+counted(_, _) -> true.
 
 %% @doc Handles an error the frame codec reported.
 -spec frame_error({connection_error, falco_http2_frame:error_code(), atom()}
@@ -332,7 +365,7 @@ request_trailers(S = #stream{id = Id, expected = Expected, received = Received},
                  Fields, M) ->
     case falco_http2_request:trailers(Fields) of
         ok when Expected =:= undefined; Expected =:= Received ->
-            maybe_close(S#stream{remote = fin}, act({trailers, Id, Fields}, M));
+            maybe_close(S#stream{remote = fin, trailers = Fields}, falco_http2_recv:ready(S, M));
         _ ->
             stream_error(Id, protocol_error, M)
     end.
@@ -344,7 +377,7 @@ data(Id, _, _, _, M = #m{last_id = Last}) when Id > Last ->
 data(_, _, _, FlowSize, M = #m{conn_recv = Window}) when FlowSize > Window ->
     conn_error(flow_control_error, connection_window_exceeded, M);
 data(Id, Fin, Data, FlowSize, M0) ->
-    M1 = conn_received(FlowSize, M0),
+    M1 = falco_http2_recv:conn_received(FlowSize, M0),
     Counted = case Data =:= <<>> andalso Fin =:= nofin of
                   true -> count(empty_data, M1);
                   false -> {ok, M1}
@@ -363,17 +396,6 @@ data(Id, Fin, Data, FlowSize, M0) ->
             Calm
     end.
 
-%% The connection window is given back as soon as data arrives: what a
-%% client can make us buffer is bounded by the stream windows, which are
-%% only given back as the handlers read.
-conn_received(Size, M = #m{conn_recv = Window, opts = #{connection_window_size := Target}}) ->
-    case Window - Size of
-        W when W < Target div 2 ->
-            send(falco_http2_frame:window_update(0, Target - W), M#m{conn_recv = Target});
-        W ->
-            M#m{conn_recv = W}
-    end.
-
 stream_data(#stream{id = Id, remote = fin}, _, _, _, M) ->
     stream_error(Id, stream_closed, M);
 stream_data(#stream{id = Id, recv_window = Window}, _, _, FlowSize, M) when FlowSize > Window ->
@@ -389,57 +411,56 @@ stream_data(S0 = #stream{id = Id, recv_window = Window, received = Received0, ex
         true ->
             S1 = S0#stream{recv_window = Window - FlowSize, received = Received},
             %% Padding is never read by the handler: give it back now.
-            {S2, M1} = give_back(S1, FlowSize - byte_size(Data), M),
-            M2 = case Data =:= <<>> andalso Fin =:= nofin of
-                     true -> M1;
-                     false -> act({data, Id, Data, Fin}, M1)
-                 end,
+            {S2, M1} = falco_http2_recv:give_back(S1, FlowSize - byte_size(Data), M),
+            {S3, M2} = falco_http2_recv:received(Data, S2, M1),
             case Fin of
-                fin -> maybe_close(S2#stream{remote = fin}, M2);
-                nofin -> put_stream(S2, M2)
+                fin -> maybe_close(S3#stream{remote = fin}, M2);
+                nofin -> put_stream(S3, M2)
             end
     end.
 
-%% @doc The stream's handler has read `N' more body bytes: the stream's
-%% window is given back, in updates of at least half the window.
--spec consumed(stream_id(), non_neg_integer(), state()) -> {state(), [action()]}.
-consumed(Id, N, M = #m{streams = Streams, closing = false}) ->
-    case Streams of
-        #{Id := S = #stream{remote = open}} ->
-            {S1, M1} = give_back(S, N, M),
-            done(put_stream(S1, M1));
-        #{} ->
-            {M, []}
-    end;
-consumed(_, _, M) ->
-    {M, []}.
+%% @doc Answers the reads pending on the streams that received body or
+%% trailers since the last call: the connection process calls it when it
+%% has handled every complete frame of a socket read, so a waiting stream
+%% gets all of them in one message, not one per frame.
+-spec deliver_ready(state()) -> {state(), [action()]}.
+deliver_ready(M) ->
+    done(falco_http2_recv:deliver_ready(M)).
 
-give_back(S = #stream{unacked = Unacked0, recv_window = Window, id = Id}, N,
-          M = #m{opts = #{initial_window_size := Target}}) ->
-    case Unacked0 + N of
-        Unacked when Unacked > 0, Unacked >= Target div 2; Unacked > 0, Window =< 0 ->
-            {S#stream{unacked = 0, recv_window = Window + Unacked},
-             send(falco_http2_frame:window_update(Id, Unacked), M)};
-        Unacked ->
-            {S#stream{unacked = Unacked}, M}
-    end.
+%% @doc The process of stream `Id' asks for up to `Want' bytes of request
+%% body: one `{data, Id, Bin | [Bin], Fin}' (or `{trailers, Id, Fields}')
+%% action answers it, at once if anything is buffered, else after the
+%% next socket read that brings some. The bytes handed over are given back
+%% to the stream window, and the window grows towards `Want' as far as
+%% `max_receive_buffer' allows, so a handler reading a large body is not
+%% held to a round trip per initial window. A stream no longer open gets
+%% the end of its body.
+-spec read(stream_id(), pos_integer(), state()) -> {state(), [action()]}.
+read(Id, Want, M = #m{closing = false}) ->
+    done(falco_http2_recv:read(Id, Want, M));
+read(_, _, M) ->
+    {M, []}.
 
 %% -- RST_STREAM, WINDOW_UPDATE ----------------------------------------------------
 
 rst_stream(Id, _, M = #m{last_id = Last}) when Id > Last ->
     conn_error(protocol_error, rst_stream_on_idle_stream, M);
-rst_stream(Id, Code, M0) ->
-    case count(rst_stream, M0) of
-        {ok, M = #m{streams = #{Id := S}}} ->
-            forget(S, reset_received, act({reset, Id, {peer_reset, Code}}, M));
-        {ok, M = #m{closed = #{Id := _}}} ->
-            %% The client has seen the stream end: from now on its frames on
-            %% it are errors, not late arrivals (§5.1, "closed").
-            remember_closed(Id, reset_received, M);
-        {ok, M} ->
-            M;
-        {calm, Calm} ->
-            Calm
+%% Only the cancels of live streams count as rapid reset (they cost a
+%% started handler); an RST_STREAM for a stream already closed costs
+%% nothing more than any frame, and the `frames' budget counts it.
+rst_stream(Id, Code, M0 = #m{streams = Streams, closed = Closed}) ->
+    case {Streams, Closed} of
+        {#{Id := S}, _} ->
+            case count(rst_stream, M0) of
+                {ok, M} -> forget(S, reset_received, act({reset, Id, {peer_reset, Code}}, M));
+                {calm, Calm} -> Calm
+            end;
+        {_, #{Id := _}} ->
+            %% The client has seen the stream end: from now on its frames
+            %% on it are errors, not late arrivals (§5.1, "closed").
+            remember_closed(Id, reset_received, M0);
+        _ ->
+            M0
     end.
 
 window_update(0, Inc, M = #m{conn_send = Window}) ->
@@ -590,7 +611,10 @@ remember_closed(Id, How, M = #m{closed = Closed, closed_order = Order}) ->
 -spec stream_exited(stream_id(), state()) -> {state(), [action()]}.
 stream_exited(Id, M = #m{streams = Streams, closing = false}) ->
     case Streams of
-        #{Id := #stream{local = fin}} -> {M, []};
+        #{Id := S = #stream{local = fin}} ->
+            %% Nobody will read what is left of the body.
+            {put_stream(S#stream{reader = false, buf = falco_http2_buffer:new(), want = 0}, M),
+             []};
         #{Id := _} -> reset_stream(Id, internal_error, M);
         #{} -> {M, []}
     end;

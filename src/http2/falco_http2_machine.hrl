@@ -1,8 +1,9 @@
 %% Records and state helpers shared by falco_http2_machine (frames in,
-%% connection state) and falco_http2_flow (frames out: send queues and
-%% windows). Private to those two modules. The machine calls flow, never
-%% the reverse: flow notes the streams whose sends are done in `settled',
-%% and the machine decides whether they close.
+%% connection state), falco_http2_flow (frames out: send queues and
+%% windows) and falco_http2_recv (request bodies held until read, receive
+%% windows). Private to those modules. The machine calls flow and recv,
+%% never the reverse: flow notes the streams whose sends are done in
+%% `settled', and the machine decides whether they close.
 
 -define(MAX_WINDOW, 16#7fffffff).
 -define(DEFAULT_WINDOW, 65535).
@@ -14,7 +15,7 @@
 
 -type action() :: {send, iodata()}
                 | {request, stream_id(), map() | {error, falco_errors:reason(), binary() | undefined}}
-                | {data, stream_id(), binary(), fin()}
+                | {data, stream_id(), falco_http2_buffer:pieces(), fin()}
                 | {trailers, stream_id(), headers()}
                 | {reset, stream_id(), term()}
                 | {reply, tag(), ok | {error, term()}}
@@ -31,6 +32,16 @@
                  expected :: undefined | non_neg_integer(),
                  received = 0 :: non_neg_integer(),
                  lingering = false :: boolean(),
+                 %% request body received and not yet handed to the stream's
+                 %% process (a few bytes of memory per body byte, whatever
+                 %% the frame sizes), the read it asked for (0: none
+                 %% pending), trailers not yet handed over, and whether
+                 %% anybody will read (a stream whose process ended drops
+                 %% its body)
+                 buf = falco_http2_buffer:new() :: falco_http2_buffer:buffer(),
+                 want = 0 :: non_neg_integer(),
+                 trailers :: undefined | headers(),
+                 reader = true :: boolean(),
                  queue = [] :: [out()],
                  %% response DATA bytes sent, whether the stall timer runs,
                  %% and how many bytes were sent when it last started
@@ -55,6 +66,9 @@
             %% connection flow control
             conn_send = ?DEFAULT_WINDOW :: integer(),
             conn_recv :: integer(),
+            %% what the connection window is topped up to: the configured
+            %% size, grown with the stream windows handlers ask for
+            conn_target :: integer(),
             %% streams
             streams = #{} :: #{stream_id() => #stream{}},
             last_id = 0 :: non_neg_integer(),
@@ -71,6 +85,9 @@
             idle = false :: boolean(),
             %% streams whose queued sends flow has finished, newest first
             settled = [] :: [stream_id()],
+            %% streams with a read pending and something new for it, newest
+            %% first: answered by deliver_ready/1, once per socket read
+            ready = [] :: [stream_id()],
             out = [] :: [action()]}).
 
 %% -- state helpers, one definition for both modules ----------------------------
@@ -84,5 +101,8 @@ send(Data, M = #m{out = Out}) ->
 act(Action, M = #m{out = Out}) ->
     M#m{out = [Action | Out]}.
 
+%% (falco_http2_recv answers no sends: it defines FALCO_H2_RECV)
+-ifndef(FALCO_H2_RECV).
 reply(none, _, M) -> M;
 reply(Tag, Result, M) -> act({reply, Tag, Result}, M).
+-endif.

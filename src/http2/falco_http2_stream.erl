@@ -7,16 +7,21 @@
 %% protocol state; this process talks to it with messages:
 %% <ul>
 %% <li>in: `{h2_data, Data, Fin}' and `{h2_trailers, Fields}' (the request
-%%     body as it arrives), `{h2_reply, Ref, Result}' (a send finished);</li>
+%%     body, one message per `{read, Want}'), `{h2_reply, Ref, Result}' (a
+%%     send finished);</li>
 %% <li>out: `{h2_stream, Id, Command}' with `{response, ...}', `{headers, ...}',
-%%     `{data, Data, Fin, Tag}', `{trailers, Fields, Tag}', `{consumed, N}',
+%%     `{data, Data, Fin, Tag}', `{trailers, Fields, Tag}', `{read, Want}',
 %%     `{inform, 100}'.</li>
 %% </ul>
-%% Request body: data arrives as the client's flow-control window allows; the
-%% window is given back (`consumed') only as the handler reads, so a handler
-%% that does not read stops the client (RFC 9113 §5.2), and `read_body(all)'
-%% is bounded by the listener's `max_body' (413). `Expect: 100-continue' is
-%% honoured on the first read that has to wait (RFC 9110 §10.1.1).
+%% Request body: the connection holds it ({@link falco_http2_machine}) until
+%% this process asks for it with `{read, Want}', and answers with one
+%% message of at most `Want' bytes, whatever frames carried them; handing
+%% it over gives the flow-control window back, so a handler that does not
+%% read stops the client (RFC 9113 §5.2), and what a handler asks for lets
+%% the window grow. `read_body(all)' asks for what `max_body' still allows
+%% (413 beyond it) and gathers the body in one binary. `Expect:
+%% 100-continue' is honoured on the first read that has to wait (RFC 9110
+%% §10.1.1).
 %%
 %% Responses: full replies up to `send_buffer' (`h2_send_buffer', 64 KB)
 %% are sent without waiting; larger ones, streamed pieces (`Send(Data)') and
@@ -38,7 +43,7 @@
 %% The request body as received so far: it is part of the stream state the
 %% request carries (a read returns the new state), never in the process
 %% dictionary.
--record(body, {buf = [] :: [binary()],
+-record(body, {buf = [] :: [falco_http2_buffer:pieces()],
                buf_size = 0 :: non_neg_integer(),
                fin = false :: boolean(),
                read = 0 :: non_neg_integer(),
@@ -213,21 +218,20 @@ read_body(Want, S = #h2s{reads = Reads, read_no = No0}) ->
     {Tag, Data, S1#h2s{read_no = No}}.
 
 read(all, S) ->
-    read_all(S, []);
+    read_all(S, falco_http2_buffer:new());
 read(Want, S = #h2s{body = B}) ->
     case B of
         #body{buf_size = 0, fin = true} ->
             {ok, <<>>, S};
         #body{buf_size = 0} ->
             S1 = clock(S),
-            read(Want, S1#h2s{body = wait(B, S1)});
+            read(Want, S1#h2s{body = wait(B, Want, S1)});
         #body{buf = Buf, buf_size = Size, fin = Fin} ->
             Data = iolist_to_binary(lists:reverse(Buf)),
             {Give, Keep} = case Size > Want of
                                true -> split_binary(Data, Want);
                                false -> {Data, <<>>}
                            end,
-            consumed(byte_size(Give), S),
             S1 = S#h2s{body = B#body{buf = [Keep || Keep =/= <<>>], buf_size = byte_size(Keep)}},
             case Keep =:= <<>> andalso Fin of
                 true -> {ok, Give, S1};
@@ -235,15 +239,18 @@ read(Want, S = #h2s{body = B}) ->
             end
     end.
 
-read_all(S = #h2s{body = B = #body{buf = Buf, buf_size = Size, fin = Fin}}, Acc) ->
-    consumed(Size, S),
+%% The body is gathered in a falco_http2_buffer: a few bytes of memory
+%% per body byte, however small the pieces (a list of pieces cost 62-73
+%% bytes per byte when they were 1 byte each, 2026-11-24).
+read_all(S = #h2s{body = B = #body{buf = Buf, fin = Fin, read = Read}, max_body = Max}, Acc0) ->
+    Acc = lists:foldl(fun falco_http2_buffer:add/2, Acc0, lists:reverse(Buf)),
     Emptied = B#body{buf = [], buf_size = 0},
     case Fin of
         true ->
-            {ok, iolist_to_binary(lists:reverse(Acc, lists:reverse(Buf))), S#h2s{body = Emptied}};
+            {ok, falco_http2_buffer:to_binary(Acc), S#h2s{body = Emptied}};
         false ->
             S1 = clock(S),
-            read_all(S1#h2s{body = wait(Emptied, S1)}, lists:reverse(Buf, Acc))
+            read_all(S1#h2s{body = wait(Emptied, max(1, Max - Read + 1), S1)}, Acc)
     end.
 
 %% The first wait for body bytes starts min_body_rate's clock.
@@ -252,35 +259,33 @@ clock(S = #h2s{clock = undefined, min_body_rate = Rule}) ->
 clock(S) ->
     S.
 
-%% Waits for the next piece of body (or its end), for body_timeout or less
-%% when min_body_rate's deadline comes first ({@link falco_body_deadline});
-%% enforces max_body on everything received.
-wait(B0, #h2s{conn = Conn, id = Id, body_timeout = Wait, max_body = Max, clock = Clock}) ->
+%% Asks the connection for up to `Want' bytes and waits for them (or the
+%% end of the body), for body_timeout or less when min_body_rate's deadline
+%% comes first ({@link falco_body_deadline}); enforces max_body on
+%% everything received.
+wait(B0, Want, #h2s{conn = Conn, id = Id, body_timeout = Wait, max_body = Max, clock = Clock}) ->
     Timeout = falco_body_deadline:timeout(Clock, B0#body.read, Wait,
                                           erlang:monotonic_time(millisecond)),
     B = case B0#body.continue of
             true -> Conn ! {h2_stream, Id, {inform, 100}}, B0#body{continue = false};
             false -> B0
         end,
+    Conn ! {h2_stream, Id, {read, Want}},
     receive
         {h2_data, Data, Fin} ->
-            Read = B#body.read + byte_size(Data),
+            Size = iolist_size(Data),
+            Read = B#body.read + Size,
             case Read > Max of
                 true -> throw({falco_error, content_too_large});
                 false -> ok
             end,
-            B#body{buf = [Data | B#body.buf], buf_size = B#body.buf_size + byte_size(Data),
+            B#body{buf = [Data | B#body.buf], buf_size = B#body.buf_size + Size,
                    fin = Fin =:= fin, read = Read};
         {h2_trailers, Fields} ->
             B#body{fin = true, trailers = Fields}
     after Timeout ->
         throw({falco_error, body_timeout})
     end.
-
-consumed(0, _) -> ok;
-consumed(N, #h2s{conn = Conn, id = Id}) ->
-    Conn ! {h2_stream, Id, {consumed, N}},
-    ok.
 
 %% @private
 %% WebSocket over HTTP/2 (RFC 8441) is not served yet: the connection does

@@ -60,6 +60,10 @@ defaults() ->
       h2_max_concurrent_streams => 100,
       h2_initial_window_size => 65535,
       h2_connection_window_size => 1048576,
+      %% Request body a connection's streams may hold or be promised by
+      %% flow control, all together, beyond their initial windows
+      %% (falco_http2_machine grows stream windows within it).
+      h2_max_receive_buffer => 8388608,
       h2_max_frame_size => 16384,
       h2_max_header_list_size => 32768,
       h2_max_header_block => 65536,
@@ -73,8 +77,13 @@ defaults() ->
       h2_send_buffer => 65536,
       %% Per 10 s window; over a limit is a GOAWAY ENHANCE_YOUR_CALM
       %% (falco_http2_machine, which merges a listener's own map over this one).
-      h2_flood_limits => #{rst_stream => 500, ping => 1000, settings => 100, priority => 10000,
-                           window_update => 10000, empty_data => 1000, stream_errors => 1000},
+      %% `frames': every received frame but those that carry requests forward;
+      %% `rst_stream': client cancels of live streams; `stream_errors': the
+      %% RST_STREAMs we are made to send (cowboy: 10,000 frames, 500 cancels
+      %% and 10 resets per 10 s).
+      h2_flood_limits => #{frames => 10000, rst_stream => 500, ping => 1000, settings => 100,
+                           priority => 10000, window_update => 10000, empty_data => 1000,
+                           stream_errors => 10},
       middleware => [],
       router_opts => #{}}.
 
@@ -180,6 +189,7 @@ http2_machine(Conf) ->
     #{max_concurrent_streams => maps:get(h2_max_concurrent_streams, Conf),
       initial_window_size => maps:get(h2_initial_window_size, Conf),
       connection_window_size => maps:get(h2_connection_window_size, Conf),
+      max_receive_buffer => maps:get(h2_max_receive_buffer, Conf),
       max_frame_size => maps:get(h2_max_frame_size, Conf),
       max_header_list_size => maps:get(h2_max_header_list_size, Conf),
       max_header_block => maps:get(h2_max_header_block, Conf),
