@@ -22,7 +22,8 @@ compile: bootstrap-run
 ## (HTTP/1.1 and h2c) and https://127.0.0.1:8443 (TLS, ALPN h2 and http/1.1)
 run: compile
 	@mkdir -p _build/examples
-	@erlc -o _build/examples -pa $(EBIN) examples/falco_example.erl examples/falco_example_files.erl
+	@erlc -o _build/examples -pa $(EBIN) examples/falco_example.erl examples/falco_example_files.erl \
+		examples/falco_example_ws.erl
 	@exec erl +Bd -noshell -pa $(EBIN) _build/examples -eval 'falco_example:main()'
 
 ## make test: lint (warnings as errors, xref, Dialyzer), then every test,

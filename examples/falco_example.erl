@@ -20,7 +20,7 @@
 %% in _build/examples.
 -module(falco_example).
 
--export([start/0, start/1, start_tls/1, main/0, routes/0, middleware/0]).
+-export([start/0, start/1, start_tls/1, start_tls/2, main/0, routes/0, middleware/0]).
 
 -define(TEXT, {<<"content-type">>, <<"text/plain">>}).
 -define(GET, #{methods => [<<"GET">>]}).
@@ -42,11 +42,17 @@ start(Opts) ->
 %% self-signed certificate kept in `Dir' (made there if missing).
 -spec start_tls(file:filename()) -> {ok, pid()} | {error, term()}.
 start_tls(Dir) ->
+    start_tls(Dir, #{}).
+
+%% @doc {@link start_tls/1} with extra listener options (tests use port 0).
+-spec start_tls(file:filename(), map()) -> {ok, pid()} | {error, term()}.
+start_tls(Dir, Opts) ->
     {Cert, Key} = self_signed(Dir),
     falco:start_listener(falco_example_tls,
-                         #{ip => {127, 0, 0, 1}, port => 8443,
-                           routes => routes(), middleware => middleware(),
-                           transport => tls, tls_opts => [{certfile, Cert}, {keyfile, Key}]}).
+                         maps:merge(#{ip => {127, 0, 0, 1}, port => 8443,
+                                      routes => routes(), middleware => middleware(),
+                                      transport => tls,
+                                      tls_opts => [{certfile, Cert}, {keyfile, Key}]}, Opts)).
 
 self_signed(Dir) ->
     Cert = filename:join(Dir, "example-cert.pem"),
@@ -110,7 +116,8 @@ routes() ->
      {<<"/static">>, fun falco_example_files:static/1, ?GET},
      {<<"/static/*path">>, fun falco_example_files:static/1, ?GET},
      {<<"/upload">>, fun falco_example_files:upload/1, #{methods => [<<"POST">>]}},
-     {<<"/events">>, fun falco_example_files:events/1, ?GET}].
+     {<<"/events">>, fun falco_example_files:events/1, ?GET},
+     {<<"/ws">>, fun falco_example_ws:upgrade/1, ?GET}].
 
 index(_Req) ->
     {200, [?TEXT], <<"Hello from falco!\n">>}.

@@ -8,7 +8,7 @@
 
 %% the fake stream
 -export([send_response/4, send_headers/3, send_data/2, send_end/2, send_file/6,
-         read_body/2, trailers/1]).
+         read_body/2, trailers/1, switch_protocols/4]).
 %% a handler module, and a logger handler that forwards events
 -export([handle/2, log/2]).
 
@@ -62,6 +62,10 @@ send_file(Status, Headers, Fd, Offset, Length, S) ->
 
 read_body(_, S) ->
     {ok, <<>>, S}.
+
+switch_protocols(Status, Headers, Upgrade, S) ->
+    rec({switch, Status, Headers, maps:without([req], Upgrade)}),
+    {ok, S}.
 
 trailers(_S) ->
     [].
@@ -428,3 +432,35 @@ stream_without_content_test_() ->
              receive ran -> ?assert(false) after 0 -> ok end
      end || {M, S, Len} <- [{<<"HEAD">>, 200, <<"5">>}, {<<"GET">>, 204, undefined},
                             {<<"GET">>, 304, undefined}]].
+
+%% -- WebSocket upgrades ---------------------------------------------------------
+
+ws_req(Extra) ->
+    (req())#{headers => [{<<"upgrade">>, <<"websocket">>}, {<<"connection">>, <<"Upgrade">>},
+                         {<<"sec-websocket-key">>, <<"dGhlIHNhbXBsZSBub25jZQ==">>},
+                         {<<"sec-websocket-version">>, <<"13">>} | Extra]}.
+
+websocket_upgrade_test() ->
+    [{switch, 101, Fields, Upgrade}] = resp({websocket, my_ws, state0, #{idle_timeout => 5000}},
+                                            ws_req([])),
+    ?assertEqual(<<"s3pPLMBiTxaQ9kYGzzhZRbK+xOo=">>,
+                 proplists:get_value(<<"sec-websocket-accept">>, Fields)),
+    ?assertMatch(#{handler := my_ws, state := state0, deflate := undefined,
+                   opts := #{idle_timeout := 5000, max_frame_size := _}}, Upgrade).
+
+%% {websocket, Mod, State} is {websocket, Mod, State, #{}}
+websocket_short_form_test() ->
+    ?assertMatch([{switch, 101, _, #{handler := my_ws}}],
+                 resp({websocket, my_ws, state0}, ws_req([]))).
+
+%% Not a handshake: an ordinary 426 reply, the request is not switched.
+websocket_refused_test() ->
+    [{response, 426, Fields, Body}] = resp({websocket, my_ws, state0, #{}}, req()),
+    ?assertEqual(<<"websocket">>, proplists:get_value(<<"upgrade">>, Fields)),
+    ?assertMatch(<<"WebSocket handshake refused", _/binary>>, Body).
+
+%% A bad option is the handler's bug: 500, logged, like any bad response.
+websocket_bad_option_test() ->
+    {Calls, Log} = with_log(fun() -> resp({websocket, my_ws, s, #{idle_timeout => -1}}, ws_req([])) end),
+    ?assertMatch([{response, 500, _, _}], Calls),
+    ?assertMatch([_], Log).

@@ -22,7 +22,7 @@
          recv_until_closed/2, expect_closed/2, expect_silence/2,
          parse_responses/1, parse_responses/2,
          header/2, header_values/2, has_token/3,
-         wait_until/2, wait_until/3]).
+         wait_until/2, wait_until/3, take_buffer/1]).
 -export([recorder_start/0, recorder_stop/1, record/2, recorded/1, recorder_reset/1]).
 
 -define(TIMEOUT, 5000).
@@ -278,6 +278,13 @@ recorded({_, Tab}) ->
 recorder_reset({_, Tab}) ->
     true = ets:delete_all_objects(Tab),
     ok.
+
+%% The bytes received after the last response read, handed over (to a
+%% client of the protocol the connection switched to).
+take_buffer(Sock) ->
+    Buf = get_buf(Sock),
+    put_buf(Sock, <<>>),
+    Buf.
 
 %% -- internals ---------------------------------------------------------------
 

@@ -13,7 +13,7 @@
 
 -export([new/3, new/4, body/3, run/2]).
 -export([send_response/4, send_headers/3, send_data/2, send_end/2, send_file/6,
-         read_body/2, trailers/1]).
+         read_body/2, trailers/1, switch_protocols/4]).
 
 -define(OUT, {?MODULE, out}).
 
@@ -44,6 +44,7 @@ run(Req, Handler) ->
     case Out of
         [{response, S, H, B}] -> {S, H, iolist_to_binary(B)};
         [{file, S, H, B}] -> {S, H, B};
+        [{switch, S, H, Upgrade}] -> {S, H, {websocket, Upgrade}};
         [{headers, S, H} | Rest] ->
             {S, H, iolist_to_binary([D || {data, D} <- Rest])}
     end.
@@ -53,6 +54,10 @@ record(What) ->
 
 send_response(Status, Headers, Body, S) ->
     record({response, Status, Headers, Body}),
+    {ok, S}.
+
+switch_protocols(Status, Headers, Upgrade, S) ->
+    record({switch, Status, Headers, Upgrade}),
     {ok, S}.
 
 send_headers(Status, Headers, S) ->

@@ -94,6 +94,11 @@ logged(Resp, Req, Start, Level) ->
         {ok, {full, Status, _, _, Body}} ->
             log(Level, Req, Status, bytes(Body, Req), Start),
             Resp;
+        {ok, {websocket, _, _, _}} ->
+            %% logged at the upgrade (the session may last for hours), with the
+            %% status of a successful handshake: 101, or 200 over HTTP/2
+            log(Level, Req, upgrade_status(Req), 0, Start),
+            Resp;
         {error, _} ->
             log(Level, Req, 500, error_bytes(Req), Start),
             Resp
@@ -124,6 +129,9 @@ counted(Fun, Req, Status, Start, Level) ->
                     erlang:raise(Class, Reason, Stack)
             end
     end.
+
+upgrade_status(#{version := {2, 0}}) -> 200;
+upgrade_status(_) -> 101.
 
 bytes(none, _Req) -> 0;
 bytes(_Body, #{method := <<"HEAD">>}) -> 0;

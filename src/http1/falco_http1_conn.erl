@@ -50,7 +50,8 @@
 %% asks to switch protocols (`{upgrade, h2c, Settings, Req, Rest}': the 101
 %% is sent, the caller continues with HTTP/2).
 -spec enter(falco_conn:ctx(), binary()) ->
-          closed | {upgrade, h2c, falco_http2_frame:settings(), map(), binary()}.
+          closed | {upgrade, h2c, falco_http2_frame:settings(), map(), binary()}
+        | {upgrade, websocket, map(), binary()}.
 enter(Ctx = #{socket := Socket, transport := T, parent := Parent, handler := Handler,
               conf := Conf, deadline := First}, Buf) ->
     C = #conn{socket = Socket, transport = T, tags = falco_transport:messages(T),
@@ -151,16 +152,31 @@ serve(C = #conn{socket = Sock, transport = T, conf = Conf, served = Served,
     case falco_pipeline:run(Req, C#conn.handler, falco_http1_stream, S0,
                             maps:get(handler_timeout, Conf)) of
         {ok, S} ->
-            case falco_http1_stream:body_finish(S) of
-                {ok, Buf} ->
-                    ok = drop_strays(C),
-                    wait(C#conn{served = Served + 1, first = undefined}, Buf);
-                %% The client asked to close and sent nothing more (§9.6).
-                {close, true} when not KeepAlive0 -> quick_close(C);
-                {close, _} -> close(C)
+            case falco_http1_stream:switched(S) of
+                undefined -> next(C, S, KeepAlive0);
+                Upgrade -> switch(C, S, Upgrade)
             end;
         {error, _} ->
             close(C)
+    end.
+
+%% The response is out: on to the next request, or close.
+next(C = #conn{served = Served}, S, KeepAlive0) ->
+    case falco_http1_stream:body_finish(S) of
+        {ok, Buf} ->
+            ok = drop_strays(C),
+            wait(C#conn{served = Served + 1, first = undefined}, Buf);
+        %% The client asked to close and sent nothing more (§9.6).
+        {close, true} when not KeepAlive0 -> quick_close(C);
+        {close, _} -> close(C)
+    end.
+
+%% The 101 of a WebSocket handshake is out: the connection is the
+%% session's, with the bytes that followed the request.
+switch(C, S, Upgrade) ->
+    case falco_http1_stream:body_finish(S) of
+        {ok, Buf} -> ok = drop_strays(C), {upgrade, websocket, Upgrade, Buf};
+        {close, _} -> close(C)
     end.
 
 %% An error status, then close: framing is in doubt (RFC 9112 §11.2). The
@@ -290,7 +306,8 @@ idle_again(C = #conn{socket = Sock, transport = T}, Deadline) ->
 
 %% @private
 -spec system_continue(pid(), [sys:dbg_opt()], {idle, integer() | infinity, #conn{}}) ->
-          closed | {upgrade, h2c, falco_http2_frame:settings(), map(), binary()}.
+          closed | {upgrade, h2c, falco_http2_frame:settings(), map(), binary()}
+        | {upgrade, websocket, map(), binary()}.
 system_continue(_Parent, Debug, {idle, Deadline, C}) ->
     %% The socket may not be in {active, once} mode yet (a sys message seen
     %% before the passive read): setting it again is harmless.

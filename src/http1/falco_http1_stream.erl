@@ -29,9 +29,9 @@
 -module(falco_http1_stream).
 -behaviour(falco_stream).
 
--export([tracker/0, new/5, with_body/5, closing/1, body_finish/1]).
+-export([tracker/0, new/5, with_body/5, closing/1, body_finish/1, switched/1]).
 -export([send_response/4, send_headers/3, send_data/2, send_end/2, send_file/6,
-         read_body/2, trailers/1]).
+         read_body/2, trailers/1, switch_protocols/4]).
 
 -record(body, {framing = done :: {length, non_neg_integer()}
                                 | {chunked, falco_http1_chunked:state()} | done,
@@ -62,6 +62,8 @@
               close = false :: boolean(),
               body = #body{} :: #body{},
               tracker :: tracker() | undefined,
+              %% the WebSocket session the connection becomes after this response
+              switched :: map() | undefined,
               %% the counters when this state was made
               read_no = 0 :: non_neg_integer(),
               report_no = 0 :: non_neg_integer()}).
@@ -121,6 +123,11 @@ with_body(Framing0, Buf, Continue, Tracker = {_, _, Reports, Reads}, S = #h1s{li
         end,
     S#h1s{body = #body{framing = Framing, buf = Buf, continue = C}, tracker = Tracker,
           read_no = falco_stream:read_count(Reads), report_no = counters:get(Reports, 1)}.
+
+%% @doc The WebSocket session the connection switches to after this
+%% response (see {@link switch_protocols/4}), if any.
+-spec switched(state()) -> map() | undefined.
+switched(#h1s{switched = Upgrade}) -> Upgrade.
 
 %% @doc Whether the connection must close after this response.
 -spec closing(state()) -> boolean().
@@ -217,6 +224,19 @@ discard(B0, S = #h1s{body_timeout = Wait}, Deadline) ->
     end.
 
 %% -- responses ------------------------------------------------------------
+
+%% @doc Sends the 101 of a WebSocket handshake (RFC 6455 §4.2.2): the
+%% connection is the session's once the pipeline returns. A request with a
+%% body cannot switch: the bytes after its head are not the session's.
+-spec switch_protocols(101 | 200, falco_stream:headers(), map(), state()) ->
+          {ok, state()} | {error, term()}.
+switch_protocols(101, Fields, Upgrade, S = #h1s{body = #body{framing = done}}) ->
+    case send(S, falco_http1_encode:head(101, Fields)) of
+        {ok, S1} -> {ok, S1#h1s{switched = Upgrade}};
+        Error -> Error
+    end;
+switch_protocols(_, _, _, _) ->
+    {error, body_before_switch}.
 
 %% @private
 -spec send_response(100..999, falco_stream:headers(), iodata(), state()) ->

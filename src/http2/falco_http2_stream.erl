@@ -38,7 +38,7 @@
 
 -export([start/4, init/4]).
 -export([send_response/4, send_headers/3, send_data/2, send_end/2, send_file/6,
-         read_body/2, trailers/1]).
+         read_body/2, trailers/1, switch_protocols/4]).
 
 %% The request body as received so far: it is part of the stream state the
 %% request carries (a read returns the new state), never in the process
@@ -286,6 +286,16 @@ wait(B0, Want, #h2s{conn = Conn, id = Id, body_timeout = Wait, max_body = Max, c
     after Timeout ->
         throw({falco_error, body_timeout})
     end.
+
+%% @private
+%% WebSocket over HTTP/2 (RFC 8441) is not served yet: the connection does
+%% not advertise SETTINGS_ENABLE_CONNECT_PROTOCOL, so no handshake over
+%% HTTP/2 is accepted (falco_ws_handshake answers 426) and this is not
+%% reached.
+-spec switch_protocols(101 | 200, falco_stream:headers(), map(), state()) ->
+          {error, websocket_over_h2}.
+switch_protocols(_Status, _Fields, _Upgrade, _S) ->
+    {error, websocket_over_h2}.
 
 %% @private
 -spec trailers(state()) -> [{binary(), binary()}].

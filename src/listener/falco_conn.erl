@@ -77,7 +77,10 @@ protocol(close, #{socket := Sock, transport := T}, _) ->
 after_http1(closed, _Ctx) ->
     ok;
 after_http1({upgrade, h2c, Settings, Req, Rest}, Ctx) ->
-    falco_http2_conn:enter(Ctx, {upgrade, Settings, Req, Rest}).
+    falco_http2_conn:enter(Ctx, {upgrade, Settings, Req, Rest});
+after_http1({upgrade, websocket, Upgrade, Rest}, Ctx) ->
+    _ = falco_ws_conn:enter(Ctx, Rest, Upgrade),
+    ok.
 
 %% Cleartext with both protocols: the first bytes tell (RFC 9113 §3.3).
 %% One deadline for them all, the first request's (request_timeout from

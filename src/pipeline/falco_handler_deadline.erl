@@ -32,7 +32,7 @@
 
 -export([start/4, finish/2]).
 -export([send_response/4, send_headers/3, send_data/2, send_end/2, send_file/6,
-         read_body/2, trailers/1]).
+         read_body/2, trailers/1, switch_protocols/4]).
 
 -define(IDLE, 0).
 -define(STARTED, 1).
@@ -145,6 +145,14 @@ send_headers(Status, Fields, G = #guard{mod = Mod, state = S}) ->
 send_file(Status, Fields, Fd, Offset, Length, G = #guard{mod = Mod, state = S}) ->
     ok = head(G),
     wrap(Mod:send_file(Status, Fields, Fd, Offset, Length, S), G).
+
+%% @private The WebSocket session that follows runs after the pipeline
+%% returns, outside this deadline (it is not the request's handler).
+-spec switch_protocols(101 | 200, falco_stream:headers(), map(), state()) ->
+          {ok, state()} | {error, term()}.
+switch_protocols(Status, Fields, Upgrade, G = #guard{mod = Mod, state = S}) ->
+    ok = head(G),
+    wrap(Mod:switch_protocols(Status, Fields, Upgrade, S), G).
 
 %% @private
 -spec send_data(iodata(), state()) -> ok | {error, term()}.

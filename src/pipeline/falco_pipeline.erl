@@ -9,10 +9,8 @@
 %% that hits a limit while reading the body gets that limit's status.
 -module(falco_pipeline).
 
-%% The most characters a report of a failed request has (see report/2).
-
 -export([run/4, run/5, precheck/2, error_reply/4, check_response/1, check_fields/1,
-         body_size/1]).
+         body_size/1, log_crash/4]).
 -export_type([checked/0, checked_body/0]).
 
 %% A response term as check_response/1 accepted it: fields checked and
@@ -20,7 +18,8 @@
 %% computed (`none' for 204 and 304, whose body is never sent).
 -type checked() :: {full, 200..599, falco_stream:headers(), boolean(), checked_body()}
                  | {stream, 200..599, falco_stream:headers(), boolean(),
-                    fun((fun((iodata()) -> ok | {error, term()})) -> term())}.
+                    fun((fun((iodata()) -> ok | {error, term()})) -> term())}
+                 | {websocket, module(), term(), map()}.
 -type checked_body() :: none
                       | {iodata, iodata(), non_neg_integer()}
                       | {file, file:filename_all(), non_neg_integer(), non_neg_integer() | all}.
@@ -97,8 +96,25 @@ respond(Resp, Req, Mod, S) ->
             send_full(Status, with_date(Fields, HasDate), Body, Req, Mod, S);
         {ok, {stream, Status, Fields, HasDate, Fun}} ->
             send_stream(Status, with_date(Fields, HasDate), Fun, Req, Mod, S);
+        {ok, {websocket, Handler, HState, Opts}} ->
+            websocket(Handler, HState, Opts, Req, Mod, S);
         {error, Why} ->
             bad_response(Req, Why, Mod, S)
+    end.
+
+%% The handler asked to upgrade (see falco_ws_handler): a valid handshake
+%% hands the connection or stream over, anything else gets its 400 or 426
+%% as an ordinary reply.
+websocket(Handler, HState, Opts, Req, Mod, S) ->
+    case falco_ws_handshake:accept(Req, Opts) of
+        {ok, Status, Fields, #{deflate := Params}} ->
+            Mod:switch_protocols(Status, Fields,
+                                 #{handler => Handler, state => HState, opts => Opts,
+                                   deflate => Params, req => Req}, S);
+        {error, Status, Fields, Why} ->
+            Body = [<<"WebSocket handshake refused: ">>, atom_to_binary(Why), <<"\n">>],
+            send_full(Status, with_date([{<<"content-type">>, <<"text/plain">>} | Fields], false),
+                      {iodata, Body, iolist_size(Body)}, Req, Mod, S)
     end.
 
 %% @doc Checks a handler's response term as {@link run/4} does before
@@ -125,6 +141,13 @@ check_response({stream, Status, Headers, Fun})
         {ok, Fields, HasDate} -> {ok, {stream, Status, Fields, HasDate, Fun}};
         {error, _} = Error -> Error
     end;
+check_response({websocket, Handler, HState, Opts}) when is_atom(Handler) ->
+    case falco_ws_handshake:check_opts(Opts) of
+        {ok, All} -> {ok, {websocket, Handler, HState, All}};
+        {error, _} = Error -> Error
+    end;
+check_response({websocket, Handler, HState}) ->
+    check_response({websocket, Handler, HState, #{}});
 check_response(Other) ->
     {error, {bad_return, Other}}.
 
@@ -373,6 +396,9 @@ log_handler_timeout(About, Timeout, What) ->
                                   [maps:get(method, About, <<"?">>), maps:get(path, About, <<"?">>),
                                    peer(About), Timeout, Outcome])]).
 
+%% @doc Logs a handler's crash: one error report, bounded in size (see
+%% report/2), naming the request. Also for WebSocket callbacks.
+-spec log_crash(map(), error | exit | throw, term(), list()) -> ok.
 log_crash(Req, Class, Reason, Stack) ->
     log(crash_report(Req, Class, Reason, Stack)).
 

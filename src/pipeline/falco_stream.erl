@@ -45,6 +45,11 @@
 %% remains. Raises `throw({falco_error, Reason})' on a limit, a timeout, a
 %% framing error, or a read from a state a later read has replaced.
 -callback read_body(all | pos_integer(), state()) -> body_result().
+%% Hands the connection (HTTP/1.1: 101) or the stream (HTTP/2, RFC 8441:
+%% 200) over to a WebSocket session: the response head is sent with these
+%% fields, and the session runs once the pipeline returns.
+-callback switch_protocols(101 | 200, headers(), Upgrade :: map(), state()) ->
+    {ok, state()} | {error, term()}.
 %% Trailer fields of a request body, once it has been read in full (from
 %% the state the last read returned).
 -callback trailers(state()) -> [{binary(), binary()}].

@@ -1,0 +1,391 @@
+%% @doc One WebSocket connection over HTTP/1.1 (RFC 6455), after the 101:
+%% the process that ran the upgrading request goes on as the session,
+%% reading frames ({@link falco_ws_frame}), turning them into messages
+%% ({@link falco_ws_session}) and running the handler's callbacks
+%% ({@link falco_ws_handler}) in the same process.
+%%
+%% The socket is read in `{active, once}' mode, so the handler's own
+%% messages (`handle_info') and `sys' messages are served between reads.
+%% Limits: a frame or message past its size limit is refused from its
+%% header (1009); `idle_timeout' runs from the last byte received, with an
+%% optional ping after `ping_interval' of silence; writes are bounded by the
+%% listener's `send_timeout', so a peer that does not read makes the
+%% session end rather than buffer (the process blocks in `send' until
+%% then: that is the backpressure on a handler that sends faster than the
+%% peer reads). After a close frame is sent, data frames are dropped and
+%% the peer's close frame is awaited for `close_timeout', then the
+%% connection closes (the server closes TCP first, §7.1.1). When the
+%% listener stops (the parent exits), the peer gets 1001 and the handler
+%% `terminate(shutdown, ...)'.
+-module(falco_ws_conn).
+
+-export([enter/3]).
+-export([loop/1]).
+-export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
+
+-type upgrade() :: #{handler := module(), state := term(), opts := map(),
+                     deflate := undefined | falco_ws_deflate:params(), req := map()}.
+-export_type([upgrade/0]).
+
+-record(ws, {socket :: falco_transport:socket(),
+             transport :: falco_transport:transport(),
+             tags :: {atom(), atom(), atom(), atom()},
+             parent :: pid(),
+             req :: map(),
+             handler :: module(),
+             hstate :: term(),
+             session :: falco_ws_session:session(),
+             deflate :: undefined | falco_ws_deflate:state(),
+             parse :: falco_ws_frame:parse_opts(),
+             buf = <<>> :: binary(),
+             idle_timeout :: timeout(),
+             ping_interval :: timeout(),
+             close_timeout :: timeout(),
+             %% the monotonic ms of the last byte from the peer
+             last_in :: integer(),
+             ping_sent = false :: boolean(),
+             %% the deadline of the close handshake once our close frame is out
+             closing = false :: false | integer() | infinity,
+             %% what terminate/2 is told when the close handshake ends
+             stop_reason = normal :: falco_ws_handler:terminate_reason(),
+             debug = [] :: [sys:dbg_opt()]}).
+
+%% @doc Runs the session on the connection of `Ctx' ({@link falco_conn}),
+%% whose 101 has been sent; `Buf' holds bytes already read after the
+%% request. Returns when the connection is closed.
+-spec enter(falco_conn:ctx(), binary(), upgrade()) -> closed.
+enter(#{socket := Sock, transport := T, parent := Parent}, Buf,
+      #{handler := Mod, state := HState, opts := Opts, deflate := Params, req := Req}) ->
+    O = Opts,
+    %% the optional callbacks are looked up with function_exported/3, which
+    %% is false for a module not loaded yet
+    _ = code:ensure_loaded(Mod),
+    %% the listener's stop reaches the session as a message: the peer gets
+    %% 1001 and the handler terminate(shutdown, ...); other exits of linked
+    %% processes are the handler's, through handle_info
+    _ = process_flag(trap_exit, true),
+    Deflate = case Params of
+                  undefined -> undefined;
+                  _ -> falco_ws_deflate:init(Params, compress_config(maps:get(compress, O)))
+              end,
+    S = #ws{socket = Sock, transport = T, tags = falco_transport:messages(T), parent = Parent,
+            req = Req, handler = Mod, hstate = HState,
+            session = falco_ws_session:new(#{max_message_size => maps:get(max_message_size, O),
+                                             deflate => Deflate}),
+            deflate = Deflate,
+            parse = #{max_frame_size => maps:get(max_frame_size, O),
+                      rsv1 => Deflate =/= undefined},
+            idle_timeout = maps:get(idle_timeout, O),
+            ping_interval = maps:get(ping_interval, O),
+            close_timeout = maps:get(close_timeout, O),
+            last_in = now_ms()},
+    case erlang:function_exported(Mod, init, 1) of
+        true -> callback(fun() -> Mod:init(HState) end, S, fun(S1) -> frames(Buf, S1) end);
+        false -> frames(Buf, S)
+    end.
+
+compress_config(Config) when is_map(Config) -> Config;
+compress_config(_) -> #{}.
+
+now_ms() -> erlang:monotonic_time(millisecond).
+
+%% -- reading -----------------------------------------------------------------
+
+%% Parses what is buffered, then waits for more.
+frames(Bin, S = #ws{parse = P}) ->
+    case falco_ws_frame:parse(Bin, P) of
+        {ok, Frame, Rest} ->
+            case S#ws.closing of
+                false -> frame(Frame, Rest, S);
+                _ -> closing_frame(Frame, Rest, S)
+            end;
+        {more, _} ->
+            wait(S#ws{buf = Bin});
+        {error, _} when S#ws.closing =/= false ->
+            finish(S#ws.stop_reason, S);
+        {error, Why} ->
+            fail(falco_ws_frame:close_code(Why), Why, S)
+    end.
+
+frame(Frame, Rest, S = #ws{session = Session}) ->
+    case falco_ws_session:frame(Frame, Session) of
+        {ok, Events, Session1} ->
+            events(Events, Rest, S#ws{session = Session1});
+        {error, Code, Why} ->
+            fail(Code, Why, S)
+    end.
+
+%% Our close frame is out: only the peer's close matters now (§7.1.2).
+closing_frame({frame, close, _, _, _}, _Rest, S) ->
+    finish(S#ws.stop_reason, S);
+closing_frame(_, Rest, S) ->
+    frames(Rest, S).
+
+events([], Rest, S) ->
+    frames(Rest, S);
+events([{ping, Payload} | More], Rest, S) ->
+    next(send_frames([{pong, Payload}], S), More, Rest);
+events([{pong, _} | More], Rest, S) ->
+    events(More, Rest, S);
+events([{close, Close} | _], _Rest, S) ->
+    Reply = case Close of
+                none -> falco_ws_frame:encode(close, <<>>);
+                {Code, _} -> falco_ws_frame:encode(close, <<Code:16>>)
+            end,
+    _ = send(Reply, S),
+    Reason = case Close of
+                 none -> {remote, none};
+                 {Code1, Text} -> {remote, Code1, Text}
+             end,
+    finish(Reason, S);
+events([{_Type, _Data} = Message | More], Rest, S = #ws{handler = Mod, hstate = HState}) ->
+    callback(fun() -> Mod:handle_in(Message, HState) end, S,
+             fun(S1) -> events(More, Rest, S1) end).
+
+next({ok, S}, More, Rest) -> events(More, Rest, S);
+next({error, Reason, S}, _, _) -> finish({error, Reason}, S).
+
+%% Waits for bytes, the handler's messages, sys messages, the parent's
+%% exit or a deadline.
+wait(S = #ws{socket = Sock, transport = T}) ->
+    case falco_transport:setopts(T, Sock, [{active, once}]) of
+        ok -> loop(S);
+        {error, Reason} -> finish({error, Reason}, S)
+    end.
+
+%% @private The receive loop, also the entry after hibernation.
+-spec loop(#ws{}) -> closed.
+loop(S = #ws{socket = Sock, tags = {DataTag, ClosedTag, ErrorTag, _}, parent = Parent}) ->
+    receive
+        {DataTag, Sock, Data} ->
+            S1 = S#ws{last_in = now_ms(), ping_sent = false},
+            frames(append(S#ws.buf, Data), S1#ws{buf = <<>>});
+        {ClosedTag, Sock} ->
+            finish({error, closed}, S);
+        {ErrorTag, Sock, Reason} ->
+            finish({error, Reason}, S);
+        {system, From, Request} ->
+            sys:handle_system_msg(Request, From, Parent, ?MODULE, S#ws.debug, S);
+        {'EXIT', Parent, Reason} ->
+            _ = send(falco_ws_frame:encode(close, falco_ws_frame:close_payload(1001, <<>>)), S),
+            _ = finish(shutdown, S),
+            exit(Reason);
+        Msg when S#ws.closing =:= false ->
+            info(Msg, S);
+        _ ->
+            loop(S)
+    after timeout(S) ->
+        deadline(S)
+    end.
+
+append(<<>>, Data) -> Data;
+append(Buf, Data) -> <<Buf/binary, Data/binary>>.
+
+info(Msg, S = #ws{handler = Mod, hstate = HState}) ->
+    case erlang:function_exported(Mod, handle_info, 2) of
+        true -> callback(fun() -> Mod:handle_info(Msg, HState) end, S, fun loop/1);
+        false -> loop(S)
+    end.
+
+%% The time to the next deadline: the close handshake's, or the ping's and
+%% the idle timeout's, both counted from the last byte in.
+timeout(#ws{closing = false, last_in = Last, ping_sent = Pinged,
+            ping_interval = Ping, idle_timeout = Idle}) ->
+    Next = case {Pinged, Ping} of
+               {false, P} when is_integer(P) -> min_deadline(Last + P, at(Last, Idle));
+               _ -> at(Last, Idle)
+           end,
+    falco_transport:remaining(Next);
+timeout(#ws{closing = Deadline}) ->
+    falco_transport:remaining(Deadline).
+
+at(_, infinity) -> infinity;
+at(Last, Ms) -> Last + Ms.
+
+min_deadline(A, infinity) -> A;
+min_deadline(A, B) -> min(A, B).
+
+deadline(S = #ws{closing = false, last_in = Last, idle_timeout = Idle}) ->
+    case Idle =/= infinity andalso now_ms() >= Last + Idle of
+        true ->
+            close(1000, <<"idle timeout">>, timeout, S);
+        false ->
+            %% the ping is due
+            case send_frames([{ping, <<>>}], S) of
+                {ok, S1} -> loop(S1#ws{ping_sent = true});
+                {error, Reason, S1} -> finish({error, Reason}, S1)
+            end
+    end;
+deadline(S) ->
+    %% the peer did not answer our close frame in time
+    finish(S#ws.stop_reason, S).
+
+%% -- the handler ---------------------------------------------------------------
+
+%% Runs a callback and acts on its result, then `Then(S)' unless the
+%% session ends.
+callback(Fun, S = #ws{req = Req}, Then) ->
+    try Fun() of
+        Result -> result(Result, S, Then)
+    catch
+        Class:Reason:Stack ->
+            falco_pipeline:log_crash(Req, Class, Reason, Stack),
+            fail(1011, {crash, Class, Reason}, S)
+    end.
+
+result({ok, HState}, S, Then) ->
+    Then(S#ws{hstate = HState});
+result({ok, HState, hibernate}, S, _Then) ->
+    hibernate(S#ws{hstate = HState});
+result({reply, Frames, HState}, S, Then) ->
+    reply(Frames, S#ws{hstate = HState}, Then);
+result({reply, Frames, HState, hibernate}, S, _Then) ->
+    reply(Frames, S#ws{hstate = HState}, fun hibernate/1);
+result({stop, HState}, S, _Then) ->
+    close(1000, <<>>, normal, S#ws{hstate = HState});
+result(Other, S = #ws{req = Req}, _Then) ->
+    falco_pipeline:log_crash(Req, error, {bad_websocket_result, Other}, []),
+    fail(1011, {crash, error, {bad_websocket_result, Other}}, S).
+
+reply(Frame, S, Then) when not is_list(Frame) ->
+    reply([Frame], S, Then);
+reply(Frames, S, Then) ->
+    case check_frames(Frames) of
+        {ok, Out, Close} ->
+            case send_frames(Out, S) of
+                {ok, S1} when Close =:= none -> Then(S1);
+                {ok, S1} -> close_sent(normal, S1);
+                {error, Reason, S1} -> finish({error, Reason}, S1)
+            end;
+        {error, Bad} ->
+            falco_pipeline:log_crash(S#ws.req, error, {bad_websocket_frame, Bad}, []),
+            fail(1011, {crash, error, {bad_websocket_frame, Bad}}, S)
+    end.
+
+%% The frames to send, up to and including a close (nothing is sent after
+%% a close frame, §5.5.1).
+check_frames(Frames) -> check_frames(Frames, []).
+
+check_frames([], Acc) ->
+    {ok, lists:reverse(Acc), none};
+check_frames([close | _], Acc) ->
+    {ok, lists:reverse(Acc, [{close, 1000, <<>>}]), close};
+check_frames([{close, Code, Reason} = F | _], Acc) when is_integer(Code) ->
+    case falco_ws_frame:valid_close_code(Code) andalso is_iodata(Reason) of
+        true -> {ok, lists:reverse(Acc, [F]), close};
+        false -> {error, F}
+    end;
+check_frames([{Type, Data} = F | More], Acc) when Type =:= text; Type =:= binary ->
+    case is_iodata(Data) of
+        true -> check_frames(More, [F | Acc]);
+        false -> {error, F}
+    end;
+check_frames([{ping, Data} = F | More], Acc) ->
+    case is_iodata(Data) andalso iolist_size(Data) =< 125 of
+        true -> check_frames(More, [F | Acc]);
+        false -> {error, F}
+    end;
+check_frames([Bad | _], _) ->
+    {error, Bad}.
+
+is_iodata(Data) ->
+    try iolist_size(Data) of
+        _ -> true
+    catch
+        error:badarg -> false
+    end.
+
+hibernate(S) ->
+    case falco_transport:setopts(S#ws.transport, S#ws.socket, [{active, once}]) of
+        ok -> proc_lib:hibernate(?MODULE, loop, [S]);
+        {error, Reason} -> finish({error, Reason}, S)
+    end.
+
+%% -- writing -----------------------------------------------------------------
+
+send_frames(Frames, S) ->
+    Data = [encode(F, S) || F <- Frames],
+    case send(Data, S) of
+        ok -> {ok, S};
+        {error, Reason} -> {error, Reason, S}
+    end.
+
+encode({Type, Data}, #ws{deflate = D}) when D =/= undefined, (Type =:= text orelse Type =:= binary) ->
+    falco_ws_frame:encode(Type, falco_ws_deflate:deflate(Data, D), fin, true);
+encode({close, Code, Reason}, _) ->
+    falco_ws_frame:encode(close, falco_ws_frame:close_payload(Code, Reason));
+encode({Type, Data}, _) ->
+    falco_ws_frame:encode(Type, Data).
+
+send(Data, #ws{socket = Sock, transport = T}) ->
+    T:send(Sock, Data).
+
+%% -- ending ----------------------------------------------------------------------
+
+%% We start the close handshake.
+close(Code, Text, Reason, S) ->
+    case send_frames([{close, Code, Text}], S) of
+        {ok, S1} -> close_sent(Reason, S1);
+        {error, Why, S1} -> finish({error, Why}, S1)
+    end.
+
+close_sent(Reason, S = #ws{close_timeout = T, buf = Buf}) ->
+    frames(Buf, S#ws{closing = at(now_ms(), T), stop_reason = Reason, buf = <<>>}).
+
+%% The peer broke the protocol: it gets `Code', the connection closes
+%% without waiting for its answer (§7.1.7: fail the connection).
+fail(Code, Why, S) ->
+    _ = send(falco_ws_frame:encode(close, falco_ws_frame:close_payload(Code, <<>>)), S),
+    Reason = case Why of
+                 {crash, _, _} -> Why;
+                 _ -> {protocol_error, Code, Why}
+             end,
+    finish(Reason, S, linger).
+
+finish(Reason, S) ->
+    finish(Reason, S, close).
+
+finish(Reason, #ws{socket = Sock, transport = T, handler = Mod, hstate = HState,
+                   deflate = D, req = Req}, How) ->
+    _ = case How of
+            close -> T:close(Sock);
+            linger -> falco_transport:linger_close(T, Sock)
+        end,
+    case D of
+        undefined -> ok;
+        _ -> falco_ws_deflate:close(D)
+    end,
+    _ = case erlang:function_exported(Mod, terminate, 2) of
+            true ->
+                try Mod:terminate(Reason, HState)
+                catch Class:Crash:Stack -> falco_pipeline:log_crash(Req, Class, Crash, Stack)
+                end;
+            false ->
+                ok
+        end,
+    closed.
+
+%% -- sys -------------------------------------------------------------------------
+
+%% @private
+-spec system_continue(pid(), [sys:dbg_opt()], #ws{}) -> closed.
+system_continue(_Parent, Debug, S) ->
+    wait(S#ws{debug = Debug}).
+
+%% @private
+-spec system_terminate(term(), pid(), [sys:dbg_opt()], #ws{}) -> no_return().
+system_terminate(Reason, _Parent, _Debug, S) ->
+    _ = finish(shutdown, S),
+    exit(Reason).
+
+%% @private
+-spec system_code_change(#ws{}, module(), term(), term()) -> {ok, #ws{}}.
+system_code_change(S, _Module, _OldVsn, _Extra) ->
+    {ok, S}.
+
+%% @private
+-spec system_get_state(#ws{}) -> {ok, map()}.
+system_get_state(#ws{req = Req, handler = Mod, hstate = HState, closing = Closing}) ->
+    {ok, #{protocol => websocket, peer => maps:get(peer, Req, undefined),
+           path => maps:get(path, Req, undefined), handler => Mod, handler_state => HState,
+           closing => Closing =/= false}}.

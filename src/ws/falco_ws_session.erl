@@ -1,0 +1,114 @@
+%% @doc The receiving side of a WebSocket connection as a pure state
+%% machine (RFC 6455 §5.4 fragmentation, §5.5 control frames, §5.6 data
+%% frames, §7 closing; RFC 7692 §6 compressed messages): frames in, from
+%% {@link falco_ws_frame:parse/2}, events out, or the close code that ends
+%% the connection.
+%%
+%% <ul>
+%% <li>A message is one text or binary frame and its continuations; a
+%%     continuation with no message started, or a new message before the
+%%     last one ended, is 1002. Control frames may come between fragments.</li>
+%% <li>A compressed message (RSV1 on its first frame; RSV1 on a
+%%     continuation is 1002) is inflated frame by frame, so the size limit
+%%     and UTF-8 apply to what it inflates to, as it inflates.</li>
+%% <li>`max_message_size' bounds the message (inflated): past it, 1009.</li>
+%% <li>Text is validated as it arrives ({@link falco_ws_utf8}): the first
+%%     invalid byte is 1007, even mid-message.</li>
+%% <li>A close frame's payload is checked (§5.5.1, §7.4): a bad code or
+%%     length is 1002, a reason that is not UTF-8 1007.</li>
+%% </ul>
+%% Pings are reported; answering them (and the close handshake) is the
+%% connection's business.
+-module(falco_ws_session).
+
+-export([new/1, frame/2]).
+-export_type([session/0, event/0, opts/0]).
+
+-type opts() :: #{max_message_size := non_neg_integer() | infinity,
+                  deflate := undefined | falco_ws_deflate:state()}.
+-type event() :: {text | binary | ping | pong, binary()}
+               | {close, none | {1000..4999, binary()}}.
+
+-record(msg, {type :: text | binary,
+              compressed :: boolean(),
+              acc = [] :: [iodata()],
+              size = 0 :: non_neg_integer(),
+              utf8 :: falco_ws_utf8:state() | binary}).
+
+-record(session, {max :: non_neg_integer() | infinity,
+                  deflate :: undefined | falco_ws_deflate:state(),
+                  msg :: undefined | #msg{}}).
+-opaque session() :: #session{}.
+
+-type close_error() :: {error, 1002 | 1007 | 1009, atom()}.
+
+%% @doc A session before the first frame.
+-spec new(opts()) -> session().
+new(#{max_message_size := Max, deflate := Deflate}) ->
+    #session{max = Max, deflate = Deflate}.
+
+%% @doc The next frame: the events it completes (none for a fragment that
+%% does not end its message), or the close code and reason that end the
+%% connection.
+-spec frame(falco_ws_frame:frame(), session()) ->
+          {ok, [event()], session()} | close_error().
+frame({frame, Op, _, _, Payload}, S) when Op =:= ping; Op =:= pong ->
+    {ok, [{Op, Payload}], S};
+frame({frame, close, _, _, Payload}, S) ->
+    case falco_ws_frame:close_payload(Payload) of
+        {ok, none} -> {ok, [{close, none}], S};
+        {ok, Code, Reason} -> {ok, [{close, {Code, Reason}}], S};
+        {error, invalid_utf8} -> {error, 1007, invalid_utf8};
+        {error, Why} -> {error, 1002, Why}
+    end;
+frame({frame, continuation, _, _, _}, #session{msg = undefined}) ->
+    {error, 1002, unexpected_continuation};
+frame({frame, continuation, _, true, _}, _) ->
+    {error, 1002, rsv1_on_continuation};
+frame({frame, continuation, Fin, false, Payload}, S = #session{msg = M}) ->
+    data(Payload, Fin, M, S);
+frame({frame, _, _, _, _}, #session{msg = #msg{}}) ->
+    {error, 1002, expected_continuation};
+frame({frame, Type, Fin, Rsv1, Payload}, S) ->
+    Utf8 = case Type of
+               text -> falco_ws_utf8:new();
+               binary -> binary
+           end,
+    data(Payload, Fin, #msg{type = Type, compressed = Rsv1, utf8 = Utf8}, S).
+
+data(Payload, Fin, M = #msg{compressed = true}, S = #session{max = Max, deflate = D}) ->
+    case falco_ws_deflate:inflate(Payload, Fin, room(Max, M), D) of
+        {ok, Plain} -> append(iolist_to_binary(Plain), Fin, M, S);
+        {error, too_big} -> {error, 1009, message_too_big};
+        {error, corrupt} -> {error, 1007, bad_deflate_data}
+    end;
+data(Payload, Fin, M, S = #session{max = Max}) ->
+    case room(Max, M) of
+        Room when Room =/= infinity, byte_size(Payload) > Room ->
+            {error, 1009, message_too_big};
+        _ ->
+            append(Payload, Fin, M, S)
+    end.
+
+room(infinity, _) -> infinity;
+room(Max, #msg{size = Size}) -> Max - Size.
+
+append(Data, Fin, M = #msg{utf8 = binary}, S) ->
+    next(Data, Fin, M, S);
+append(Data, Fin, M = #msg{utf8 = U}, S) ->
+    case falco_ws_utf8:validate(Data, U) of
+        {ok, U1} ->
+            case Fin =:= fin andalso not falco_ws_utf8:complete(U1) of
+                true -> {error, 1007, invalid_utf8};
+                false -> next(Data, Fin, M#msg{utf8 = U1}, S)
+            end;
+        {error, invalid_utf8} ->
+            {error, 1007, invalid_utf8}
+    end.
+
+next(Data, nofin, M = #msg{acc = Acc, size = Size}, S) ->
+    {ok, [], S#session{msg = M#msg{acc = [Data | Acc], size = Size + byte_size(Data)}}};
+next(Data, fin, #msg{type = Type, acc = []}, S) ->
+    {ok, [{Type, Data}], S#session{msg = undefined}};
+next(Data, fin, #msg{type = Type, acc = Acc}, S) ->
+    {ok, [{Type, iolist_to_binary(lists:reverse(Acc, [Data]))}], S#session{msg = undefined}}.

@@ -1,0 +1,94 @@
+%% EUnit: the receiving state machine (falco_ws_session): fragmentation,
+%% control frames between fragments, the message size limit (inflated
+%% size included), UTF-8 across fragments, close payloads, compressed
+%% messages.
+-module(falco_ws_session_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+new() -> new(infinity).
+new(Max) -> falco_ws_session:new(#{max_message_size => Max, deflate => undefined}).
+
+f(Op, Fin, Payload) -> {frame, Op, Fin, false, Payload}.
+
+%% Feeds frames; the events of all of them, or the first error.
+run(Frames, S) ->
+    lists:foldl(fun(_, {error, _, _} = E) -> E;
+                   (F, {Evs, S0}) ->
+                        case falco_ws_session:frame(F, S0) of
+                            {ok, New, S1} -> {Evs ++ New, S1};
+                            Error -> Error
+                        end
+                end, {[], S}, Frames).
+
+events(Frames) -> events(Frames, new()).
+events(Frames, S) ->
+    case run(Frames, S) of
+        {Evs, _} -> Evs;
+        Error -> Error
+    end.
+
+messages_test_() ->
+    [?_assertEqual([{text, <<"Hello">>}], events([f(text, fin, <<"Hello">>)])),
+     ?_assertEqual([{binary, <<1, 2>>}], events([f(binary, fin, <<1, 2>>)])),
+     ?_assertEqual([{text, <<"Hello">>}],
+                   events([f(text, nofin, <<"Hel">>), f(continuation, nofin, <<>>),
+                           f(continuation, fin, <<"lo">>)])),
+     %% control frames between fragments (RFC 6455 §5.4)
+     ?_assertEqual([{ping, <<"p">>}, {pong, <<>>}, {binary, <<"ab">>}],
+                   events([f(binary, nofin, <<"a">>), f(ping, fin, <<"p">>), f(pong, fin, <<>>),
+                           f(continuation, fin, <<"b">>)])),
+     ?_assertEqual([{close, none}], events([f(close, fin, <<>>)])),
+     ?_assertEqual([{close, {1000, <<"bye">>}}], events([f(close, fin, <<1000:16, "bye">>)]))].
+
+errors_test_() ->
+    [?_assertEqual({error, 1002, unexpected_continuation}, events([f(continuation, fin, <<>>)])),
+     ?_assertEqual({error, 1002, expected_continuation},
+                   events([f(text, nofin, <<"a">>), f(text, fin, <<"b">>)])),
+     ?_assertEqual({error, 1002, rsv1_on_continuation},
+                   events([f(text, nofin, <<"a">>), {frame, continuation, fin, true, <<"b">>}])),
+     ?_assertEqual({error, 1007, invalid_utf8}, events([f(text, fin, <<16#ff>>)])),
+     %% fail fast: refused on the fragment, not at the end of the message
+     ?_assertEqual({error, 1007, invalid_utf8},
+                   events([f(text, nofin, <<"a">>), f(continuation, nofin, <<16#ed, 16#a0>>)])),
+     ?_assertEqual({error, 1007, invalid_utf8},
+                   events([f(text, nofin, <<16#e2, 16#82>>), f(continuation, fin, <<>>)])),
+     ?_assertEqual([{text, <<"€"/utf8>>}],
+                   events([f(text, nofin, <<16#e2, 16#82>>), f(continuation, fin, <<16#ac>>)])),
+     ?_assertEqual({error, 1002, bad_close_code}, events([f(close, fin, <<1005:16>>)])),
+     ?_assertEqual({error, 1002, bad_close_payload}, events([f(close, fin, <<1>>)])),
+     ?_assertEqual({error, 1007, invalid_utf8}, events([f(close, fin, <<1000:16, 16#ff>>)]))].
+
+size_limit_test_() ->
+    [?_assertEqual([{binary, <<0:80>>}], events([f(binary, fin, <<0:80>>)], new(10))),
+     ?_assertEqual({error, 1009, message_too_big}, events([f(binary, fin, <<0:88>>)], new(10))),
+     ?_assertEqual({error, 1009, message_too_big},
+                   events([f(binary, nofin, <<0:48>>), f(continuation, nofin, <<0:40>>)], new(10))),
+     %% the limit is per message
+     ?_assertEqual([{binary, <<0:80>>}, {binary, <<0:80>>}],
+                   events([f(binary, fin, <<0:80>>), f(binary, fin, <<0:80>>)], new(10)))].
+
+deflate_session(Max) ->
+    {ok, _, P} = falco_ws_deflate:negotiate([<<"permessage-deflate">>], #{}),
+    D = falco_ws_deflate:init(P, #{}),
+    {D, falco_ws_session:new(#{max_message_size => Max, deflate => D})}.
+
+compressed_test() ->
+    {D, S} = deflate_session(infinity),
+    %% RFC 7692 §7.2.3.1, fragmented, then a ping between fragments
+    ?assertEqual([{ping, <<>>}, {text, <<"Hello">>}],
+                 events([{frame, text, nofin, true, <<16#f2, 16#48, 16#cd>>}, f(ping, fin, <<>>),
+                         f(continuation, fin, <<16#c9, 16#c9, 16#07, 16#00>>)], S)),
+    falco_ws_deflate:close(D).
+
+compressed_bomb_test() ->
+    {D, S} = deflate_session(1000000),
+    Bomb = falco_ws_deflate:deflate(binary:copy(<<"a">>, 5000000), D),
+    ?assertEqual({error, 1009, message_too_big}, events([{frame, binary, fin, true, Bomb}], S)),
+    falco_ws_deflate:close(D).
+
+compressed_invalid_utf8_test() ->
+    {D, S} = deflate_session(infinity),
+    Bad = falco_ws_deflate:deflate(<<"ok", 16#ff>>, D),
+    ?assertEqual({error, 1007, invalid_utf8}, events([{frame, text, fin, true, Bad}], S)),
+    falco_ws_deflate:close(D).

@@ -1,0 +1,527 @@
+%% RFC 6455 (and RFC 7692) over a real listener: the opening handshake
+%% (§4), data and control frames (§5), closing (§7), the handler API
+%% (falco_ws_handler) and the limits a hostile peer meets. Each case cites
+%% its section. Autobahn's cases run in autobahn_SUITE.
+-module(rfc6455_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, groups/0, init_per_suite/1, end_per_suite/1,
+         init_per_testcase/2, end_per_testcase/2]).
+-export([handshake_101/1, handshake_other_version_426/1, handshake_not_websocket_426/1,
+         handshake_bad_key_400/1, handler_refuses/1, middleware_before_upgrade/1,
+         subprotocol_selected/1, pipelined_frames_after_handshake/1,
+         echo_text_and_binary/1, fragments_and_control_frames/1, ping_gets_pong/1,
+         client_close_echoed/1, handler_stop_closes_1000/1, handler_close_code/1,
+         handler_bad_close_code_1011/1, handle_info_and_hibernate/1,
+         unmasked_frame_1002/1, reserved_opcode_1002/1, invalid_utf8_1007/1,
+         huge_declared_length_1009/1, endless_fragments_1009/1, idle_timeout/1,
+         ping_interval/1, close_timeout/1, crash_1011_bounded_report/1,
+         listener_stop_1001/1, sys_get_state/1, compressed_echo/1,
+         compressed_bomb_1009/1, slow_reader_bounded/1, ping_flood_bounded/1,
+         idle_sockets_memory/1]).
+
+-define(C, falco_test_client).
+-define(WS, falco_test_ws_client).
+
+all() ->
+    [{group, handshake}, {group, frames}, {group, closing}, {group, handler},
+     {group, hostile}].
+
+groups() ->
+    [{handshake, [parallel], [handshake_101, handshake_other_version_426,
+                              handshake_not_websocket_426, handshake_bad_key_400,
+                              handler_refuses, middleware_before_upgrade,
+                              subprotocol_selected, pipelined_frames_after_handshake]},
+     {frames, [parallel], [echo_text_and_binary, fragments_and_control_frames, ping_gets_pong,
+                           unmasked_frame_1002, reserved_opcode_1002, invalid_utf8_1007,
+                           compressed_echo]},
+     {closing, [parallel], [client_close_echoed, handler_stop_closes_1000, handler_close_code,
+                            handler_bad_close_code_1011, idle_timeout, ping_interval,
+                            close_timeout]},
+     {handler, [], [handle_info_and_hibernate, crash_1011_bounded_report, listener_stop_1001,
+                    sys_get_state]},
+     {hostile, [], [huge_declared_length_1009, endless_fragments_1009, compressed_bomb_1009,
+                    slow_reader_bounded, ping_flood_bounded, idle_sockets_memory]}].
+
+init_per_suite(Config) ->
+    {ok, _} = application:ensure_all_started(falco),
+    Config.
+
+end_per_suite(_Config) ->
+    ok.
+
+init_per_testcase(Case, Config) ->
+    _ = falco:stop_listener(Case),
+    [{listener, Case} | Config].
+
+end_per_testcase(Case, _Config) ->
+    _ = falco:stop_listener(Case),
+    ok.
+
+%% -- helpers ---------------------------------------------------------------
+
+%% A listener whose /ws upgrades with `WsOpts' (the test process gets the
+%% handler's init and terminate), /deny refuses with 403 and /plain is an
+%% ordinary route.
+start(Config, WsOpts) ->
+    start(Config, WsOpts, #{}).
+
+start(Config, WsOpts, ListenerOpts) ->
+    Name = ?config(listener, Config),
+    Test = self(),
+    Routes = [{<<"/ws">>, fun(Req) -> upgrade(Req, Test, WsOpts) end},
+              {<<"/ws/:room">>, fun(Req) -> upgrade(Req, Test, WsOpts) end},
+              {<<"/deny">>, fun(_) -> {403, [], <<"no">>} end},
+              {<<"/plain">>, fun(_) -> {200, [], <<"plain">>} end}],
+    {ok, _} = falco:start_listener(Name, maps:merge(#{port => 0, ip => {127, 0, 0, 1},
+                                                      routes => Routes}, ListenerOpts)),
+    {ok, Port} = falco:port(Name),
+    Port.
+
+upgrade(Req, Test, WsOpts) ->
+    Protocol = falco_ws_handshake:protocol(Req, maps:get(protocols, WsOpts, [])),
+    {websocket, falco_test_ws_handler,
+     #{test => Test, protocol => Protocol, room => falco_req:binding(room, Req)}, WsOpts}.
+
+%% Connects to /ws and waits for the handler's init.
+open(Port) ->
+    open(Port, <<"/ws">>, []).
+
+open(Port, Path, Extra) ->
+    {Sock, #{status := 101}} = ?WS:connect(Port, Path, Extra),
+    Pid = receive {ws_init, P, _} -> P after 5000 -> error(no_init) end,
+    {Sock, Pid}.
+
+%% Runs Fun with error events captured; returns {Result, [Text]}.
+with_log(Fun) ->
+    ok = falco_test_tree:capture_log(?MODULE, error),
+    try
+        Result = Fun(),
+        timer:sleep(100),
+        {Result, [text(Msg) || #{msg := Msg} <- falco_test_tree:logged()]}
+    after
+        logger:remove_handler(?MODULE)
+    end.
+
+text({string, S}) -> unicode:characters_to_list(S);
+text({report, R}) -> lists:flatten(io_lib:format("~0p", [R]));
+text({Format, Args}) -> lists:flatten(io_lib:format(Format, Args)).
+
+terminated(Pid) ->
+    receive {ws_terminate, Pid, Reason} -> Reason after 5000 -> error(no_terminate) end.
+
+%% -- §4 the opening handshake --------------------------------------------------
+
+%% §4.2.2: 101 with the accept key of the §1.3 example.
+handshake_101(Config) ->
+    Port = start(Config, #{}),
+    {Sock, Resp} = ?WS:connect(Port, <<"/ws">>),
+    ?assertMatch(#{status := 101}, Resp),
+    ?assertEqual(<<"s3pPLMBiTxaQ9kYGzzhZRbK+xOo=">>, ?C:header(<<"sec-websocket-accept">>, Resp)),
+    ?assert(?C:has_token(<<"upgrade">>, <<"websocket">>, Resp)),
+    ?assert(?C:has_token(<<"connection">>, <<"upgrade">>, Resp)),
+    ?assertEqual(undefined, ?C:header(<<"sec-websocket-extensions">>, Resp)),
+    ok = ?WS:send(Sock, text, <<"hi">>),
+    ?assertEqual({text, <<"hi">>}, ?WS:recv(Sock)).
+
+%% §4.4: another version gets 426 naming 13; the connection stays HTTP.
+handshake_other_version_426(Config) ->
+    Port = start(Config, #{}),
+    Sock = ?C:connect(Port),
+    ?C:send(Sock, <<"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8\r\n\r\n">>),
+    {ok, Resp} = ?C:recv_response(Sock),
+    ?assertMatch(#{status := 426}, Resp),
+    ?assertEqual(<<"13">>, ?C:header(<<"sec-websocket-version">>, Resp)),
+    ?C:send(Sock, <<"GET /plain HTTP/1.1\r\nHost: x\r\n\r\n">>),
+    ?assertMatch({ok, #{status := 200, body := <<"plain">>}}, ?C:recv_response(Sock)).
+
+%% RFC 9110 §15.5.22: a plain GET to an upgrading route gets 426.
+handshake_not_websocket_426(Config) ->
+    Port = start(Config, #{}),
+    {_, {ok, Resp}} = ?C:request(Port, <<"GET /ws HTTP/1.1\r\nHost: x\r\n\r\n">>),
+    ?assertMatch(#{status := 426}, Resp),
+    ?assertEqual(<<"websocket">>, ?C:header(<<"upgrade">>, Resp)).
+
+%% §4.2.1: a key that is not 16 bytes in base64 is 400.
+handshake_bad_key_400(Config) ->
+    Port = start(Config, #{}),
+    {_, {ok, Resp}} = ?C:request(Port, <<"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                              "Connection: Upgrade\r\nSec-WebSocket-Key: c2hvcnQ=\r\n"
+                              "Sec-WebSocket-Version: 13\r\n\r\n">>),
+    ?assertMatch(#{status := 400}, Resp),
+    receive {ws_init, _, _} -> error(upgraded) after 100 -> ok end.
+
+%% The route decides: any HTTP response refuses the upgrade.
+handler_refuses(Config) ->
+    Port = start(Config, #{}),
+    {_, Resp} = ?WS:connect(Port, <<"/deny">>),
+    ?assertMatch(#{status := 403}, Resp).
+
+%% Middleware runs before the upgrade (here, one that denies without a
+%% cookie), and route bindings reach the handler's state.
+middleware_before_upgrade(Config) ->
+    Auth = fun(Req, Next) ->
+                   case falco_req:header(<<"cookie">>, Req) of
+                       <<"auth=ok">> -> Next(Req);
+                       _ -> {401, [], <<"login first">>}
+                   end
+           end,
+    Port = start(Config, #{}, #{middleware => [Auth]}),
+    {_, Refused} = ?WS:connect(Port, <<"/ws/lobby">>),
+    ?assertMatch(#{status := 401}, Refused),
+    {Sock, #{status := 101}} = ?WS:connect(Port, <<"/ws/lobby">>, <<"Cookie: auth=ok\r\n">>),
+    Pid = receive {ws_init, P, _} -> P after 5000 -> error(no_init) end,
+    #{handler_state := #{room := Room}} = sys:get_state(Pid),
+    ?assertEqual(<<"lobby">>, Room),
+    ?C:close(Sock).
+
+%% §4.2.2 item 5.5 (/subprotocol/): the server's first choice the client offered.
+subprotocol_selected(Config) ->
+    Port = start(Config, #{protocols => [<<"v2.chat">>, <<"chat">>]}),
+    {_, Resp} = ?WS:connect(Port, <<"/ws">>, <<"Sec-WebSocket-Protocol: chat, v2.chat\r\n">>),
+    ?assertEqual(<<"v2.chat">>, ?C:header(<<"sec-websocket-protocol">>, Resp)),
+    receive {ws_init, _, P} -> ?assertEqual(<<"v2.chat">>, P) after 5000 -> error(no_init) end,
+    {_, Resp2} = ?WS:connect(Port, <<"/ws">>, <<"Sec-WebSocket-Protocol: mqtt\r\n">>),
+    ?assertEqual(undefined, ?C:header(<<"sec-websocket-protocol">>, Resp2)).
+
+%% Frames sent right behind the handshake, in the same segment, are the
+%% session's (they must not be read as HTTP).
+pipelined_frames_after_handshake(Config) ->
+    Port = start(Config, #{}),
+    Sock = ?C:connect(Port),
+    ?C:send(Sock, [<<"GET /ws HTTP/1.1\r\nHost: x\r\n">>, ?WS:handshake_headers(), <<"\r\n">>,
+                   falco_ws_frame:encode_masked(text, <<"early">>, fin, false, <<9, 8, 7, 6>>)]),
+    ?assertMatch({ok, #{status := 101}}, ?C:recv_response(Sock, #{head => true})),
+    put({?WS, Sock}, ?C:take_buffer(Sock)),
+    ?assertEqual({text, <<"early">>}, ?WS:recv(Sock)).
+
+%% -- §5 frames ---------------------------------------------------------------------
+
+%% §5.6
+echo_text_and_binary(Config) ->
+    Port = start(Config, #{}),
+    {Sock, _} = open(Port),
+    Big = crypto:strong_rand_bytes(200000),
+    ok = ?WS:send(Sock, binary, Big),
+    ?assertEqual({binary, Big}, ?WS:recv(Sock)),
+    ok = ?WS:send(Sock, text, <<"κόσμε"/utf8>>),
+    ?assertEqual({text, <<"κόσμε"/utf8>>}, ?WS:recv(Sock)),
+    ok = ?WS:send(Sock, text, <<>>),
+    ?assertEqual({text, <<>>}, ?WS:recv(Sock)).
+
+%% §5.4: fragments are one message, control frames may come between them.
+fragments_and_control_frames(Config) ->
+    Port = start(Config, #{}),
+    {Sock, _} = open(Port),
+    ok = ?WS:send(Sock, text, <<"fra">>, nofin),
+    ok = ?WS:send(Sock, ping, <<"between">>),
+    ok = ?WS:send(Sock, continuation, <<"gm">>, nofin),
+    ok = ?WS:send(Sock, continuation, <<"ent">>, fin),
+    ?assertEqual({pong, <<"between">>}, ?WS:recv(Sock)),
+    ?assertEqual({text, <<"fragment">>}, ?WS:recv(Sock)).
+
+%% §5.5.2, §5.5.3
+ping_gets_pong(Config) ->
+    Port = start(Config, #{}),
+    {Sock, _} = open(Port),
+    ok = ?WS:send(Sock, ping, <<"abc">>),
+    ?assertEqual({pong, <<"abc">>}, ?WS:recv(Sock)),
+    %% an unsolicited pong is ignored
+    ok = ?WS:send(Sock, pong, <<"x">>),
+    ok = ?WS:send(Sock, text, <<"after">>),
+    ?assertEqual({text, <<"after">>}, ?WS:recv(Sock)).
+
+%% §5.1: a server must close on an unmasked client frame (1002).
+unmasked_frame_1002(Config) ->
+    Port = start(Config, #{}),
+    {Sock, Pid} = open(Port),
+    ok = ?WS:send_raw(Sock, falco_ws_frame:encode(text, <<"unmasked">>)),
+    ?assertEqual({[], {close, 1002}}, ?WS:recv_until_close(Sock, 5000)),
+    ?assertEqual({protocol_error, 1002, unmasked_frame}, terminated(Pid)),
+    ?assert(?WS:closed(Sock, 5000)).
+
+%% §5.2
+reserved_opcode_1002(Config) ->
+    Port = start(Config, #{}),
+    {Sock, Pid} = open(Port),
+    ok = ?WS:send_raw(Sock, <<16#83, 16#80, 1, 2, 3, 4>>),
+    ?assertEqual({[], {close, 1002}}, ?WS:recv_until_close(Sock, 5000)),
+    ?assertEqual({protocol_error, 1002, reserved_opcode}, terminated(Pid)).
+
+%% §8.1: invalid UTF-8 fails the connection with 1007, mid-message.
+invalid_utf8_1007(Config) ->
+    Port = start(Config, #{}),
+    {Sock, Pid} = open(Port),
+    ok = ?WS:send(Sock, text, <<"ok">>, nofin),
+    ok = ?WS:send(Sock, continuation, <<16#ed, 16#a0, 16#80>>, nofin),
+    ?assertEqual({[], {close, 1007}}, ?WS:recv_until_close(Sock, 5000)),
+    ?assertEqual({protocol_error, 1007, invalid_utf8}, terminated(Pid)).
+
+%% RFC 7692: negotiated, a compressed message is inflated, the echo comes
+%% back compressed.
+compressed_echo(Config) ->
+    Port = start(Config, #{compress => true}),
+    {Sock, Resp} = ?WS:connect(Port, <<"/ws">>, <<"Sec-WebSocket-Extensions: permessage-deflate; "
+                                                  "client_max_window_bits\r\n">>),
+    ?assertEqual(<<"permessage-deflate; client_max_window_bits=15">>,
+                 ?C:header(<<"sec-websocket-extensions">>, Resp)),
+    {Deflate, Inflate} = client_zlib(),
+    Msg = binary:copy(<<"compress me ">>, 1000),
+    ok = ?WS:send_raw(Sock, falco_ws_frame:encode_masked(text, deflate(Deflate, Msg), fin, true,
+                                                         <<1, 2, 3, 4>>)),
+    {text, Compressed, rsv1} = ?WS:recv(Sock),
+    ?assert(byte_size(Compressed) < byte_size(Msg) div 10),
+    ?assertEqual(Msg, inflate(Inflate, Compressed)),
+    %% context takeover: the second copy is smaller still
+    ok = ?WS:send_raw(Sock, falco_ws_frame:encode_masked(text, deflate(Deflate, Msg), fin, true,
+                                                         <<1, 2, 3, 4>>)),
+    {text, Again, rsv1} = ?WS:recv(Sock),
+    ?assert(byte_size(Again) < byte_size(Compressed)),
+    ?assertEqual(Msg, inflate(Inflate, Again)).
+
+client_zlib() ->
+    D = zlib:open(),
+    ok = zlib:deflateInit(D, default, deflated, -15, 8, default),
+    I = zlib:open(),
+    ok = zlib:inflateInit(I, -15),
+    {D, I}.
+
+deflate(Z, Data) ->
+    Out = iolist_to_binary(zlib:deflate(Z, Data, sync)),
+    binary:part(Out, 0, byte_size(Out) - 4).
+
+inflate(Z, Data) ->
+    iolist_to_binary(zlib:inflate(Z, [Data, <<0, 0, 255, 255>>])).
+
+%% -- §7 closing ------------------------------------------------------------------
+
+%% §7.1.2, §5.5.1: the server answers a close with the same code and
+%% closes the TCP connection first (§7.1.1).
+client_close_echoed(Config) ->
+    Port = start(Config, #{}),
+    {Sock, Pid} = open(Port),
+    ok = ?WS:send(Sock, close, <<1000:16, "done">>),
+    ?assertEqual({close, <<1000:16>>}, ?WS:recv(Sock)),
+    ?assert(?WS:closed(Sock, 5000)),
+    ?assertEqual({remote, 1000, <<"done">>}, terminated(Pid)).
+
+%% {stop, State}: close 1000; the peer's answer ends the session normally.
+handler_stop_closes_1000(Config) ->
+    Port = start(Config, #{}),
+    {Sock, Pid} = open(Port),
+    ok = ?WS:send(Sock, text, <<"stop">>),
+    ?assertEqual({close, <<1000:16>>}, ?WS:recv(Sock)),
+    ok = ?WS:send(Sock, close, <<1000:16>>),
+    ?assert(?WS:closed(Sock, 5000)),
+    ?assertEqual(normal, terminated(Pid)).
+
+%% A close frame in a reply ends what is sent (§5.5.1): the frame after it
+%% never goes out.
+handler_close_code(Config) ->
+    Port = start(Config, #{}),
+    {Sock, Pid} = open(Port),
+    ok = ?WS:send(Sock, text, <<"close:4001">>),
+    ?assertEqual({[{text, <<"closing">>}], {close, 4001}}, ?WS:recv_until_close(Sock, 5000)),
+    ok = ?WS:send(Sock, close, <<4001:16>>),
+    ?assert(?WS:closed(Sock, 5000)),
+    ?assertEqual(normal, terminated(Pid)).
+
+%% A handler asking for a code that may not be sent (1005) is a handler
+%% bug: 1011 and a report.
+handler_bad_close_code_1011(Config) ->
+    Port = start(Config, #{}),
+    {Sock, Pid} = open(Port),
+    {_, Log} = with_log(fun() ->
+        ok = ?WS:send(Sock, text, <<"bad">>),
+        ?assertEqual({[], {close, 1011}}, ?WS:recv_until_close(Sock, 5000)),
+        ?assertMatch({crash, error, {bad_websocket_frame, _}}, terminated(Pid))
+    end),
+    ?assertMatch([_], Log).
+
+idle_timeout(Config) ->
+    Port = start(Config, #{idle_timeout => 300}),
+    {Sock, Pid} = open(Port),
+    T0 = erlang:monotonic_time(millisecond),
+    ?assertEqual({[], {close, 1000}}, ?WS:recv_until_close(Sock, 5000)),
+    ?assert(erlang:monotonic_time(millisecond) - T0 < 3000),
+    ok = ?WS:send(Sock, close, <<1000:16>>),
+    ?assertEqual(timeout, terminated(Pid)).
+
+%% A ping after ping_interval of silence; the pong keeps the session.
+ping_interval(Config) ->
+    Port = start(Config, #{ping_interval => 200, idle_timeout => 1000}),
+    {Sock, _Pid} = open(Port),
+    ?assertEqual({ping, <<>>}, ?WS:recv(Sock, 3000)),
+    ok = ?WS:send(Sock, pong, <<>>),
+    ?assertEqual({ping, <<>>}, ?WS:recv(Sock, 3000)),
+    ok = ?WS:send(Sock, pong, <<>>),
+    %% no answer now: closed at idle_timeout
+    ?assertMatch({[{ping, <<>>}], {close, 1000}}, ?WS:recv_until_close(Sock, 5000)).
+
+%% §7.1.1: a peer that never answers our close is closed after close_timeout.
+close_timeout(Config) ->
+    Port = start(Config, #{close_timeout => 300}),
+    {Sock, Pid} = open(Port),
+    ok = ?WS:send(Sock, text, <<"stop">>),
+    ?assertEqual({close, <<1000:16>>}, ?WS:recv(Sock)),
+    %% data frames after our close are not delivered
+    ok = ?WS:send(Sock, text, <<"ignored">>),
+    ?assert(?WS:closed(Sock, 3000)),
+    ?assertEqual(normal, terminated(Pid)).
+
+%% -- the handler's process -----------------------------------------------------
+
+handle_info_and_hibernate(Config) ->
+    Port = start(Config, #{}),
+    {Sock, Pid} = open(Port),
+    ok = ?WS:send(Sock, text, <<"hibernate">>),
+    ?assertEqual({text, <<"hibernating">>}, ?WS:recv(Sock)),
+    ok = falco_test_client:wait_until(fun() ->
+                                              {current_function, {erlang, hibernate, 3}} =:=
+                                                  process_info(Pid, current_function)
+                                      end, 2000),
+    Pid ! {send, [{text, <<"one">>}, {binary, <<"two">>}]},
+    ?assertEqual({text, <<"one">>}, ?WS:recv(Sock)),
+    ?assertEqual({binary, <<"two">>}, ?WS:recv(Sock)),
+    %% still a session after waking up
+    ok = ?WS:send(Sock, text, <<"awake">>),
+    ?assertEqual({text, <<"awake">>}, ?WS:recv(Sock)),
+    Pid ! stop,
+    ?assertEqual({close, <<1000:16>>}, ?WS:recv(Sock)).
+
+%% A callback crash: 1011, one report, bounded though the reason holds 5 MB.
+crash_1011_bounded_report(Config) ->
+    Port = start(Config, #{}),
+    {Sock, Pid} = open(Port),
+    {_, Log} = with_log(fun() ->
+        ok = ?WS:send(Sock, text, <<"crash">>),
+        ?assertEqual({[], {close, 1011}}, ?WS:recv_until_close(Sock, 5000)),
+        ?assertMatch({crash, error, {crashed_on, _}}, terminated(Pid))
+    end),
+    [Report] = Log,
+    ?assert(length(Report) < 65536).
+
+%% The listener stops: the session gets 1001 and terminate(shutdown), and
+%% nothing is logged as a crash.
+listener_stop_1001(Config) ->
+    Port = start(Config, #{}),
+    {Sock, Pid} = open(Port),
+    {_, Log} = with_log(fun() ->
+        ok = falco:stop_listener(?config(listener, Config)),
+        ?assertEqual({close, <<1001:16>>}, ?WS:recv(Sock)),
+        ?assertEqual(shutdown, terminated(Pid))
+    end),
+    ?assertEqual([], Log).
+
+sys_get_state(Config) ->
+    Port = start(Config, #{}),
+    {_Sock, Pid} = open(Port),
+    State = sys:get_state(Pid),
+    ?assertMatch(#{protocol := websocket, path := <<"/ws">>, handler := falco_test_ws_handler,
+                   closing := false}, State).
+
+%% -- hostile peers ---------------------------------------------------------------
+
+%% A frame header declaring 2^62 bytes is refused from its 10 bytes
+%% (§5.2, 1009), before any payload is sent or buffered.
+huge_declared_length_1009(Config) ->
+    Port = start(Config, #{max_frame_size => 1000000}),
+    {Sock, Pid} = open(Port),
+    ok = ?WS:send_raw(Sock, <<16#82, 16#FF, (1 bsl 62):64, 1, 2, 3, 4>>),
+    ?assertEqual({[], {close, 1009}}, ?WS:recv_until_close(Sock, 5000)),
+    ?assertEqual({protocol_error, 1009, frame_too_big}, terminated(Pid)).
+
+%% Fragments without end: the message limit ends them (1009), the buffer
+%% never exceeds it.
+endless_fragments_1009(Config) ->
+    Port = start(Config, #{max_message_size => 100000}),
+    {Sock, Pid} = open(Port),
+    ok = ?WS:send(Sock, binary, <<0:8000>>, nofin),
+    _ = send_fragments(Sock, 200),
+    ?assertEqual({protocol_error, 1009, message_too_big}, terminated(Pid)),
+    ?assertEqual({[], {close, 1009}}, ?WS:recv_until_close(Sock, 5000)).
+
+send_fragments(_Sock, 0) ->
+    0;
+send_fragments(Sock, N) ->
+    case ?WS:send(Sock, continuation, <<0:8000>>, nofin) of
+        ok -> timer:sleep(1), 1 + send_fragments(Sock, N - 1);
+        {error, _} -> 0
+    end.
+
+%% RFC 7692 §8: 100 MB of zeros in one small compressed frame is refused at
+%% the message limit, and the session's memory stays bounded.
+compressed_bomb_1009(Config) ->
+    Port = start(Config, #{compress => true, max_message_size => 1000000}),
+    {Sock, _} = ?WS:connect(Port, <<"/ws">>, <<"Sec-WebSocket-Extensions: permessage-deflate\r\n">>),
+    Pid = receive {ws_init, P, _} -> P after 5000 -> error(no_init) end,
+    {Deflate, _} = client_zlib(),
+    Bomb = deflate(Deflate, binary:copy(<<0>>, 100000000)),
+    ct:pal("bomb: ~p bytes", [byte_size(Bomb)]),
+    ok = ?WS:send_raw(Sock, falco_ws_frame:encode_masked(binary, Bomb, fin, true, <<1, 2, 3, 4>>)),
+    ?assertEqual({[], {close, 1009}}, ?WS:recv_until_close(Sock, 10000)),
+    ?assertEqual({protocol_error, 1009, message_too_big}, terminated(Pid)).
+
+%% A peer that never reads while the handler sends 64 MB: the session ends
+%% at send_timeout instead of buffering (the sender blocks in send).
+slow_reader_bounded(Config) ->
+    Port = start(Config, #{}, #{send_timeout => 500}),
+    {Sock, Pid} = open(Port),
+    ok = ?WS:send(Sock, text, <<"flood:1000">>),
+    {memory, Peak} = watch_memory(Pid, 4000),
+    ct:pal("session memory while blocked: ~p bytes", [Peak]),
+    ?assertMatch({error, _}, terminated(Pid)),
+    %% the 1000 frames are built as one reply (65 MB of references to one
+    %% binary): the process holds the list, never a copy per frame
+    ?assert(Peak < 10000000).
+
+watch_memory(Pid, Ms) ->
+    watch_memory(Pid, erlang:monotonic_time(millisecond) + Ms, 0).
+
+watch_memory(Pid, Deadline, Peak) ->
+    case process_info(Pid, memory) of
+        {memory, M} ->
+            case erlang:monotonic_time(millisecond) < Deadline of
+                true -> timer:sleep(20), watch_memory(Pid, Deadline, max(M, Peak));
+                false -> {memory, max(M, Peak)}
+            end;
+        undefined ->
+            {memory, Peak}
+    end.
+
+%% 20,000 pings from a peer that never reads the pongs: each is answered as
+%% it is read (the socket buffers absorb the 2.5 MB of pongs, or the
+%% session ends at send_timeout once they are full); the session's memory
+%% stays small either way, nothing queues in the process.
+ping_flood_bounded(Config) ->
+    Port = start(Config, #{}, #{send_timeout => 500}),
+    {Sock, Pid} = open(Port),
+    Ping = iolist_to_binary(falco_ws_frame:encode_masked(ping, binary:copy(<<"p">>, 125), fin,
+                                                         false, <<1, 2, 3, 4>>)),
+    Sender = spawn_link(fun() -> [?WS:send_raw(Sock, Ping) || _ <- lists:seq(1, 20000)] end),
+    {memory, Peak} = watch_memory(Pid, 4000),
+    ct:pal("session memory under a ping flood: ~p bytes", [Peak]),
+    ?assert(Peak < 5000000),
+    unlink(Sender),
+    exit(Sender, kill),
+    ?C:close(Sock),
+    ?assertMatch({error, _}, terminated(Pid)).
+
+%% Memory per idle WebSocket, hibernated: 500 sessions.
+idle_sockets_memory(Config) ->
+    Port = start(Config, #{}),
+    N = 500,
+    Sessions = [begin
+                    {Sock, Pid} = open(Port),
+                    ok = ?WS:send(Sock, text, <<"hibernate">>),
+                    {text, _} = ?WS:recv(Sock),
+                    {Sock, Pid}
+                end || _ <- lists:seq(1, N)],
+    timer:sleep(200),
+    Total = lists:sum([M || {_, Pid} <- Sessions, {memory, M} <- [process_info(Pid, memory)]]),
+    ct:pal("~p hibernated WebSocket sessions: ~p bytes each", [N, Total div N]),
+    ?assert(Total div N < 4000),
+    [?C:close(Sock) || {Sock, _} <- Sessions].
