@@ -98,3 +98,12 @@ close_payload_test_() ->
 mask_is_an_involution_test_() ->
     [?_assertEqual(D, falco_ws_frame:mask(falco_ws_frame:mask(D, ?KEY), ?KEY))
      || N <- [0, 1, 2, 3, 4, 5, 255, 256, 257, 1000], D <- [crypto:strong_rand_bytes(N)]].
+
+%% peek/1: the payload so far of a frame that is not complete, still masked.
+peek_test_() ->
+    Frame = masked(text, <<"Hello, world">>),
+    [?_assertEqual(none, falco_ws_frame:peek(binary:part(Frame, 0, 5))),
+     ?_assertEqual({text, false, <<16#37, 16#fa, 16#21, 16#3d>>, binary:part(Frame, 6, 3)},
+                   falco_ws_frame:peek(binary:part(Frame, 0, 9))),
+     %% control frames are never peeked (they are short and checked whole)
+     ?_assertEqual(none, falco_ws_frame:peek(binary:part(masked(ping, <<"abc">>), 0, 7)))].

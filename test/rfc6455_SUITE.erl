@@ -16,6 +16,7 @@
          client_close_echoed/1, handler_stop_closes_1000/1, handler_close_code/1,
          handler_bad_close_code_1011/1, handle_info_and_hibernate/1,
          unmasked_frame_1002/1, reserved_opcode_1002/1, invalid_utf8_1007/1,
+         invalid_utf8_mid_frame_1007/1,
          huge_declared_length_1009/1, endless_fragments_1009/1, idle_timeout/1,
          ping_interval/1, close_timeout/1, crash_1011_bounded_report/1,
          listener_stop_1001/1, sys_get_state/1, compressed_echo/1,
@@ -36,6 +37,7 @@ groups() ->
                               subprotocol_selected, pipelined_frames_after_handshake]},
      {frames, [parallel], [echo_text_and_binary, fragments_and_control_frames, ping_gets_pong,
                            unmasked_frame_1002, reserved_opcode_1002, invalid_utf8_1007,
+                           invalid_utf8_mid_frame_1007,
                            compressed_echo]},
      {closing, [parallel], [client_close_echoed, handler_stop_closes_1000, handler_close_code,
                             handler_bad_close_code_1011, idle_timeout, ping_interval,
@@ -257,6 +259,18 @@ invalid_utf8_1007(Config) ->
     {Sock, Pid} = open(Port),
     ok = ?WS:send(Sock, text, <<"ok">>, nofin),
     ok = ?WS:send(Sock, continuation, <<16#ed, 16#a0, 16#80>>, nofin),
+    ?assertEqual({[], {close, 1007}}, ?WS:recv_until_close(Sock, 5000)),
+    ?assertEqual({protocol_error, 1007, invalid_utf8}, terminated(Pid)).
+
+%% §8.1, fail fast: invalid UTF-8 in the first piece of a frame whose
+%% rest never comes is refused when that piece arrives (Autobahn 6.4.3).
+invalid_utf8_mid_frame_1007(Config) ->
+    Port = start(Config, #{}),
+    {Sock, Pid} = open(Port),
+    Frame = iolist_to_binary(falco_ws_frame:encode_masked(
+                               text, <<"ok", 16#ed, 16#a0, 16#80, (binary:copy(<<"x">>, 1000))/binary>>,
+                               fin, false, <<1, 2, 3, 4>>)),
+    ok = ?WS:send_raw(Sock, binary:part(Frame, 0, 20)),
     ?assertEqual({[], {close, 1007}}, ?WS:recv_until_close(Sock, 5000)),
     ?assertEqual({protocol_error, 1007, invalid_utf8}, terminated(Pid)).
 

@@ -38,6 +38,10 @@
              deflate :: undefined | falco_ws_deflate:state(),
              parse :: falco_ws_frame:parse_opts(),
              buf = <<>> :: binary(),
+             %% of the frame being received: how many payload bytes were
+             %% checked as UTF-8 already, and the state after them (`none':
+             %% not checkable text; `unknown': not looked at yet)
+             peek = {0, unknown} :: {non_neg_integer(), falco_ws_utf8:state() | none | unknown},
              idle_timeout :: timeout(),
              ping_interval :: timeout(),
              close_timeout :: timeout(),
@@ -95,10 +99,13 @@ now_ms() -> erlang:monotonic_time(millisecond).
 frames(Bin, S = #ws{parse = P}) ->
     case falco_ws_frame:parse(Bin, P) of
         {ok, Frame, Rest} ->
+            S1 = S#ws{peek = {0, unknown}},
             case S#ws.closing of
-                false -> frame(Frame, Rest, S);
-                _ -> closing_frame(Frame, Rest, S)
+                false -> frame(Frame, Rest, S1);
+                _ -> closing_frame(Frame, Rest, S1)
             end;
+        {more, _} when S#ws.closing =:= false ->
+            partial(Bin, S);
         {more, _} ->
             wait(S#ws{buf = Bin});
         {error, _} when S#ws.closing =/= false ->
@@ -106,6 +113,35 @@ frames(Bin, S = #ws{parse = P}) ->
         {error, Why} ->
             fail(falco_ws_frame:close_code(Why), Why, S)
     end.
+
+%% A text frame arriving in pieces is checked as it comes: invalid UTF-8
+%% fails the connection at once, not when the frame is complete (RFC 6455
+%% §8.1; Autobahn 6.4.3, 6.4.4). Only the new bytes are unmasked and
+%% checked each time.
+partial(Bin, S = #ws{peek = {Done, U0}, session = Session}) ->
+    case falco_ws_frame:peek(Bin) of
+        {Op, Rsv1, Key, Part} when byte_size(Part) > Done, U0 =/= none ->
+            case U0 of
+                unknown -> partial_check(Bin, Key, Part, Done, falco_ws_session:partial_text(Op, Rsv1, Session), S);
+                _ -> partial_check(Bin, Key, Part, Done, {ok, U0}, S)
+            end;
+        _ ->
+            wait(S#ws{buf = Bin})
+    end.
+
+partial_check(Bin, _Key, _Part, _Done, none, S) ->
+    wait(S#ws{buf = Bin, peek = {0, none}});
+partial_check(Bin, Key, Part, Done, {ok, U0}, S) ->
+    New = binary:part(Part, Done, byte_size(Part) - Done),
+    case falco_ws_utf8:validate(falco_ws_frame:mask(New, rotate(Key, Done rem 4)), U0) of
+        {ok, U} -> wait(S#ws{buf = Bin, peek = {byte_size(Part), U}});
+        {error, invalid_utf8} -> fail(1007, invalid_utf8, S)
+    end.
+
+%% The key for a payload that starts `N' bytes into the frame's.
+rotate(Key, N) ->
+    <<Head:N/binary, Tail/binary>> = Key,
+    <<Tail/binary, Head/binary>>.
 
 frame(Frame, Rest, S = #ws{session = Session}) ->
     case falco_ws_session:frame(Frame, Session) of

@@ -25,7 +25,7 @@
 %% (§5.5.1, §7.4).
 -module(falco_ws_frame).
 
--export([parse/2, encode/2, encode/4, encode_masked/5, mask/2,
+-export([parse/2, peek/1, encode/2, encode/4, encode_masked/5, mask/2,
          close_payload/1, close_payload/2, close_code/1, valid_close_code/1]).
 -export_type([opcode/0, fin/0, frame/0, parse_opts/0, error_reason/0]).
 
@@ -101,6 +101,25 @@ payload(Len, Rest, {Op, Fin, Rsv1, 0}, _) ->
         _ ->
             {more, Len - byte_size(Rest)}
     end.
+
+%% @doc The part of a frame's payload received so far, still masked, with
+%% its opcode, RSV1 and masking key: for a frame `parse/2' said needs
+%% more bytes, so the payload of a text frame can be checked before the
+%% frame is complete (the session fails invalid UTF-8 as soon as it
+%% arrives). `none' until the header and key are complete.
+-spec peek(binary()) -> {opcode(), boolean(), <<_:32>>, binary()} | none.
+peek(<<_:1, Rsv1:1, _:2, Op:4, 1:1, Len7:7, Rest/binary>>) when Op < 3 ->
+    Skip = case Len7 of
+               126 -> 2;
+               127 -> 8;
+               _ -> 0
+           end,
+    case Rest of
+        <<_:Skip/binary, Key:4/binary, Part/binary>> -> {opcode(Op), Rsv1 =:= 1, Key, Part};
+        _ -> none
+    end;
+peek(_) ->
+    none.
 
 opcode(0) -> continuation;
 opcode(1) -> text;

@@ -21,7 +21,7 @@
 %% connection's business.
 -module(falco_ws_session).
 
--export([new/1, frame/2]).
+-export([new/1, frame/2, partial_text/3]).
 -export_type([session/0, event/0, opts/0]).
 
 -type opts() :: #{max_message_size := non_neg_integer() | infinity,
@@ -75,6 +75,18 @@ frame({frame, Type, Fin, Rsv1, Payload}, S) ->
                binary -> binary
            end,
     data(Payload, Fin, #msg{type = Type, compressed = Rsv1, utf8 = Utf8}, S).
+
+%% @doc The UTF-8 state a frame being received with `Op' and `Rsv1' would
+%% continue from, if its payload is text that can be checked before the
+%% frame is complete (not compressed), else `none'.
+-spec partial_text(falco_ws_frame:opcode(), boolean(), session()) ->
+          {ok, falco_ws_utf8:state()} | none.
+partial_text(text, false, #session{msg = undefined}) ->
+    {ok, falco_ws_utf8:new()};
+partial_text(continuation, false, #session{msg = #msg{type = text, compressed = false, utf8 = U}}) ->
+    {ok, U};
+partial_text(_, _, _) ->
+    none.
 
 data(Payload, Fin, M = #msg{compressed = true}, S = #session{max = Max, deflate = D}) ->
     case falco_ws_deflate:inflate(Payload, Fin, room(Max, M), D) of
