@@ -1,10 +1,10 @@
-%% Test helpers for a listener's process tree and for the log: the
+%% Test helpers for listeners and the log: a listener on a free port, the
 %% acceptors of a listener (listener_sup > acceptor_sup > acceptor), the
 %% connection processes they supervise, and a logger handler that forwards
 %% every event to a test process.
 -module(falco_test_tree).
 
--export([acceptors/1, conns/1, one_conn/1]).
+-export([acceptors/1, conns/1, one_conn/1, listener/3]).
 -export([capture_log/1, capture_log/2, log/2, logged/0]).
 
 %% The acceptors of the listener whose supervisor is `Sup'.
@@ -22,6 +22,14 @@ one_conn(Sup) ->
     ok = falco_test_client:wait_until(fun() -> length(conns(Sup)) =:= 1 end, 5000),
     [Pid] = conns(Sup),
     Pid.
+
+%% A listener `Name' on a free loopback port with `Handler' and `Opts';
+%% returns its supervisor and port.
+listener(Name, Handler, Opts) ->
+    {ok, Sup} = falco:start_listener(Name, maps:merge(#{port => 0, ip => {127, 0, 0, 1},
+                                                        handler => Handler}, Opts)),
+    {ok, Port} = falco:port(Name),
+    {Sup, Port}.
 
 %% A logger handler `Id' that sends `{log, Event}' to the calling process
 %% for every event at `Level' or above (all by default). Remove it with

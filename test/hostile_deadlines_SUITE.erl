@@ -73,10 +73,7 @@ handler(Req) ->
     end.
 
 start(Name, Opts) ->
-    {ok, Sup} = falco:start_listener(Name, maps:merge(#{port => 0, ip => {127, 0, 0, 1},
-                                                        handler => fun handler/1}, Opts)),
-    {ok, Port} = falco:port(Name),
-    {Sup, Port}.
+    falco_test_tree:listener(Name, fun handler/1, Opts).
 
 now_ms() ->
     erlang:monotonic_time(millisecond).

@@ -75,10 +75,7 @@ handler(Req) ->
     end.
 
 start(Name, Opts) ->
-    {ok, Sup} = falco:start_listener(Name, maps:merge(#{port => 0, ip => {127, 0, 0, 1},
-                                                        handler => fun handler/1}, Opts)),
-    {ok, Port} = falco:port(Name),
-    {Sup, Port}.
+    falco_test_tree:listener(Name, fun handler/1, Opts).
 
 %% A listener for the 1-byte DATA attacks: the frame budget would cut
 %% them at once (10,000 frames), so it is lifted to see what the body
