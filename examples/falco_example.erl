@@ -83,8 +83,10 @@ main() ->
             {ok, Port} = falco:port(falco_example),
             {ok, TlsPort} = falco:port(falco_example_tls),
             io:format("falco example listening on http://127.0.0.1:~b/ (HTTP/1.1, h2c) and~n"
-                      "https://127.0.0.1:~b/ (HTTP/2 and HTTP/1.1, self-signed: curl -k)"
-                      " (Ctrl-C to stop)~n", [Port, TlsPort]),
+                      "https://127.0.0.1:~b/ (HTTP/2 and HTTP/1.1, self-signed: curl -k);~n"
+                      "WebSocket echo at ws://127.0.0.1:~b/ws and wss://127.0.0.1:~b/ws,~n"
+                      "demo page at http://127.0.0.1:~b/static/ (Ctrl-C to stop)~n",
+                      [Port, TlsPort, Port, TlsPort, Port]),
             receive after infinity -> ok end;
         Failed ->
             io:format(standard_error, "falco example failed to start: ~p~n", [Failed]),
