@@ -93,7 +93,10 @@ connections(Name) ->
 %% @doc Replaces the routes of a listener started with `routes', without
 %% closing any connection: each connection uses the new routes from its
 %% next request on (see {@link falco_router}). The listener's router
-%% options are kept. `{error, not_found}' if the listener has no routes.
+%% options are kept, and so are the new routes when the listener's
+%% supervisor restarts it (a listener from {@link child_spec/2} in your
+%% tree); {@link stop_listener/1} forgets them. `{error, not_found}' if the
+%% listener has no routes.
 -spec set_routes(atom(), falco_router:routes()) -> ok | {error, term()}.
 set_routes(Name, Routes) ->
     falco_router:set_routes(Name, Routes).

@@ -9,13 +9,13 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
--export([all/0, groups/0, init_per_suite/1, end_per_suite/1,
+-export([init/1, all/0, groups/0, init_per_suite/1, end_per_suite/1,
          init_per_testcase/2, end_per_testcase/2]).
 -export([routes_and_bindings/1, methods_head_options/1, hosts/1, trailing_slash_redirect/1,
          redirect_builder/1, listener_middleware_every_response/1,
          middleware_around_handler/1, route_middleware/1, cors_preflight/1,
          option_validation/1, swap_keeps_connection/1, swap_during_request/1,
-         set_routes_errors/1, stop_uninstalls/1, example_app/1]).
+         set_routes_errors/1, stop_uninstalls/1, routes_survive_restart/1, example_app/1]).
 
 -define(C, falco_test_client).
 
@@ -27,7 +27,7 @@ groups() ->
                     redirect_builder]},
      {middleware, [], [listener_middleware_every_response, middleware_around_handler,
                        route_middleware, cors_preflight, option_validation]},
-     {runtime, [], [swap_keeps_connection, swap_during_request, set_routes_errors,
+     {runtime, [], [swap_keeps_connection, swap_during_request, set_routes_errors, routes_survive_restart,
                     stop_uninstalls]}].
 
 init_per_suite(Config) ->
@@ -326,6 +326,48 @@ stop_uninstalls(_Config) ->
     %% the same name again, with other routes
     Port = start(stop_uninstalls, #{routes => [{<<"/">>, text(<<"second">>)}]}),
     ?assertMatch(#{status := 200, body := <<"second">>}, get(Port, <<"/">>)).
+
+%% A listener in the user's own tree (child_spec/2) that its supervisor
+%% restarts keeps the routes set at run time; a start with other routes
+%% installs those (issue: they reverted to the start options).
+routes_survive_restart(_Config) ->
+    Name = routes_survive_restart,
+    Opts = #{port => 0, ip => {127, 0, 0, 1}, routes => [{<<"/">>, text(<<"start">>)}]},
+    {ok, Sup} = supervisor:start_link(?MODULE, {user_sup, falco:child_spec(Name, Opts)}),
+    unlink(Sup),
+    try
+        {ok, Port1} = falco:port(Name),
+        ?assertMatch(#{status := 200, body := <<"start">>}, get(Port1, <<"/">>)),
+        ok = falco:set_routes(Name, [{<<"/">>, text(<<"swapped">>)}]),
+        [{_, Listener, _, _}] = supervisor:which_children(Sup),
+        Ref = monitor(process, Listener),
+        exit(Listener, kill),
+        receive {'DOWN', Ref, _, _, _} -> ok after 5000 -> ct:fail(listener_alive) end,
+        Port2 = wait_port(Name, Listener, 50),
+        ?assertMatch(#{status := 200, body := <<"swapped">>}, get(Port2, <<"/">>)),
+        %% the same name started anew with other routes gets those
+        ok = supervisor:terminate_child(Sup, {falco_listener, Name}),
+        ok = supervisor:delete_child(Sup, {falco_listener, Name}),
+        Other = Opts#{routes => [{<<"/">>, text(<<"other">>)}]},
+        {ok, _} = supervisor:start_child(Sup, falco:child_spec(Name, Other)),
+        {ok, Port3} = falco:port(Name),
+        ?assertMatch(#{status := 200, body := <<"other">>}, get(Port3, <<"/">>))
+    after
+        exit(Sup, shutdown)
+    end.
+
+%% @private the user's supervisor of routes_survive_restart
+init({user_sup, Spec}) ->
+    {ok, {#{strategy => one_for_one, intensity => 5, period => 10}, [Spec]}}.
+
+%% The port of listener `Name' once a process other than `Old' serves it.
+wait_port(Name, Old, 0) ->
+    ct:fail({not_restarted, Name, Old});
+wait_port(Name, Old, N) ->
+    case falco:port(Name) of
+        {ok, Port} -> Port;
+        {error, not_found} -> timer:sleep(100), wait_port(Name, Old, N - 1)
+    end.
 
 %% -- the example application ------------------------------------------------------------
 

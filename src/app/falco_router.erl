@@ -35,7 +35,7 @@
 -behaviour(falco_handler).
 
 -export([compile/1, compile/2, handle/2, dispatch/2, match/4,
-         install/2, install/3, set_routes/2, uninstall/1, installed/1]).
+         install/2, install/3, install_start/2, set_routes/2, uninstall/1, installed/1]).
 -export_type([router/0, route/0, routes/0, opts/0]).
 
 -type handler() :: falco_handler:handler().
@@ -70,6 +70,8 @@
 -opaque router() :: #router{}.
 
 -define(KEY(Name), {?MODULE, Name}).
+%% the router a listener started with, to tell its restart from a new start
+-define(START_KEY(Name), {?MODULE, start, Name}).
 
 %% -- compiling ----------------------------------------------------------------
 
@@ -526,6 +528,22 @@ install(Name, Routes, Opts) ->
         Error -> Error
     end.
 
+%% @doc Installs `Router', compiled from the routes a listener named
+%% `Name' starts with, unless this is a restart of that listener (its
+%% supervisor starting it again with the same routes): then the routes live
+%% now, perhaps replaced by {@link set_routes/2}, stay. A start with other
+%% routes, or after {@link uninstall/1}, installs `Router'.
+-spec install_start(term(), router()) -> ok.
+install_start(Name, Router = #router{}) ->
+    case {persistent_term:get(?START_KEY(Name), undefined),
+          persistent_term:get(?KEY(Name), undefined)} of
+        {Router, #router{}} ->
+            ok;
+        _ ->
+            persistent_term:put(?START_KEY(Name), Router),
+            persistent_term:put(?KEY(Name), Router)
+    end.
+
 %% @doc Replaces the routes installed under `Name', keeping the options
 %% they were compiled with. `{error, not_found}' if none are installed.
 -spec set_routes(term(), routes()) -> ok | {error, term()}.
@@ -539,6 +557,7 @@ set_routes(Name, Routes) ->
 -spec uninstall(term()) -> ok.
 uninstall(Name) ->
     _ = persistent_term:erase(?KEY(Name)),
+    _ = persistent_term:erase(?START_KEY(Name)),
     ok.
 
 %% @doc The handler that dispatches with the routes installed under `Name'.

@@ -16,9 +16,11 @@
 %% restart it ({@link falco:start_listener/2}).
 %%
 %% The listener's handler is settled here, once: with `routes' the compiled
-%% router is installed under the listener's name ({@link falco_router:install/2})
-%% and the handler dispatches with whatever is installed there, so routes
-%% can be swapped at run time; the `middleware' chain is composed around
+%% router is installed under the listener's name
+%% ({@link falco_router:install_start/2}) and the handler dispatches with
+%% whatever is installed there, so routes can be swapped at run time, and a
+%% restart of this supervisor by its own keeps the swapped routes; the
+%% `middleware' chain is composed around
 %% it. Connections receive that one handler, never the routes themselves.
 -module(falco_listener_sup).
 -behaviour(supervisor).
@@ -116,7 +118,7 @@ tls_conf(Conf) ->
 handler(Name, Conf) ->
     Base = case Conf of
                #{router := Router} ->
-                   ok = falco_router:install(Name, Router),
+                   ok = falco_router:install_start(Name, Router),
                    falco_router:installed(Name);
                #{handler := Handler} ->
                    Handler
