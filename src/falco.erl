@@ -14,8 +14,12 @@
 %% option and its default, and docs/guide for the handler API.
 -module(falco).
 
--export([start_listener/2, stop_listener/1, child_spec/2, port/1, connections/1,
-         set_routes/2]).
+-export([start_listener/2, stop_listener/1, stop_listener/2, drain/2, child_spec/2, port/1,
+         connections/1, set_routes/2]).
+
+-type drained() :: #{connections := non_neg_integer(), completed := non_neg_integer(),
+                     stopped := non_neg_integer()}.
+-export_type([drained/0]).
 
 %% @doc Starts a listener named `Name' under falco's supervisor (starting
 %% the falco application if needed). falco's supervisor never restarts it:
@@ -47,10 +51,22 @@ start_listener(Name, Opts) when is_atom(Name) ->
 start_listener(Name, _Opts) ->
     {error, {invalid_name, Name}}.
 
-%% @doc Stops a listener started with {@link start_listener/2}, closing its
-%% socket and its connections.
+%% @doc Stops a listener started with {@link start_listener/2}, draining
+%% it first (see {@link drain/2}) for at most its `shutdown_timeout'
+%% (5 s by default); what is still open then is closed.
 -spec stop_listener(atom()) -> ok | {error, not_found}.
 stop_listener(Name) ->
+    stop_listener(Name, drain).
+
+%% @doc Stops a listener: `drain' as {@link stop_listener/1}, or
+%% `immediate': every connection is stopped at once, requests in flight
+%% cut (HTTP/2 clients get a GOAWAY, WebSocket peers a 1001).
+-spec stop_listener(atom(), drain | immediate) -> ok | {error, not_found}.
+stop_listener(Name, How) when How =:= drain; How =:= immediate ->
+    case falco_listener_sup:acceptors(Name) of
+        {ok, Flag, _} when How =:= immediate -> ok = falco_drain:set(Flag, immediate);
+        _ -> ok
+    end,
     case supervisor:terminate_child(falco_sup, {falco_listener, Name}) of
         ok ->
             _ = supervisor:delete_child(falco_sup, {falco_listener, Name}),
@@ -59,6 +75,47 @@ stop_listener(Name) ->
             ok;
         {error, _} ->
             {error, not_found}
+    end.
+
+%% @doc Drains listener `Name' and stops it: new connections are refused
+%% at once (the listen socket is closed); each HTTP/1.1 connection
+%% finishes the request in flight, whose response says `Connection: close',
+%% and closes (an idle one closes at once; a new connection's first request
+%% is still served); each HTTP/2 connection sends GOAWAY with the largest
+%% stream id, then, a round trip later, with the last stream it took, and
+%% closes when those streams have finished; each WebSocket session closes
+%% with 1001. Whatever is still open after `Timeout' ms is stopped. Returns
+%% how many connections there were, how many ended by themselves
+%% (`completed') and how many were `stopped' at the deadline. A listener
+%% in your own supervision tree ({@link child_spec/2}) is drained but not
+%% stopped: stop it with your supervisor.
+-spec drain(atom(), timeout()) -> {ok, drained()} | {error, not_found}.
+drain(Name, Timeout) ->
+    case falco_listener_sup:acceptors(Name) of
+        {ok, Flag, Acceptors} ->
+            ok = falco_drain:set(Flag, draining),
+            Deadline = falco_transport:deadline(Timeout),
+            Ref = make_ref(),
+            Mons = [{monitor(process, A), A} || A <- Acceptors],
+            _ = [A ! {falco_drain, self(), Ref, Deadline} || A <- Acceptors],
+            {Total, Left} = drained(Ref, Mons, 0, 0),
+            _ = stop_listener(Name, drain),
+            {ok, #{connections => Total, completed => Total - Left, stopped => Left}};
+        Error ->
+            Error
+    end.
+
+%% The acceptors' answers (one that dies instead took its connections
+%% with it: nothing to count).
+drained(_Ref, [], Total, Left) ->
+    {Total, Left};
+drained(Ref, [{Mon, A} | Rest], Total, Left) ->
+    receive
+        {Ref, A, T, L} ->
+            demonitor(Mon, [flush]),
+            drained(Ref, Rest, Total + T, Left + L);
+        {'DOWN', Mon, process, A, _} ->
+            drained(Ref, Rest, Total, Left)
     end.
 
 %% @doc A child spec to run listener `Name' in your own supervision tree

@@ -821,3 +821,36 @@ stream_error_flood_test() ->
     T5 = lists:foldl(Bad, start(Opts), lists:seq(1, 5)),
     ?assertEqual([], closed(T5)),
     ?assertEqual(enhance_your_calm, goaway_code(Bad(6, T5))).
+
+%% -- drain (§6.8) -------------------------------------------------------------------
+
+%% GOAWAY 2^31-1 and a PING; a stream opened before the PING's answer is
+%% still taken; the answer brings the GOAWAY with the last stream; streams
+%% after it are ignored; the connection closes when the last one ends.
+drain_two_step_test() ->
+    T1 = headers(1, req_get(1), fin, start()),
+    T2 = call(fun ?M:drain/1, T1),
+    [{goaway, 16#7fffffff, no_error, <<>>}, {ping, Opaque}] = frames(T2),
+    ?assertEqual([{timer, drain, 1000}], others(T2)),
+    T3 = headers(3, req_get(3), fin, T2),
+    ?assertMatch([{request, 3, _}], others(T3)),
+    T4 = feed({ping_ack, Opaque}, T3),
+    ?assertEqual([{goaway, 3, no_error, <<>>}], frames(T4)),
+    ?assertEqual([{cancel_timer, drain}], others(T4)),
+    %% §6.8: after the final GOAWAY new streams are ignored
+    T5 = headers(5, req_get(5), fin, T4),
+    ?assertEqual([], T5#t.acts),
+    T6 = call(fun(M) -> ?M:send_headers(1, 200, [], fin, M) end, T5),
+    ?assertEqual([], closed(T6)),
+    T7 = call(fun(M) -> ?M:send_headers(3, 200, [], fin, M) end, T6),
+    ?assertEqual([drained], closed(T7)),
+    %% a second drain does nothing
+    ?assertEqual([], (call(fun ?M:drain/1, T4))#t.acts).
+
+%% A client that never answers the PING gets the final GOAWAY at the timer;
+%% with no stream open the connection closes at once.
+drain_timer_test() ->
+    T1 = call(fun ?M:drain/1, start()),
+    T2 = call(fun(M) -> ?M:timeout(drain, M) end, T1),
+    ?assertEqual([{goaway, 0, no_error, <<>>}], frames(T2)),
+    ?assertEqual([drained], closed(T2)).

@@ -310,7 +310,7 @@ connection_crash_logged_once(_Config) ->
     {ok, LSock} = gen_tcp:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
     {ok, Port} = inet:port(LSock),
     Conf = #{transport => tcp, max_connections => infinity, shutdown_timeout => 1000,
-             handler => fun handler/1, padding => binary:copy(<<"p">>, 1024 * 1024)},
+             handler => fun handler/1, drain => falco_drain:new(), padding => binary:copy(<<"p">>, 1024 * 1024)},
     ok = falco_test_tree:capture_log(Name, error),
     {ok, Acc} = falco_acceptor:start_link(Name, LSock, Conf, falco_slots:new(1), 1),
     try
@@ -334,7 +334,7 @@ connection_crash_logged_once(_Config) ->
 %% it is gone).
 listener_sup(Name) ->
     case ets:lookup(falco_listeners, Name) of
-        [{_, _, _, Sup}] ->
+        [{_, _, _, Sup, _}] ->
             case is_process_alive(Sup) of
                 true -> Sup;
                 false -> undefined

@@ -243,9 +243,23 @@ with_connection(Request, #conn{ctx = #{peer := Peer, scheme := Scheme, listener 
 %% 13 -> 17 us of server CPU per request and echo 16 -> 21 us (bench,
 %% falco vs elli vs cowboy in one run, medians of 3, 2026-11-24; elli and
 %% cowboy unchanged between the runs).
-idle(C = #conn{socket = Sock, transport = T, parent = Parent}) ->
+idle(C = #conn{first = undefined, conf = Conf}) ->
+    %% A listener that drains closes an idle keep-alive connection at once
+    %% (told by a {falco_drain, _} message, or seen here after a response).
+    %% A new connection's first request is still served (and closes): it
+    %% may be on its way already.
+    case falco_drain:draining(maps:get(drain, Conf, undefined)) of
+        true -> quick_close(C);
+        false -> idle_busy(C)
+    end;
+idle(C) ->
+    idle_busy(C).
+
+idle_busy(C = #conn{socket = Sock, transport = T, parent = Parent}) ->
     Deadline = idle_deadline(C),
     receive
+        {falco_drain, _} when C#conn.first =:= undefined ->
+            quick_close(C);
         {system, From, Request} ->
             sys:handle_system_msg(Request, From, Parent, ?MODULE, C#conn.debug, {idle, Deadline, C});
         {'EXIT', Parent, Reason} ->
@@ -285,6 +299,9 @@ idle(C = #conn{socket = Sock, tags = {DataTag, ClosedTag, ErrorTag, _}, parent =
         {ClosedTag, Sock} ->
             quick_close(C);
         {ErrorTag, Sock, _} ->
+            quick_close(C);
+        {falco_drain, _} when C#conn.first =:= undefined ->
+            %% the listener drains: nothing is owed, close now
             quick_close(C);
         {system, From, Request} ->
             sys:handle_system_msg(Request, From, Parent, ?MODULE, C#conn.debug, {idle, Deadline, C});

@@ -54,6 +54,8 @@
               transport :: gen_tcp | ssl,
               version :: {1, 0} | {1, 1},
               keep_alive :: boolean(),
+              %% the listener's drain flag: a response while it drains closes
+              drain :: falco_drain:flag() | undefined,
               max_body :: non_neg_integer(),
               body_timeout :: timeout(),
               min_body_rate :: falco_body_deadline:rule(),
@@ -103,7 +105,7 @@ new(Socket, Transport, Version, KeepAlive, Conf = #{max_body := MaxBody,
                                                     body_timeout := BodyTimeout,
                                                     limits := Limits}) ->
     #h1s{socket = Socket, transport = Transport, version = Version, keep_alive = KeepAlive,
-         max_body = MaxBody, body_timeout = BodyTimeout,
+         drain = maps:get(drain, Conf, undefined), max_body = MaxBody, body_timeout = BodyTimeout,
          min_body_rate = maps:get(min_body_rate, Conf, none), limits = Limits}.
 
 %% @doc The request body: its framing, the bytes already received after the
@@ -312,9 +314,11 @@ file_body(Fd, Offset, Length, S = #h1s{transport = T, socket = Sock}) ->
         {error, _} = Error -> Error
     end.
 
-%% RFC 9112 §9.3, §9.6: say when we will close; 1.0 peers are told keep-alive.
+%% RFC 9112 §9.3, §9.6: say when we will close; 1.0 peers are told
+%% keep-alive. A listener that drains closes after this response.
 connection_fields(Fields, S0) ->
-    S = #h1s{keep_alive = KeepAlive, version = Version} = unread(S0),
+    S = #h1s{keep_alive = KeepAlive0, version = Version, drain = Drain} = unread(S0),
+    KeepAlive = KeepAlive0 andalso not falco_drain:draining(Drain),
     case lists:keyfind(<<"connection">>, 1, Fields) of
         {_, V} when not KeepAlive ->
             %% We close whatever the handler said, so say so (§9.6).

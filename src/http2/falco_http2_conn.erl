@@ -19,7 +19,10 @@
 %% (an unfinished response is reset with INTERNAL_ERROR), and the exit of
 %% its parent, the acceptor that supervises it (the listener stopping),
 %% ends it: a GOAWAY goes out, the streams are killed, and the process
-%% exits with its parent's reason (no crash report for `shutdown').
+%% exits with its parent's reason (no crash report for `shutdown'). When
+%% the listener drains (`{falco_drain, _}', see falco_acceptor) the
+%% machine sends the two-step GOAWAY and the connection ends once its open
+%% streams have finished.
 %% The loop answers `sys' messages (it is entered from {@link falco_conn},
 %% an OTP special process).
 -module(falco_http2_conn).
@@ -137,6 +140,10 @@ message({'EXIT', Parent, Reason}, C = #c{parent = Parent}) ->
     {M, Acts} = falco_http2_machine:goaway(C#c.machine),
     _ = finish(exec(Acts, C#c{machine = M})),
     exit(Reason);
+message({falco_drain, _}, C = #c{machine = M0}) ->
+    %% The listener drains: the two-step GOAWAY, the streams open finish.
+    {M, Acts} = falco_http2_machine:drain(M0),
+    next(exec(Acts, C#c{machine = M}));
 message(Msg, C) ->
     next(handle(Msg, C)).
 

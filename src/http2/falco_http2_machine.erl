@@ -62,7 +62,7 @@
 
 -export([new/1, frame/2, frame_error/2, upgrade/2,
          send_headers/5, send_inform/3, send_data/5, send_trailers/4,
-         read/3, deliver_ready/1, stream_exited/2, reset_stream/3, timeout/2, goaway/1,
+         read/3, deliver_ready/1, stream_exited/2, reset_stream/3, timeout/2, goaway/1, drain/1,
          max_frame_size/1, active_streams/1, send_queued/1, default_opts/0]).
 
 -export_type([state/0, action/0, opts/0]).
@@ -75,6 +75,11 @@
 %% How long a stream whose response is complete waits for the rest of a
 %% request body nobody will read before it is reset with NO_ERROR.
 -define(LINGER, 1000).
+%% Drain (drain/1): the first GOAWAY's stream id (§6.8: 2^31-1), the PING
+%% that measures the round trip, and the most we wait for its answer.
+-define(MAX_STREAM_ID, 16#7fffffff).
+-define(DRAIN_PING, <<"falcodrn">>).
+-define(DRAIN_RTT, 1000).
 %% DATA frames carrying at least this much (or ending their stream) are not
 %% counted in the `frames' budget: counting them would cap an upload's
 %% speed, and flow control already bounds their bytes.
@@ -227,6 +232,8 @@ in({ping, Opaque}, M) ->
         {ok, M1} -> send(falco_http2_frame:ping_ack(Opaque), M1);
         {calm, Calm} -> Calm
     end;
+in({ping_ack, ?DRAIN_PING}, M = #m{draining = first}) ->
+    final_goaway(M);
 in({ping_ack, _}, M) ->
     M;
 in({window_update, Id, Inc}, M) ->
@@ -667,6 +674,8 @@ timeout({stall, Id}, M = #m{streams = Streams}) ->
         #{} ->
             {M, []}
     end;
+timeout(drain, M = #m{draining = first}) ->
+    done(idle_check(final_goaway(M)));
 timeout({linger, Id}, M = #m{streams = Streams}) ->
     case Streams of
         #{Id := S = #stream{lingering = true}} -> done(idle_check(stop_lingering(S, M)));
@@ -681,6 +690,23 @@ goaway(M = #m{closing = true}) ->
     {M, []};
 goaway(M) ->
     done(goaway(no_error, shutdown, M)).
+
+%% @doc Graceful drain (§6.8): a GOAWAY with the largest stream id and a
+%% PING, so that requests already on their way are still taken; at the
+%% PING's answer (or after ?DRAIN_RTT ms) a second GOAWAY with the last
+%% stream taken. The streams open then finish; the connection closes when
+%% the last one has.
+-spec drain(state()) -> {state(), [action()]}.
+drain(M = #m{closing = false, draining = false}) ->
+    M1 = send(falco_http2_frame:goaway(?MAX_STREAM_ID, no_error, <<>>), M),
+    M2 = send(falco_http2_frame:ping(?DRAIN_PING), M1),
+    done(act({timer, drain, ?DRAIN_RTT}, M2#m{draining = first}));
+drain(M) ->
+    {M, []}.
+
+final_goaway(M = #m{last_id = Last}) ->
+    M1 = act({cancel_timer, drain}, M#m{draining = final, goaway_sent = true}),
+    send(falco_http2_frame:goaway(Last, no_error, <<>>), M1).
 
 goaway(Code, Why, M = #m{last_id = Last}) ->
     act({close, Why}, send(falco_http2_frame:goaway(Last, Code, <<>>),
@@ -725,6 +751,9 @@ count(Key, M = #m{counts = Counts, opts = #{flood_limits := Limits}}) ->
 %% An idle connection (no stream) is closed after idle_timeout.
 idle_check(M = #m{closing = true}) ->
     M;
+idle_check(M = #m{streams = Streams, draining = final}) when map_size(Streams) =:= 0 ->
+    %% drained: the last GOAWAY is out and nothing is left to answer
+    act({close, drained}, M#m{closing = true});
 idle_check(M = #m{streams = Streams, peer_goaway = true}) when map_size(Streams) =:= 0 ->
     %% §6.8: the client is leaving and nothing is left to answer.
     goaway(no_error, peer_goaway, M);

@@ -58,6 +58,10 @@
             closing = false :: boolean(),
             peer_goaway = false :: boolean(),
             goaway_sent = false :: boolean(),
+            %% a graceful drain (falco_http2_machine:drain/1): `first' once
+            %% the GOAWAY with the largest id is out, `final' once the one
+            %% with the last stream we took is
+            draining = false :: false | first | final,
             %% settings
             pending_local = [] :: [map()],
             local_window = ?DEFAULT_WINDOW :: non_neg_integer(),

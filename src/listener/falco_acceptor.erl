@@ -45,7 +45,8 @@
               max :: pos_integer() | infinity,
               waiting :: pid() | undefined,
               retry :: reference() | undefined,
-              conns = #{} :: #{pid() => true}}).
+              conns = #{} :: #{pid() => true},
+              drain :: falco_drain:flag()}).
 
 -define(FULL_RETRY, 10).
 -define(EMFILE_RETRY, 100).
@@ -66,13 +67,15 @@ init(Parent, Name, LSock, Conf, Slots, Index) ->
     ok = falco_slots:reset(Slots, Index),
     proc_lib:init_ack(Parent, {ok, self()}),
     S = #acc{parent = Parent, name = Name, lsock = LSock, conf = Conf, slots = Slots,
-             index = Index, max = maps:get(max_connections, Conf)},
+             index = Index, max = maps:get(max_connections, Conf),
+             drain = maps:get(drain, Conf)},
     loop(next(S), []).
 
 %% Starts a waiting process if none waits, a slot is free and no retry is
 %% pending; otherwise a timer brings us back.
-next(S = #acc{waiting = undefined, retry = undefined, slots = Slots, index = I, max = Max}) ->
-    case falco_slots:claim(Slots, I, Max) of
+next(S = #acc{waiting = undefined, retry = undefined, slots = Slots, index = I, max = Max,
+              drain = Drain}) ->
+    case not falco_drain:draining(Drain) andalso falco_slots:claim(Slots, I, Max) of
         true ->
             S#acc{waiting = start_conn(S)};
         false ->
@@ -124,6 +127,10 @@ loop(S = #acc{parent = Parent, retry = Retry}, Debug) ->
             loop(next(exited(Pid, Reason, S)), Debug);
         {timeout, Retry, retry} ->
             loop(next(S#acc{retry = undefined}), Debug);
+        {falco_drain, From, Ref, Deadline} ->
+            {S1, Total, Left} = drain(Deadline, S),
+            From ! {Ref, self(), Total, Left},
+            loop(S1, Debug);
         {system, From, Request} ->
             sys:handle_system_msg(Request, From, Parent, ?MODULE, Debug, S);
         {'$gen_call', From, Request} ->
@@ -137,12 +144,20 @@ accept_failed(Reason, S) when Reason =:= emfile; Reason =:= enfile ->
     logger:warning("falco: listener ~p out of file descriptors (~p); backing off ~b ms",
                    [S#acc.name, Reason, ?EMFILE_RETRY]),
     retry(?EMFILE_RETRY, S);
-accept_failed(closed, S) ->
-    %% The listen socket is gone: this listener cannot serve anyone; our
-    %% supervisors decide what comes next.
-    terminate({shutdown, listen_socket_closed}, S);
+accept_failed(closed, S = #acc{drain = Drain}) ->
+    case falco_drain:draining(Drain) of
+        %% we closed it
+        true -> S;
+        false -> accept_failed_closed(S)
+    end;
 accept_failed(_Reason, S) ->
     S.
+
+-spec accept_failed_closed(#acc{}) -> no_return().
+accept_failed_closed(S) ->
+    %% The listen socket is gone: this listener cannot serve anyone; our
+    %% supervisors decide what comes next.
+    terminate({shutdown, listen_socket_closed}, S).
 
 exited(Pid, Reason, S = #acc{waiting = Pid, slots = Slots, index = I}) ->
     ok = falco_slots:release(Slots, I, waiting),
@@ -181,16 +196,77 @@ supervisor_call(count_children, #acc{conns = Conns}) ->
 supervisor_call(_, _) ->
     {error, not_supported}.
 
-%% Stops the waiting process and every connection: `shutdown' first, then
-%% `kill' for what is still there after shutdown_timeout.
+%% -- draining and stopping ----------------------------------------------------
+
+%% The listener drains (falco:drain/2, or it stops: see terminate/2): the
+%% listen socket is closed, so new connections are refused and the process
+%% waiting in accept ends; every connection is told (`{falco_drain,
+%% self()}': HTTP/1.1 closes when idle or after the response in progress,
+%% which says `Connection: close'; HTTP/2 sends the two-step GOAWAY and
+%% ends when its open streams have; a WebSocket session closes with 1001).
+%% Returns at `Deadline' at the latest, with how many connections there
+%% were and how many were left to stop then (stopped as terminate/2 does).
+drain(Deadline, S0 = #acc{lsock = LSock, conf = Conf, conns = Conns, drain = Drain}) ->
+    ok = falco_drain:set(Drain, draining),
+    _ = falco_transport:close(maps:get(transport, Conf), LSock),
+    _ = [P ! {falco_drain, self()} || P <- maps:keys(Conns)],
+    drain_loop(Deadline, S0, map_size(Conns)).
+
+drain_loop(_Deadline, S = #acc{waiting = undefined, conns = Conns}, Total)
+  when map_size(Conns) =:= 0 ->
+    {S, Total, 0};
+drain_loop(Deadline, S = #acc{parent = Parent, conns = Conns}, Total) ->
+    receive
+        {falco_accepted, Pid} when Pid =:= S#acc.waiting ->
+            %% accepted just before the socket closed: it drains too
+            ok = falco_slots:accepted(S#acc.slots, S#acc.index),
+            Pid ! {falco_drain, self()},
+            drain_loop(Deadline, S#acc{waiting = undefined, conns = Conns#{Pid => true}},
+                       Total + 1);
+        {'EXIT', Parent, Reason} ->
+            stop_all(S),
+            exit(Reason);
+        {'EXIT', Pid, Reason} ->
+            drain_loop(Deadline, exited(Pid, Reason, S), Total);
+        {'$gen_call', From, Request} ->
+            _ = gen:reply(From, supervisor_call(Request, S)),
+            drain_loop(Deadline, S, Total)
+    after falco_transport:remaining(Deadline) ->
+        stop_all(S),
+        {release_all(S), Total, map_size(Conns)}
+    end.
+
+%% The slots of processes stopped by stop_all/1 (whose exits are then not
+%% looked at).
+release_all(S = #acc{waiting = Waiting, conns = Conns, slots = Slots, index = I}) ->
+    _ = [falco_slots:release(Slots, I, waiting) || is_pid(Waiting)],
+    _ = [falco_slots:release(Slots, I, connection) || _ <- maps:keys(Conns)],
+    S#acc{waiting = undefined, conns = #{}}.
+
+%% Stops the listener's part held here: its connections drain first, for
+%% at most shutdown_timeout, unless the stop is `immediate'
+%% (falco:stop_listener/2); then what is left is stopped.
 -spec terminate(term(), #acc{}) -> no_return().
-terminate(Reason, #acc{waiting = Waiting, conns = Conns, conf = Conf}) ->
+terminate(Reason, S = #acc{drain = Drain, conf = Conf}) ->
+    S1 = case falco_drain:mode(Drain) of
+             immediate ->
+                 S;
+             _ ->
+                 Deadline = falco_transport:deadline(maps:get(shutdown_timeout, Conf)),
+                 element(1, drain(Deadline, S))
+         end,
+    stop_all(S1),
+    exit(Reason).
+
+%% Stops the waiting process and every connection: `shutdown' first, then
+%% `kill' for what is still there after shutdown_timeout. Their exits are
+%% expected: none is reported.
+stop_all(#acc{waiting = Waiting, conns = Conns, conf = Conf}) ->
     Pids = [P || P <- [Waiting], is_pid(P)] ++ maps:keys(Conns),
     Mons = maps:from_list([{monitor(process, P), P} || P <- Pids]),
     _ = [exit(P, shutdown) || P <- Pids],
     Deadline = falco_transport:deadline(maps:get(shutdown_timeout, Conf)),
-    await_down(Mons, Deadline),
-    exit(Reason).
+    await_down(Mons, Deadline).
 
 await_down(Mons, _Deadline) when map_size(Mons) =:= 0 ->
     ok;

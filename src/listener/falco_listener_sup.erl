@@ -25,7 +25,7 @@
 -module(falco_listener_sup).
 -behaviour(supervisor).
 
--export([start_link/2, info/1]).
+-export([start_link/2, info/1, acceptors/1]).
 -export([init/1]).
 
 -define(TABLE, falco_listeners).
@@ -44,10 +44,35 @@ start_link(Name, Opts) ->
 %% rather than reporting a port the listener no longer holds.
 -spec info(atom()) -> {ok, inet:port_number(), falco_slots:slots()} | {error, not_found}.
 info(Name) ->
+    case row(Name) of
+        {ok, {_, Port, Slots, _, _}} -> {ok, Port, Slots};
+        Error -> Error
+    end.
+
+%% @doc What a drain needs of a running listener: its drain flag and its
+%% acceptors.
+-spec acceptors(atom()) -> {ok, falco_drain:flag(), [pid()]} | {error, not_found}.
+acceptors(Name) ->
+    case row(Name) of
+        {ok, {_, _, _, Sup, Drain}} ->
+            try
+                AccSup = [Pid || {acceptors, Pid, _, _} <- supervisor:which_children(Sup),
+                                 is_pid(Pid)],
+                {ok, Drain, [Pid || S <- AccSup, {_, Pid, _, _} <- supervisor:which_children(S),
+                                    is_pid(Pid)]}
+            catch
+                %% it stops meanwhile
+                exit:_ -> {error, not_found}
+            end;
+        Error ->
+            Error
+    end.
+
+row(Name) ->
     try ets:lookup(?TABLE, Name) of
-        [{_, Port, Slots, Sup} = Row] ->
+        [{_, _, _, Sup, _} = Row] ->
             case is_process_alive(Sup) of
-                true -> {ok, Port, Slots};
+                true -> {ok, Row};
                 false ->
                     _ = ets:delete_object(?TABLE, Row),
                     {error, not_found}
@@ -82,8 +107,9 @@ init({Name, Conf0}) ->
         {ok, LSock} ->
             {ok, Actual} = sockport(Kind, LSock),
             Slots = falco_slots:new(N),
-            true = ets:insert(?TABLE, {Name, Actual, Slots, self()}),
-            Conf1 = Conf#{handler => handler(Name, Conf0)},
+            Drain = falco_drain:new(),
+            true = ets:insert(?TABLE, {Name, Actual, Slots, self(), Drain}),
+            Conf1 = Conf#{handler => handler(Name, Conf0), drain => Drain},
             %% First child: on shutdown it goes last and closes the socket.
             Holder = #{id => listen_socket,
                        start => {falco_listen_socket, start_link, [Kind, LSock]},

@@ -16,7 +16,8 @@
 %% the peer's close frame is awaited for `close_timeout', then the
 %% connection closes (the server closes TCP first, §7.1.1). When the
 %% listener stops (the parent exits), the peer gets 1001 and the handler
-%% `terminate(shutdown, ...)'.
+%% `terminate(shutdown, ...)'; when it drains, the same 1001 starts a close
+%% handshake.
 -module(falco_ws_conn).
 
 -export([enter/3]).
@@ -206,6 +207,10 @@ loop(S = #ws{socket = Sock, tags = {DataTag, ClosedTag, ErrorTag, _}, parent = P
             _ = send(falco_ws_frame:encode(close, falco_ws_frame:close_payload(1001, <<>>)), S),
             _ = finish(shutdown, S),
             exit(Reason);
+        {falco_drain, _} when S#ws.closing =:= false ->
+            %% The listener drains: the close handshake with 1001 (going
+            %% away), within close_timeout.
+            close(1001, <<>>, shutdown, S);
         Msg when S#ws.closing =:= false ->
             info(Msg, S);
         _ ->
