@@ -181,7 +181,7 @@ close_page(Sock, Target) ->
 
 %% @doc Stops the browser: Browser.close, then SIGKILL if it has not exited
 %% within 10 s, then SIGKILL to any process still running with its
-%% profile. Returns how it went (`closed'; `killed' when it had to be;
+%% profile 10 s later. Returns how it went (`closed'; `killed' when it had to be;
 %% `exited' when it was not reachable but exited; `not_running' when it
 %% had already stopped) and the pids of the processes that were left
 %% behind (and then killed).
@@ -191,9 +191,21 @@ stop(B = #{owner := Owner, os_pid := OsPid}) ->
               false -> not_running;
               true -> close(B, Ref, Owner, OsPid)
           end,
-    Left = processes(B),
+    Left = wait_gone(B, deadline(?EXIT_TIMEOUT)),
     [kill(P) || P <- Left],
     {How, Left}.
+
+%% The browser's other processes exit once it has: the ones still running
+%% after the deadline.
+wait_gone(B, Deadline) ->
+    case processes(B) of
+        [] -> [];
+        Left ->
+            case erlang:monotonic_time(millisecond) > Deadline of
+                true -> Left;
+                false -> timer:sleep(100), wait_gone(B, Deadline)
+            end
+    end.
 
 close(B, Ref, Owner, OsPid) ->
     Asked = try
@@ -230,7 +242,9 @@ kill(OsPid) ->
 call(Sock, Session, Method, Params) ->
     Id = send(Sock, Session, Method, Params),
     Deadline = deadline(?CALL_TIMEOUT),
-    reply(Sock, Id, Method, Deadline).
+    try reply(Sock, Id, Method, Deadline)
+    catch error:{cdp, Why} -> error({cdp, Method, Why})
+    end.
 
 send(Sock, Session, Method, Params) ->
     Id = erlang:unique_integer([positive]),
@@ -266,7 +280,7 @@ wait_event(Sock, Session, Method, Deadline) ->
 
 wait_event_on(Sock, Match, Method, Deadline) ->
     Msg = try next(Sock, Deadline)
-          catch error:{cdp, timeout} -> error({cdp_event_timeout, Method})
+          catch error:{cdp, Why} -> error({cdp, Method, Why})
           end,
     case Match(Msg) of
         true -> ok;
