@@ -1,0 +1,196 @@
+%% The example's WebSocket demo page (examples/priv/static/index.html) in
+%% a real browser: headless Chromium, driven over its DevTools protocol
+%% (test/falco_test_browser), loads the page from the example's routes,
+%% types a message into the page's form and sends it; the page's log must
+%% show the message coming back from /ws (falco_example_ws, the echo), and
+%% a call trace on that handler proves the server received it (the page
+%% does not echo locally). Over ws:// (the page from http://) and wss://
+%% (the page from https://, ALPN h2 and http/1.1, a self-signed certificate
+%% the browser is told to ignore). The listeners are the example's own
+%% (falco_example:start/1 and start_tls/2) on free ports, so a `make run'
+%% on 8080 and 8443 does not collide.
+%%
+%% Which protocol Chromium's wss:// WebSocket used is logged and shown as
+%% the case's comment, not asserted: an HTTP/1.1 upgrade on a connection
+%% of its own, or RFC 8441 (extended CONNECT on the page's HTTP/2
+%% connection) once the server advertises SETTINGS_ENABLE_CONNECT_PROTOCOL.
+%%
+%% Needs Chromium: Debian's `chromium' package (scripts/bootstrap installs
+%% it for `make test'), or any Chromium or Chrome named by $CHROMIUM. Run
+%% it alone with
+%%
+%%   rebar3 ct --suite=test/browser_SUITE
+%%
+%% Without a browser the suite is skipped, or fails under
+%% FALCO_REQUIRE_TOOLS=1 (falco_test_tools). The last case closes the
+%% browser and checks that none of its processes is left.
+-module(browser_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([suite/0, all/0, init_per_suite/1, end_per_suite/1,
+         init_per_testcase/2, end_per_testcase/2]).
+-export([ws_round_trip/1, wss_round_trip/1, browser_exits_cleanly/1]).
+
+-define(BROWSER, falco_test_browser).
+%% How long the page may take to load, and to show the echo (ms).
+-define(LOAD_TIMEOUT, 20000).
+-define(ECHO_TIMEOUT, 15000).
+
+suite() ->
+    [{timetrap, {seconds, 120}}].
+
+all() ->
+    [ws_round_trip, wss_round_trip, browser_exits_cleanly].
+
+init_per_suite(Config) ->
+    Exe = ?BROWSER:find(),
+    case falco_test_tools:check([{found, "chromium", Exe}]) of
+        ok -> start(Exe, Config);
+        NotThere -> NotThere
+    end.
+
+%% The browser first: when it cannot start, nothing else is left running
+%% (end_per_suite does not run after a failed init_per_suite).
+start(Exe, Config) ->
+    Priv = ?config(priv_dir, Config),
+    Browser = ?BROWSER:start(Exe, Priv),
+    ct:log("~s (~s), DevTools on port ~b", [?BROWSER:version(Browser), Exe, maps:get(port, Browser)]),
+    try
+        {ok, _} = falco_example:start(#{port => 0}),
+        {ok, _} = falco_example:start_tls(Priv, #{port => 0}),
+        {ok, Port} = falco:port(falco_example),
+        {ok, TlsPort} = falco:port(falco_example_tls),
+        %% the trace that shows what the server's /ws handler received
+        {module, _} = code:ensure_loaded(falco_example_ws),
+        1 = erlang:trace_pattern({falco_example_ws, upgrade, 1}, true, []),
+        1 = erlang:trace_pattern({falco_example_ws, handle_in, 2}, true, []),
+        [{port, Port}, {tls_port, TlsPort}, {browser, Browser} | Config]
+    catch
+        Class:Reason:Stack ->
+            _ = ?BROWSER:stop(Browser),
+            _ = falco:stop_listener(falco_example),
+            _ = falco:stop_listener(falco_example_tls),
+            erlang:raise(Class, Reason, Stack)
+    end.
+
+end_per_suite(Config) ->
+    %% the browser is normally closed by the last case already
+    {How, Left} = ?BROWSER:stop(?config(browser, Config)),
+    ct:log("browser ~p, processes left: ~p", [How, Left]),
+    _ = erlang:trace_pattern({falco_example_ws, '_', '_'}, false, []),
+    ok = falco:stop_listener(falco_example),
+    ok = falco:stop_listener(falco_example_tls),
+    Config.
+
+init_per_testcase(_Case, Config) ->
+    Config.
+
+end_per_testcase(_Case, Config) ->
+    _ = erlang:trace(all, false, [call]),
+    Config.
+
+%% -- cases -------------------------------------------------------------------
+
+%% The page from http://127.0.0.1:PORT/static/ opens ws://127.0.0.1:PORT/ws;
+%% a message sent from its form comes back and is shown.
+ws_round_trip(Config) ->
+    round_trip(Config, "http", ?config(port, Config)).
+
+%% The same from https://127.0.0.1:TLSPORT/static/ over wss://.
+wss_round_trip(Config) ->
+    round_trip(Config, "https", ?config(tls_port, Config)).
+
+%% Browser.close ends the browser and every process it started (zygote,
+%% renderers, GPU and network processes): none is left running with the
+%% suite's profile directory, so none had to be killed.
+browser_exits_cleanly(Config) ->
+    Browser = ?config(browser, Config),
+    ?assertNotEqual([], ?BROWSER:processes(Browser)),
+    ?assertEqual({closed, []}, ?BROWSER:stop(Browser)),
+    ?assertEqual([], ?BROWSER:processes(Browser)).
+
+%% -- helpers -----------------------------------------------------------------
+
+round_trip(Config, Scheme, Port) ->
+    Browser = ?config(browser, Config),
+    Origin = Scheme ++ "://127.0.0.1:" ++ integer_to_list(Port),
+    WsUrl = list_to_binary([ws_scheme(Scheme), "://127.0.0.1:", integer_to_list(Port), "/ws"]),
+    %% non-ASCII, so the text goes through UTF-8 both ways
+    Message = <<"h", 16#e9/utf8, "llo falco ", 16#2713/utf8, " ", (unique())/binary>>,
+    _ = erlang:trace(all, true, [call]),
+    Sock = ?BROWSER:connect(Browser),
+    {Target, Session} = ?BROWSER:open(Sock, list_to_binary(Origin ++ "/static/"), ?LOAD_TIMEOUT),
+    Result = ?BROWSER:eval(Sock, Session, send_and_wait(Message)),
+    ok = ?BROWSER:close_page(Sock, Target),
+    #{<<"log">> := Log, <<"url">> := Url, <<"page">> := PageProtocol} =
+        case Result of
+            {ok, Value} -> Value;
+            {error, Why} -> ct:fail("the ~s page failed: ~s", [Scheme, ascii(Why)])
+        end,
+    ct:log("the page's log:~n~ts~nits WebSocket: ~ts; the page came over ~ts", [Log, Url, PageProtocol]),
+    %% the page's own log: opened, sent, and the echo received (in order)
+    ?assertEqual(<<"open\nsent: ", Message/binary, "\nreceived: ", Message/binary, "\n">>, Log),
+    ?assertEqual(WsUrl, Url),
+    ?assertEqual(page_protocol(Scheme), PageProtocol),
+    %% the server's side: the upgrade, and the message the echo handler got
+    Version = receive
+                  {trace, _, call, {falco_example_ws, upgrade, [Req]}} -> falco_req:version(Req)
+              after 5000 -> ct:fail(no_upgrade_seen_by_the_server)
+              end,
+    receive
+        {trace, _, call, {falco_example_ws, handle_in, [{text, Message}, _]}} -> ok
+    after 5000 -> ct:fail({message_not_seen_by_the_server, Message})
+    end,
+    Used = case Version of
+               {1, 1} -> "an HTTP/1.1 upgrade";
+               {2, 0} -> "RFC 8441 over HTTP/2";
+               Other -> io_lib:format("HTTP version ~p", [Other])
+           end,
+    ct:log("Chromium's ~s WebSocket: ~s", [ws_scheme(Scheme), Used]),
+    {comment, lists:flatten(io_lib:format("~s over ~s (page over ~s)", [ws_scheme(Scheme), Used, PageProtocol]))}.
+
+ws_scheme("http") -> "ws";
+ws_scheme("https") -> "wss".
+
+%% The protocol the page's own request used: ALPN picks h2 over TLS;
+%% browsers do not speak h2c.
+page_protocol("http") -> <<"http/1.1">>;
+page_protocol("https") -> <<"h2">>.
+
+%% UTF-8 text with everything outside ASCII escaped (\x{...}), for a
+%% failure's reason: CT prints it on a console that may take only Latin-1.
+ascii(Text) ->
+    lists:flatten([if C < 128 -> C; true -> io_lib:format("\\x{~.16b}", [C]) end
+                   || C <- unicode:characters_to_list(Text)]).
+
+unique() ->
+    integer_to_binary(erlang:unique_integer([positive])).
+
+%% JavaScript run in the page: once its WebSocket is open, type `Message'
+%% into the form and press Send, then wait (with a deadline) until the page
+%% shows the echo; the page's log, its WebSocket's URL and the protocol of
+%% the page's own load.
+send_and_wait(Message) ->
+    Json = falco_json:encode_to_binary(Message),
+    Timeout = integer_to_binary(?ECHO_TIMEOUT),
+    <<"(async () => {
+        const deadline = Date.now() + ", Timeout/binary, ";
+        const log = document.getElementById('ws-log');
+        const until = async (what, ok) => {
+          while (!ok()) {
+            if (Date.now() > deadline) {
+              throw new Error('timed out waiting for ' + what + '; page log: ' + log.textContent);
+            }
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          }
+        };
+        const message = ", Json/binary, ";
+        await until('the WebSocket to open', () => log.textContent.includes('open\\n'));
+        document.getElementById('ws-text').value = message;
+        document.querySelector('#ws-form button').click();
+        await until('the echo', () => log.textContent.includes('received: ' + message + '\\n'));
+        return {log: log.textContent, url: ws.url,
+                page: performance.getEntriesByType('navigation')[0].nextHopProtocol};
+      })()">>.
