@@ -11,6 +11,8 @@
 
 -define(SERVER_CORE, 1).
 -define(LOAD_CORE, 0).
+-define(NO_GO, "go is not installed, so bench/run could not build the WebSocket load "
+        "generator (bench/wsload); scripts/bootstrap installs go").
 
 -spec main([string()]) -> no_return().
 main(Args) ->
@@ -32,12 +34,19 @@ run(Opts) ->
             _ = [ok = bench_tls:ensure(maps:get(tls_dir, Ctx0)) || lists:any(fun tls/1, Scenarios)],
             {Servers, Skipped, Ctx} = resolve(maps:get(servers, Opts), Ctx0),
             [io:format("bench: skipping ~s: ~s~n", [S, Why]) || {S, Why} <- Skipped],
+            NoWsload = lists:any(fun(#{name := N}) -> bench_scenarios:ws(N) end, Scenarios)
+                andalso maps:get(wsload, Ctx) =:= undefined,
+            [io:format("bench: ~s; the WebSocket scenarios will show a dash~n", [?NO_GO])
+             || NoWsload],
             [io:format("bench: ~s has no cleartext HTTP/2: its cells will show a dash~n", [S])
              || maps:get(protocol, Opts) =:= h2, S <- Servers,
                 not bench_servers:h2_capable(S, Ctx)],
             case {Servers, maps:get(profile, Opts)} of
                 {[], _} ->
                     io:format(standard_error, "bench: no server can run~n", []),
+                    1;
+                {_, _} when NoWsload, map_get(strict, Ctx) ->
+                    io:format(standard_error, "bench: failing (--strict/--smoke): ~s~n", [?NO_GO]),
                     1;
                 {_, true} ->
                     bench_profile:run(Scenarios, Ctx);
@@ -76,6 +85,7 @@ context(Opts) ->
                             E -> filename:absname(E)
                         end,
           tls_dir => filename:join(Work, "tls"),
+          wsload => bench_ws:tool(),
           erl_flags => Flags, pin => bench_proc:pin(?SERVER_CORE),
           load_pin => bench_proc:pin(?LOAD_CORE), clk_tck => bench_proc:clk_tck()}.
 
@@ -182,21 +192,30 @@ short(Why) ->
         false -> Flat
     end.
 
-unsupported(Sv, Name, Ctx = #{protocol := h2}) ->
+unsupported(Sv, Name, Ctx) ->
+    Sc = bench_scenarios:find(Name),
+    case {maps:get(only, Sc, any), maps:get(protocol, Ctx)} of
+        {h1, h2} -> "a WebSocket scenario over HTTP/1.1 (RFC 8441 is not in the bench)";
+        {h2, h1} -> "an HTTP/2 scenario (--protocol h2)";
+        _ when map_get(driver, Sc) =:= wsload, map_get(wsload, Ctx) =:= undefined ->
+            "go is not installed (bench/wsload not built)";
+        {_, h1} -> bench_scenarios:unsupported(Sv, Name);
+        {_, h2} -> unsupported_h2(Sv, Name, Ctx)
+    end.
+
+unsupported_h2(Sv, Name, Ctx) ->
     case {bench_servers:h2_capable(Sv, Ctx), tls(bench_scenarios:find(Name))} of
         {true, _} -> bench_scenarios:unsupported(Sv, Name);
         {false, false} -> "no cleartext HTTP/2";
         {false, true} -> bench_servers:no_h2_tls(Sv)
-    end;
-unsupported(Sv, Name, _) ->
-    case maps:get(only, bench_scenarios:find(Name), any) of
-        h2 -> "an HTTP/2 scenario (--protocol h2)";
-        _ -> bench_scenarios:unsupported(Sv, Name)
     end.
 
 progress(I, Total, #{server := Sv, scenario := Sc, run := R} = Res, T0) ->
     Elapsed = erlang:monotonic_time(second) - T0,
     Line = case Res of
+               #{status := ok, idle_conns := N, idle_beam_b := B, idle_rss_b := Rss} ->
+                   io_lib:format("~b idle connections: ~b B BEAM, ~b B RSS per connection",
+                                 [N, round(B), round(Rss)]);
                #{status := ok, rps := Rps, p50 := P50, p99 := P99} = M ->
                    io_lib:format("~ts req/s  p50 ~ts  p99 ~ts  cpu ~ts/req~ts",
                                  [bench_report:fmt_rps(Rps), bench_report:fmt_us(P50),
@@ -228,10 +247,16 @@ measure(Sc = #{name := Name, path := Path}, Sv, Ctx) ->
             end
     end.
 
+measure_running(Sc = #{ws := #{mode := idle}}, H, Port, _Path, Ctx) ->
+    case bench_ws:check(Sc, Port, Ctx) of
+        {error, Why} -> #{status => {error, "parity check failed: " ++ Why}};
+        ok -> bench_ws:idle(Sc, H, Port, bench_ws:idle_conns(clients(Sc, Ctx)), Ctx)
+    end;
 measure_running(Sc = #{name := Name}, H = #{os_pid := Pid}, Port, Path, Ctx) ->
-    Check = case maps:get(protocol, Ctx) of
-                h1 -> bench_check:check(Sc, Port);
-                h2 -> bench_h2load:check(Sc, Port)
+    Check = case {maps:get(driver, Sc), maps:get(protocol, Ctx)} of
+                {wsload, _} -> bench_ws:check(Sc, Port, Ctx);
+                {_, h1} -> bench_check:check(Sc, Port);
+                {_, h2} -> bench_h2load:check(Sc, Port)
             end,
     case Check of
         {error, Why} ->
@@ -240,10 +265,7 @@ measure_running(Sc = #{name := Name}, H = #{os_pid := Pid}, Port, Path, Ctx) ->
             Script = bench_wrk:script(Sc, filename:join(maps:get(bench_dir, Ctx), "lua"),
                                       filename:join(maps:get(work, Ctx), "lua")),
             Url = bench_h2load:url(Sc, Port, Path),
-            Clients = case maps:get(clients, Sc) of
-                          undefined -> maps:get(clients, Ctx);
-                          C -> C
-                      end,
+            Clients = clients(Sc, Ctx),
             Load = fun(Secs) -> load(Sc, Script, Url, Port, #{seconds => Secs, clients => Clients},
                                      Ctx)
                    end,
@@ -272,9 +294,17 @@ measure_running(Sc = #{name := Name}, H = #{os_pid := Pid}, Port, Path, Ctx) ->
                 {ok, W0} ->
                     M = summarize(Name, W0, Ticks1 - Ticks0, Opens1 - Opens0, Mem, Rss, Clients, Ctx),
                     M#{noise => Noise, load_noise => LoadNoise};
+                {error, Why} when is_list(Why) ->
+                    #{status => {error, Why}};
                 {error, Why} ->
                     #{status => {error, lists:flatten(io_lib:format("wrk: ~0p", [Why]))}}
             end
+    end.
+
+clients(Sc, Ctx) ->
+    case maps:get(clients, Sc) of
+        undefined -> maps:get(clients, Ctx);
+        C -> C
     end.
 
 %% The share of the server core's time that went to anything but the
@@ -287,6 +317,8 @@ noise(_, _, _, _) ->
 
 %% h2load for HTTP/2; wrk, or the in-tree generator for what wrk cannot
 %% drive (HEAD), for HTTP/1.1.
+load(Sc = #{driver := wsload}, _Script, _Url, Port, Opts, Ctx) ->
+    bench_ws:run(Sc, Port, Opts, Ctx);
 load(Sc, _Script, Url, _Port, Opts, Ctx = #{protocol := h2}) ->
     bench_h2load:run(Sc, Url, Opts, maps:get(load_pin, Ctx), filename:join(maps:get(work, Ctx), "h2"));
 load(#{driver := erlang, method := Method, path := Path}, _Script, _Url, Port,
@@ -317,7 +349,11 @@ summarize(_Name, W, Ticks, Opens, Mem, Rss, Clients, Ctx) ->
                                                          [Errors, Bad]))};
                  true -> ok
              end,
-    Mem#{status => Status, requests => N, rps => N / (Dur / 1.0e6),
+    Base = case W of
+               #{bytes := B} -> Mem#{mbps => B / 1048576 / (Dur / 1.0e6)};
+               _ -> Mem
+           end,
+    Base#{status => Status, requests => N, rps => N / (Dur / 1.0e6),
          p50 => known(maps:get(p50, W)), p90 => known(maps:get(p90, W)),
          p99 => known(maps:get(p99, W)), p999 => known(maps:get(p999, W)),
          max => maps:get(max, W),
