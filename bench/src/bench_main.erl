@@ -37,7 +37,7 @@ run(Opts) ->
             NoWsload = lists:any(fun(#{name := N}) -> bench_scenarios:ws(N) end, Scenarios)
                 andalso maps:get(wsload, Ctx) =:= undefined,
             [io:format("bench: ~s; the WebSocket scenarios will show a dash~n", [?NO_GO])
-             || NoWsload],
+             || NoWsload, not map_get(strict, Ctx)],
             [io:format("bench: ~s has no cleartext HTTP/2: its cells will show a dash~n", [S])
              || maps:get(protocol, Opts) =:= h2, S <- Servers,
                 not bench_servers:h2_capable(S, Ctx)],
@@ -217,13 +217,20 @@ progress(I, Total, #{server := Sv, scenario := Sc, run := R} = Res, T0) ->
                    io_lib:format("~b idle connections: ~b B BEAM, ~b B RSS per connection",
                                  [N, round(B), round(Rss)]);
                #{status := ok, rps := Rps, p50 := P50, p99 := P99} = M ->
-                   io_lib:format("~ts req/s  p50 ~ts  p99 ~ts  cpu ~ts/req~ts",
-                                 [bench_report:fmt_rps(Rps), bench_report:fmt_us(P50),
-                                  bench_report:fmt_us(P99), cpu(M), errs(M)]);
+                   {Unit, Per} = case bench_scenarios:ws(Sc) of
+                                     true -> {"msg/s", "msg"};
+                                     false -> {"req/s", "req"}
+                                 end,
+                   io_lib:format("~ts ~s  p50 ~ts  p99 ~ts  cpu ~ts/~s~ts~ts",
+                                 [bench_report:fmt_rps(Rps), Unit, bench_report:fmt_us(P50),
+                                  bench_report:fmt_us(P99), cpu(M), Per, mbps(M), errs(M)]);
                #{status := {unsupported, Why}} -> "skipped: " ++ Why;
                #{status := {error, Why}} -> "FAILED: " ++ Why
            end,
     io:format("[~3b/~b ~4bs] run ~b ~-20s ~-8s ~ts~n", [I, Total, Elapsed, R, Sc, Sv, Line]).
+
+mbps(#{mbps := B}) when B >= 1 -> io_lib:format("  ~.1f MB/s", [B * 1.0]);
+mbps(_) -> "".
 
 cpu(#{cpu_us := C}) when is_number(C) -> bench_report:fmt_us(C);
 cpu(_) -> "?".
