@@ -110,7 +110,19 @@ idle(#{ws := #{size := Size, kind := Kind}}, H = #{os_pid := Pid}, Port, N, Ctx)
         {error, Why} ->
             #{status => {error, Why}}
     after
-        catch port_close(P)
+        stop(P)
+    end.
+
+%% The generator ends by itself; one still running after a deadline here
+%% (its port still open) is killed.
+stop(P) ->
+    case erlang:port_info(P, os_pid) of
+        {os_pid, OsPid} ->
+            catch port_close(P),
+            _ = os:cmd("kill -9 " ++ integer_to_list(OsPid) ++ " 2>/dev/null"),
+            ok;
+        undefined ->
+            ok
     end.
 
 %% The server's memory after a forced GC of every process and a wait.

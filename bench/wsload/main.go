@@ -96,7 +96,11 @@ func main() {
 		os.Exit(1)
 	}
 	// The last resort: whatever happens, the program ends.
-	limit := cfg.duration + cfg.hold + 4*cfg.timeout + 30*time.Second
+	limit := cfg.duration + 4*cfg.timeout + 30*time.Second
+	if cfg.mode == "idle" {
+		// Opening and checking each take at most conns/parallel deadlines.
+		limit += cfg.hold + 2*time.Duration(cfg.conns/cfg.parallel+1)*cfg.timeout
+	}
 	time.AfterFunc(limit, func() {
 		emit(map[string]interface{}{"ok": false, "error": "wsload: overall deadline passed"})
 		os.Exit(3)
@@ -387,7 +391,18 @@ func fill(b []byte) {
 }
 
 func stamp(b []byte, conn, seq int) {
-	copy(b, fmt.Sprintf("%06d:%08d:", conn%1000000, seq%100000000))
+	digits(b[0:6], conn)
+	b[6] = ':'
+	digits(b[7:15], seq)
+	b[15] = ':'
+}
+
+// digits writes n's last len(b) decimal digits into b, zero-padded.
+func digits(b []byte, n int) {
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
 }
 
 func opcode(cfg config) byte {
