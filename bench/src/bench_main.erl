@@ -1,8 +1,9 @@
 %% bench_main: the driver of bench/run. Parses the options, finds which
 %% servers can run, then for each run, scenario and server (interleaved, so
 %% slow drift hits every server alike): starts the server in its own BEAM
-%% on the server core, checks parity, warms up, measures with wrk on the
-%% load core while reading the server's CPU time and memory, stops it, and
+%% on the server core, checks parity, warms up, measures with wrk (h2load,
+%% the in-tree generator for HEAD, bench/wsload for WebSocket: bench_ws) on
+%% the load core while reading the server's CPU time and memory, stops it, and
 %% prints a progress line. At the end it writes results.md and the charts.
 %% Exit status: 0, or 1 when a server failed to start or a run failed.
 -module(bench_main).

@@ -62,7 +62,7 @@ markdown(R = #{servers := Servers, scenarios := All}) ->
      end,
      ws_tables(R, Servers, Ws),
      open_loop(R),
-     not_leading(R#{scenarios := [S || S <- All, not idle(S)]}),
+     not_leading(R),
      scenario_table(R),
      failures(R)].
 
@@ -309,21 +309,9 @@ not_leading(#{results := Results, servers := Servers, scenarios := Scs}) ->
     case lists:member(falco, Erlang) andalso length(Erlang) > 1 of
         false -> [];
         true ->
-            Lines = lists:append(
-                      [begin
-                           Meds = [{S, med(maps:get(rps, C))} || S <- Erlang,
-                                                                 C <- [cells(Results, S, Name)],
-                                                                 is_map(C)],
-                           case {lists:keyfind(falco, 1, Meds),
-                                 lists:reverse(lists:keysort(2, Meds))} of
-                               {{falco, F}, [{Best, B} | _]} when Best =/= falco, is_number(F) ->
-                                   [io_lib:format("- ~s: ~s leads with ~s ~s; falco has ~s (~b %)~n",
-                                                  [Name, Best, fmt_rps(B), unit(Name), fmt_rps(F),
-                                                   round(100 * F / B)])];
-                               _ -> []
-                           end
-                       end || #{name := Name} <- Scs]),
-            ["\n## Where falco does not lead on req/s or msg/s (among the Erlang servers)\n\n",
+            Lines = lists:append([behind(Sc, Erlang, Results) || Sc <- Scs]),
+            ["\n## Where falco does not lead on req/s, msg/s or bytes per idle connection "
+             "(among the Erlang servers)\n\n",
              case lists:member(nginx, Servers) of
                  true -> "nginx, the native ceiling, is left out here; its numbers are in the tables.\n\n";
                  false -> ""
@@ -333,6 +321,28 @@ not_leading(#{results := Results, servers := Servers, scenarios := Scs}) ->
                        "rule above for which leads are outside the noise).\n";
                  _ -> Lines
              end]
+    end.
+
+%% The line of a scenario where another server beats falco's median.
+behind(Sc = #{name := Name}, Erlang, Results) ->
+    Metric = case idle(Sc) of
+                 true -> idle_beam_b;
+                 false -> rps
+             end,
+    Meds = [{S, med(maps:get(Metric, C))} || S <- Erlang, C <- [cells(Results, S, Name)],
+                                             is_map(C), is_number(med(maps:get(Metric, C)))],
+    Sorted = case Metric of
+                 rps -> lists:reverse(lists:keysort(2, Meds));
+                 idle_beam_b -> lists:keysort(2, Meds)
+             end,
+    case {lists:keyfind(falco, 1, Meds), Sorted, Metric} of
+        {{falco, F}, [{Best, B} | _], rps} when Best =/= falco ->
+            [io_lib:format("- ~s: ~s leads with ~s ~s; falco has ~s (~b %)~n",
+                           [Name, Best, fmt_rps(B), unit(Name), fmt_rps(F), round(100 * F / B)])];
+        {{falco, F}, [{Best, B} | _], idle_beam_b} when Best =/= falco, B > 0 ->
+            [io_lib:format("- ~s: ~s holds an idle connection in ~b B of BEAM memory; falco in "
+                           "~b B (~b %)~n", [Name, Best, round(B), round(F), round(100 * F / B)])];
+        _ -> []
     end.
 
 unit(Name) ->

@@ -1,7 +1,8 @@
 %% bench_scenarios: the catalogue of scenarios: what each one sends (the
 %% request wrk repeats, or a Lua script under bench/lua/ for shapes wrk
-%% cannot express statically), what every server must answer (checked
-%% before each measured run), and which servers cannot serve it and why.
+%% cannot express statically; for the WebSocket scenarios, what bench/wsload
+%% sends), what every server must answer (checked before each measured
+%% run), and which servers cannot serve it and why.
 -module(bench_scenarios).
 
 -export([all/1, find/1, names/1, unsupported/2, ws/1]).
