@@ -342,7 +342,7 @@ load(#{driver := erlang, method := Method, path := Path}, _Script, _Url, Port,
 load(_Sc, Script, Url, _Port, Opts, Ctx) ->
     bench_wrk:run(Script, Url, Opts, maps:get(load_pin, Ctx)).
 
-summarize(_Name, W, Ticks, Opens, Mem, Rss, Clients, Ctx) ->
+summarize(Name, W, Ticks, Opens, Mem, Rss, Clients, Ctx) ->
     #{requests := N, duration_us := Dur, status := Bad,
       connect := E1, read := E2, write := E3, timeout := E4} = W,
     Errors = E1 + E2 + E3 + E4,
@@ -357,8 +357,9 @@ summarize(_Name, W, Ticks, Opens, Mem, Rss, Clients, Ctx) ->
                                                          [Errors, Bad]))};
                  true -> ok
              end,
-    Base = case W of
-               #{bytes := B} -> Mem#{mbps => B / 1048576 / (Dur / 1.0e6)};
+    %% MB/s of echoed payload, for the WebSocket rows (bench_ws gives bytes).
+    Base = case {bench_scenarios:ws(Name), W} of
+               {true, #{bytes := B}} -> Mem#{mbps => B / 1048576 / (Dur / 1.0e6)};
                _ -> Mem
            end,
     Base#{status => Status, requests => N, rps => N / (Dur / 1.0e6),
