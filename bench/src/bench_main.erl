@@ -12,8 +12,8 @@
 
 -define(SERVER_CORE, 1).
 -define(LOAD_CORE, 0).
--define(NO_GO, "go is not installed, so bench/run could not build the WebSocket load "
-        "generator (bench/wsload); scripts/bootstrap installs go").
+-define(NO_GO, "the WebSocket load generator (bench/wsload) was not built: go is not "
+        "installed (scripts/bootstrap installs it) or its build failed (bench/run printed why)").
 
 -spec main([string()]) -> no_return().
 main(Args) ->
@@ -199,7 +199,7 @@ unsupported(Sv, Name, Ctx) ->
         {h1, h2} -> "a WebSocket scenario over HTTP/1.1 (RFC 8441 is not in the bench)";
         {h2, h1} -> "an HTTP/2 scenario (--protocol h2)";
         _ when map_get(driver, Sc) =:= wsload, map_get(wsload, Ctx) =:= undefined ->
-            "go is not installed (bench/wsload not built)";
+            "bench/wsload not built (is go installed?)";
         {_, h1} -> bench_scenarios:unsupported(Sv, Name);
         {_, h2} -> unsupported_h2(Sv, Name, Ctx)
     end.
