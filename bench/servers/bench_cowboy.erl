@@ -5,10 +5,15 @@
 %% get). Keep-alive is effectively unlimited. varied_paths_router goes
 %% through cowboy's own router with the 100 routes; every other scenario
 %% uses one catch-all route. tls_handshake: cowboy:start_tls/3 with
-%% bench_tls's options (cowboy adds ALPN h2 and http/1.1).
+%% bench_tls's options (cowboy adds ALPN h2 and http/1.1). GET /ws upgrades
+%% to a cowboy_websocket echo (this module is also its handler), set as
+%% falco's: no compression, bench_fx:ws_max_frame/0 on frames, no idle
+%% timeout, and websocket_init/1 hibernates until the first frame (cowboy's
+%% way to keep an idle connection small).
 -module(bench_cowboy).
 
 -export([start/2, version/0, init/2]).
+-export([websocket_init/1, websocket_handle/2, websocket_info/2]).
 
 -define(MAX_BODY, 64 * 1024 * 1024).
 -define(PIECE, 65536).
@@ -48,11 +53,33 @@ version() ->
         undefined -> "?"
     end.
 
--spec init(term(), atom()) -> {ok, term(), atom()}.
+-spec init(term(), atom()) -> {ok, term(), atom()} | {cowboy_websocket, term(), echo, map()}.
 init(Req, route) ->
     {ok, text(route_body(cowboy_req:path(Req)), Req), route};
 init(Req, State) ->
-    {ok, route(cowboy_req:method(Req), cowboy_req:path(Req), Req), State}.
+    case {cowboy_req:method(Req), cowboy_req:path(Req)} of
+        {<<"GET">>, <<"/ws">>} ->
+            {cowboy_websocket, Req, echo, #{compress => false, idle_timeout => infinity,
+                                            max_frame_size => bench_fx:ws_max_frame()}};
+        {Method, Path} ->
+            {ok, route(Method, Path, Req), State}
+    end.
+
+%% @doc WebSocket: the connection sleeps until its first frame.
+-spec websocket_init(echo) -> {[], echo, hibernate}.
+websocket_init(State) ->
+    {[], State, hibernate}.
+
+%% @doc WebSocket: text and binary messages come back as they came.
+-spec websocket_handle(term(), echo) -> {[{text | binary, binary()}], echo}.
+websocket_handle({Kind, Data}, State) when Kind =:= text; Kind =:= binary ->
+    {[{Kind, Data}], State};
+websocket_handle(_Frame, State) ->
+    {[], State}.
+
+-spec websocket_info(term(), echo) -> {[], echo}.
+websocket_info(_Msg, State) ->
+    {[], State}.
 
 route_body(Path) ->
     case bench_fx:route_body(Path) of

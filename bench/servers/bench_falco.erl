@@ -5,9 +5,14 @@
 %% goes through falco's router (falco_router) with the 100 routes, as
 %% cowboy's fixture goes through cowboy_router; every other scenario uses
 %% one handler. tls_handshake runs a TLS listener with bench_tls's options.
+%% GET /ws upgrades to a WebSocket echo (this module is also its
+%% falco_ws_handler): no compression, bench_fx:ws_max_frame/0 on frames and
+%% messages, no idle timeout, and the session hibernates from init/1 until
+%% its first message (falco's way to keep an idle session small).
 -module(bench_falco).
 
 -export([start/2, start/3, version/0, handle/2]).
+-export([init/1, handle_in/2]).
 
 -define(MAX_BODY, 64 * 1024 * 1024).
 -define(PIECE, 65536).
@@ -90,6 +95,10 @@ route(<<"GET">>, <<"/etag">>, Req) ->
 route(<<"GET">>, <<"/slow">>, _) ->
     timer:sleep(bench_fx:slow_ms()),
     text(bench_fx:hello());
+route(<<"GET">>, <<"/ws">>, _) ->
+    Max = bench_fx:ws_max_frame(),
+    {websocket, ?MODULE, echo, #{compress => false, idle_timeout => infinity,
+                                 max_frame_size => Max, max_message_size => Max}};
 route(<<"GET">>, Path, _) ->
     case bench_fx:route_body(Path) of
         undefined -> not_found();
@@ -97,6 +106,16 @@ route(<<"GET">>, Path, _) ->
     end;
 route(_, _, _) ->
     not_found().
+
+%% @doc WebSocket: the session sleeps until its first message.
+-spec init(echo) -> {ok, echo, hibernate}.
+init(State) ->
+    {ok, State, hibernate}.
+
+%% @doc WebSocket: every message comes back as it came.
+-spec handle_in({text | binary, binary()}, echo) -> {reply, {text | binary, binary()}, echo}.
+handle_in(Message, State) ->
+    {reply, Message, State}.
 
 count_body(Req, N) ->
     case falco_req:read_body(Req, #{length => ?PIECE}) of

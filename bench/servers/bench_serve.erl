@@ -7,6 +7,8 @@
 %%
 %%   reset                 forget the peak BEAM memory seen so far
 %%   stats                 print `BENCH stats total=B peak=B procs=N'
+%%   gc                    garbage-collect every process (ws_idle, before
+%%                         reading the memory)
 %%   profile_start         start eprof on every process (and those they spawn)
 %%   profile_stop FILE     stop eprof and write its analysis to FILE
 %%   stop (or end of input) halt
@@ -59,6 +61,9 @@ command(["stats"], Sampler) ->
     Peak = receive {peak, P} -> P after 5000 -> 0 end,
     Total = erlang:memory(total),
     say("stats total=~b peak=~b procs=~b", [Total, max(Peak, Total), erlang:system_info(process_count)]);
+command(["gc"], _) ->
+    _ = [erlang:garbage_collect(P) || P <- processes()],
+    say("ok", []);
 command(["profile_start"], _) ->
     {ok, _} = eprof:start(),
     Procs = processes() -- [self()],

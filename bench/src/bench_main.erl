@@ -1,8 +1,9 @@
 %% bench_main: the driver of bench/run. Parses the options, finds which
 %% servers can run, then for each run, scenario and server (interleaved, so
 %% slow drift hits every server alike): starts the server in its own BEAM
-%% on the server core, checks parity, warms up, measures with wrk on the
-%% load core while reading the server's CPU time and memory, stops it, and
+%% on the server core, checks parity, warms up, measures with wrk (h2load,
+%% the in-tree generator for HEAD, bench/wsload for WebSocket: bench_ws) on
+%% the load core while reading the server's CPU time and memory, stops it, and
 %% prints a progress line. At the end it writes results.md and the charts.
 %% Exit status: 0, or 1 when a server failed to start or a run failed.
 -module(bench_main).
@@ -11,6 +12,8 @@
 
 -define(SERVER_CORE, 1).
 -define(LOAD_CORE, 0).
+-define(NO_GO, "the WebSocket load generator (bench/wsload) was not built: go is not "
+        "installed (scripts/bootstrap installs it) or its build failed (bench/run printed why)").
 
 -spec main([string()]) -> no_return().
 main(Args) ->
@@ -32,12 +35,19 @@ run(Opts) ->
             _ = [ok = bench_tls:ensure(maps:get(tls_dir, Ctx0)) || lists:any(fun tls/1, Scenarios)],
             {Servers, Skipped, Ctx} = resolve(maps:get(servers, Opts), Ctx0),
             [io:format("bench: skipping ~s: ~s~n", [S, Why]) || {S, Why} <- Skipped],
+            NoWsload = lists:any(fun(#{name := N}) -> bench_scenarios:ws(N) end, Scenarios)
+                andalso maps:get(wsload, Ctx) =:= undefined,
+            [io:format("bench: ~s; the WebSocket scenarios will show a dash~n", [?NO_GO])
+             || NoWsload, not map_get(strict, Ctx)],
             [io:format("bench: ~s has no cleartext HTTP/2: its cells will show a dash~n", [S])
              || maps:get(protocol, Opts) =:= h2, S <- Servers,
                 not bench_servers:h2_capable(S, Ctx)],
             case {Servers, maps:get(profile, Opts)} of
                 {[], _} ->
                     io:format(standard_error, "bench: no server can run~n", []),
+                    1;
+                {_, _} when NoWsload, map_get(strict, Ctx) ->
+                    io:format(standard_error, "bench: failing (--strict/--smoke): ~s~n", [?NO_GO]),
                     1;
                 {_, true} ->
                     bench_profile:run(Scenarios, Ctx);
@@ -76,6 +86,7 @@ context(Opts) ->
                             E -> filename:absname(E)
                         end,
           tls_dir => filename:join(Work, "tls"),
+          wsload => bench_ws:tool(),
           erl_flags => Flags, pin => bench_proc:pin(?SERVER_CORE),
           load_pin => bench_proc:pin(?LOAD_CORE), clk_tck => bench_proc:clk_tck()}.
 
@@ -182,29 +193,45 @@ short(Why) ->
         false -> Flat
     end.
 
-unsupported(Sv, Name, Ctx = #{protocol := h2}) ->
+unsupported(Sv, Name, Ctx) ->
+    Sc = bench_scenarios:find(Name),
+    case {maps:get(only, Sc, any), maps:get(protocol, Ctx)} of
+        {h1, h2} -> "a WebSocket scenario over HTTP/1.1 (RFC 8441 is not in the bench)";
+        {h2, h1} -> "an HTTP/2 scenario (--protocol h2)";
+        _ when map_get(driver, Sc) =:= wsload, map_get(wsload, Ctx) =:= undefined ->
+            "bench/wsload not built (is go installed?)";
+        {_, h1} -> bench_scenarios:unsupported(Sv, Name);
+        {_, h2} -> unsupported_h2(Sv, Name, Ctx)
+    end.
+
+unsupported_h2(Sv, Name, Ctx) ->
     case {bench_servers:h2_capable(Sv, Ctx), tls(bench_scenarios:find(Name))} of
         {true, _} -> bench_scenarios:unsupported(Sv, Name);
         {false, false} -> "no cleartext HTTP/2";
         {false, true} -> bench_servers:no_h2_tls(Sv)
-    end;
-unsupported(Sv, Name, _) ->
-    case maps:get(only, bench_scenarios:find(Name), any) of
-        h2 -> "an HTTP/2 scenario (--protocol h2)";
-        _ -> bench_scenarios:unsupported(Sv, Name)
     end.
 
 progress(I, Total, #{server := Sv, scenario := Sc, run := R} = Res, T0) ->
     Elapsed = erlang:monotonic_time(second) - T0,
     Line = case Res of
+               #{status := ok, idle_conns := N, idle_beam_b := B, idle_rss_b := Rss} ->
+                   io_lib:format("~b idle connections: ~b B BEAM, ~b B RSS per connection",
+                                 [N, round(B), round(Rss)]);
                #{status := ok, rps := Rps, p50 := P50, p99 := P99} = M ->
-                   io_lib:format("~ts req/s  p50 ~ts  p99 ~ts  cpu ~ts/req~ts",
-                                 [bench_report:fmt_rps(Rps), bench_report:fmt_us(P50),
-                                  bench_report:fmt_us(P99), cpu(M), errs(M)]);
+                   {Unit, Per} = case bench_scenarios:ws(Sc) of
+                                     true -> {"msg/s", "msg"};
+                                     false -> {"req/s", "req"}
+                                 end,
+                   io_lib:format("~ts ~s  p50 ~ts  p99 ~ts  cpu ~ts/~s~ts~ts",
+                                 [bench_report:fmt_rps(Rps), Unit, bench_report:fmt_us(P50),
+                                  bench_report:fmt_us(P99), cpu(M), Per, mbps(M), errs(M)]);
                #{status := {unsupported, Why}} -> "skipped: " ++ Why;
                #{status := {error, Why}} -> "FAILED: " ++ Why
            end,
     io:format("[~3b/~b ~4bs] run ~b ~-20s ~-8s ~ts~n", [I, Total, Elapsed, R, Sc, Sv, Line]).
+
+mbps(#{mbps := B}) when B >= 1 -> io_lib:format("  ~.1f MB/s", [B * 1.0]);
+mbps(_) -> "".
 
 cpu(#{cpu_us := C}) when is_number(C) -> bench_report:fmt_us(C);
 cpu(_) -> "?".
@@ -228,10 +255,16 @@ measure(Sc = #{name := Name, path := Path}, Sv, Ctx) ->
             end
     end.
 
+measure_running(Sc = #{ws := #{mode := idle}}, H, Port, _Path, Ctx) ->
+    case bench_ws:check(Sc, Port, Ctx) of
+        {error, Why} -> #{status => {error, "parity check failed: " ++ Why}};
+        ok -> bench_ws:idle(Sc, H, Port, bench_ws:idle_conns(clients(Sc, Ctx)), Ctx)
+    end;
 measure_running(Sc = #{name := Name}, H = #{os_pid := Pid}, Port, Path, Ctx) ->
-    Check = case maps:get(protocol, Ctx) of
-                h1 -> bench_check:check(Sc, Port);
-                h2 -> bench_h2load:check(Sc, Port)
+    Check = case {maps:get(driver, Sc), maps:get(protocol, Ctx)} of
+                {wsload, _} -> bench_ws:check(Sc, Port, Ctx);
+                {_, h1} -> bench_check:check(Sc, Port);
+                {_, h2} -> bench_h2load:check(Sc, Port)
             end,
     case Check of
         {error, Why} ->
@@ -240,10 +273,7 @@ measure_running(Sc = #{name := Name}, H = #{os_pid := Pid}, Port, Path, Ctx) ->
             Script = bench_wrk:script(Sc, filename:join(maps:get(bench_dir, Ctx), "lua"),
                                       filename:join(maps:get(work, Ctx), "lua")),
             Url = bench_h2load:url(Sc, Port, Path),
-            Clients = case maps:get(clients, Sc) of
-                          undefined -> maps:get(clients, Ctx);
-                          C -> C
-                      end,
+            Clients = clients(Sc, Ctx),
             Load = fun(Secs) -> load(Sc, Script, Url, Port, #{seconds => Secs, clients => Clients},
                                      Ctx)
                    end,
@@ -272,9 +302,17 @@ measure_running(Sc = #{name := Name}, H = #{os_pid := Pid}, Port, Path, Ctx) ->
                 {ok, W0} ->
                     M = summarize(Name, W0, Ticks1 - Ticks0, Opens1 - Opens0, Mem, Rss, Clients, Ctx),
                     M#{noise => Noise, load_noise => LoadNoise};
+                {error, Why} when is_list(Why) ->
+                    #{status => {error, Why}};
                 {error, Why} ->
                     #{status => {error, lists:flatten(io_lib:format("wrk: ~0p", [Why]))}}
             end
+    end.
+
+clients(Sc, Ctx) ->
+    case maps:get(clients, Sc) of
+        undefined -> maps:get(clients, Ctx);
+        C -> C
     end.
 
 %% The share of the server core's time that went to anything but the
@@ -287,6 +325,8 @@ noise(_, _, _, _) ->
 
 %% h2load for HTTP/2; wrk, or the in-tree generator for what wrk cannot
 %% drive (HEAD), for HTTP/1.1.
+load(Sc = #{driver := wsload}, _Script, _Url, Port, Opts, Ctx) ->
+    bench_ws:run(Sc, Port, Opts, Ctx);
 load(Sc, _Script, Url, _Port, Opts, Ctx = #{protocol := h2}) ->
     bench_h2load:run(Sc, Url, Opts, maps:get(load_pin, Ctx), filename:join(maps:get(work, Ctx), "h2"));
 load(#{driver := erlang, method := Method, path := Path}, _Script, _Url, Port,
@@ -302,7 +342,7 @@ load(#{driver := erlang, method := Method, path := Path}, _Script, _Url, Port,
 load(_Sc, Script, Url, _Port, Opts, Ctx) ->
     bench_wrk:run(Script, Url, Opts, maps:get(load_pin, Ctx)).
 
-summarize(_Name, W, Ticks, Opens, Mem, Rss, Clients, Ctx) ->
+summarize(Name, W, Ticks, Opens, Mem, Rss, Clients, Ctx) ->
     #{requests := N, duration_us := Dur, status := Bad,
       connect := E1, read := E2, write := E3, timeout := E4} = W,
     Errors = E1 + E2 + E3 + E4,
@@ -317,7 +357,12 @@ summarize(_Name, W, Ticks, Opens, Mem, Rss, Clients, Ctx) ->
                                                          [Errors, Bad]))};
                  true -> ok
              end,
-    Mem#{status => Status, requests => N, rps => N / (Dur / 1.0e6),
+    %% MB/s of echoed payload, for the WebSocket rows (bench_ws gives bytes).
+    Base = case {bench_scenarios:ws(Name), W} of
+               {true, #{bytes := B}} -> Mem#{mbps => B / 1048576 / (Dur / 1.0e6)};
+               _ -> Mem
+           end,
+    Base#{status => Status, requests => N, rps => N / (Dur / 1.0e6),
          p50 => known(maps:get(p50, W)), p90 => known(maps:get(p90, W)),
          p99 => known(maps:get(p99, W)), p999 => known(maps:get(p999, W)),
          max => maps:get(max, W),

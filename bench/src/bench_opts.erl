@@ -22,7 +22,8 @@ usage() ->
     "  --out DIR             where results.md and the charts go (default bench)\n"
     "  --open-loop           also drive 50/75/90/95 % of each peak at fixed rates (needs oha)\n"
     "  --profile             profile falco with eprof on the first scenario, write the hotspots\n"
-    "  --smoke               falco and inets, hello and echo, 1 s each, 1 run, into _build/bench/smoke\n"
+    "  --smoke               falco and inets, hello, echo and ws_echo, 1 s each, 1 run,\n"
+    "                        into _build/bench/smoke\n"
     "  --retries N           repeat a run disturbed by other programs (>= 15 % of a core)\n"
     "                        up to N times, keeping the least disturbed (default 2; 0 in --smoke)\n"
     "  --strict              fail on any socket error or error status (implied by --smoke)\n"
@@ -38,7 +39,7 @@ parse(Args) ->
                  smoke => false, strict => false, open_loop => false, retries => 2},
     case parse(Args, Defaults) of
         {ok, #{smoke := true} = O} ->
-            {ok, O#{servers := smoke_servers(O), scenarios := [hello, echo],
+            {ok, O#{servers := smoke_servers(O), scenarios := [hello, echo, ws_echo],
                     runs := 1, duration := 1, warmup := 1, strict := true, retries := 0,
                     out := "_build/bench/smoke"}};
         Other ->

@@ -1,6 +1,7 @@
 %% bench_profile: `bench/run --profile'. Runs falco alone under eprof
 %% (every process of its BEAM and every process they spawn) for each chosen
-%% scenario (default: hello), with wrk driving the usual load, and writes
+%% scenario (default: hello), with wrk (or bench/wsload for ws_echo and
+%% ws_large; ws_idle has no load to profile) driving the usual load, and writes
 %% the hotspot table (functions by share of profiled time) to profile.md.
 %% eprof slows the server many times over: read the shares, not the req/s.
 -module(bench_profile).
@@ -39,6 +40,8 @@ run(Scenarios0, Ctx = #{paths := Paths}) ->
             end
     end.
 
+profile(#{name := Name, ws := #{mode := idle}}, _Ctx) ->
+    io_lib:format("\n## ~s\n\nNot profiled: idle connections do no work.\n", [Name]);
 profile(Sc = #{name := Name, path := Path}, Ctx) ->
     Port = 20000 + erlang:unique_integer([positive]) rem 20000,
     io:format("bench: profiling falco on ~s~n", [Name]),
@@ -47,32 +50,26 @@ profile(Sc = #{name := Name, path := Path}, Ctx) ->
             {error, io_lib:format("\n## ~s\n\nfalco did not start: ~0p\n", [Name, Why])};
         {ok, H} ->
             try
-                ok = bench_check:check(Sc, Port),
-                Script = bench_wrk:script(Sc, filename:join(maps:get(bench_dir, Ctx), "lua"),
-                                          filename:join(maps:get(work, Ctx), "lua")),
-                Url = "http://127.0.0.1:" ++ integer_to_list(Port) ++ Path,
                 Clients = case maps:get(clients, Sc) of
                               undefined -> maps:get(clients, Ctx);
                               C -> C
                           end,
-                Load = maps:get(load_pin, Ctx),
-                _ = bench_wrk:run(Script, Url, #{seconds => max(1, maps:get(warmup, Ctx)),
-                                                 clients => Clients}, Load),
+                Run = load(Sc, Port, Path, Ctx),
+                _ = Run(#{seconds => max(1, maps:get(warmup, Ctx)), clients => Clients}),
                 File = filename:join([maps:get(work, Ctx), "profile", atom_to_list(Name) ++ ".eprof"]),
                 ok = filelib:ensure_dir(File),
                 _ = file:delete(File),
                 {ok, <<"ok">>} = bench_servers:command(H, "profile_start"),
-                {ok, W} = bench_wrk:run(Script, Url, #{seconds => maps:get(duration, Ctx),
-                                                       clients => Clients}, Load),
+                {ok, W} = Run(#{seconds => maps:get(duration, Ctx), clients => Clients}),
                 {ok, <<"ok">>} = bench_servers:command(H, ["profile_stop ", File]),
                 Rows = parse(File),
                 #{requests := N, duration_us := D} = W,
                 ["\n## ", atom_to_list(Name), "\n\n",
-                 io_lib:format("~b requests in ~.1f s under eprof (~s req/s); ~b functions; "
+                 io_lib:format("~b ~s in ~.1f s under eprof (~s ~s/s); ~b functions; "
                                "top ~b by time:\n\n",
-                               [N, D / 1.0e6, bench_report:fmt_rps(N / (D / 1.0e6)), length(Rows),
-                                ?TOP]),
-                 "| function | calls | % time | µs | µs/call | calls/request |\n"
+                               [N, unit(Sc), D / 1.0e6, bench_report:fmt_rps(N / (D / 1.0e6)),
+                                unit(Sc), length(Rows), ?TOP]),
+                 "| function | calls | % time | µs | µs/call | calls/", unit1(Sc), " |\n"
                  "|---|---:|---:|---:|---:|---:|\n",
                  [io_lib:format("| `~s` | ~b | ~.2f | ~b | ~.2f | ~.2f |\n",
                                 [F, Calls, Pct, Us, PerCall, Calls / max(N, 1)])
@@ -81,6 +78,23 @@ profile(Sc = #{name := Name, path := Path}, Ctx) ->
                 bench_servers:stop(H)
             end
     end.
+
+%% The parity check, then a function running one load of the scenario.
+load(Sc = #{driver := wsload}, Port, _Path, Ctx) ->
+    ok = bench_ws:check(Sc, Port, Ctx),
+    fun(Opts) -> bench_ws:run(Sc, Port, Opts, Ctx) end;
+load(Sc, Port, Path, Ctx) ->
+    ok = bench_check:check(Sc, Port),
+    Script = bench_wrk:script(Sc, filename:join(maps:get(bench_dir, Ctx), "lua"),
+                              filename:join(maps:get(work, Ctx), "lua")),
+    Url = "http://127.0.0.1:" ++ integer_to_list(Port) ++ Path,
+    fun(Opts) -> bench_wrk:run(Script, Url, Opts, maps:get(load_pin, Ctx)) end.
+
+unit(#{driver := wsload}) -> "messages";
+unit(_) -> "requests".
+
+unit1(#{driver := wsload}) -> "message";
+unit1(_) -> "request".
 
 %% eprof's total analysis: "FUNCTION CALLS % TIME [uS / CALLS]" rows.
 parse(File) ->

@@ -16,7 +16,16 @@ write(Report = #{ctx := Ctx}) ->
     Clean = redactor(Ctx),
     ok = file:write_file(Md, Clean(unicode:characters_to_binary(markdown(Report)))),
     ok = file:write_file(Csv, Clean(iolist_to_binary(csv(Report)))),
-    [Md, Csv | bench_svg:write(Report, Out, Sfx, Clean)].
+    %% The charts are of the HTTP scenarios (req/s and request latency).
+    {_, Http} = split(maps:get(scenarios, Report)),
+    [Md, Csv | bench_svg:write(Report#{scenarios := Http}, Out, Sfx, Clean)].
+
+idle(#{ws := #{mode := idle}}) -> true;
+idle(_) -> false.
+
+%% The WebSocket scenarios and the others.
+split(Scs) ->
+    lists:partition(fun(#{name := N}) -> bench_scenarios:ws(N) end, Scs).
 
 %% Results get committed: no path of this machine goes into them. The
 %% repository becomes ".", the --peer-libs directory "PEER_LIBS", the home
@@ -44,9 +53,21 @@ suffix(#{ctx := #{protocol := P}}) -> "-" ++ atom_to_list(P).
 
 %% ---------------------------------------------------------------- markdown
 
-markdown(R = #{servers := Servers, scenarios := Scs}) ->
+markdown(R = #{servers := Servers, scenarios := All}) ->
+    {Ws, Scs} = split(All),
     [header(R),
-     "\n![req/s per scenario and server](throughput", suffix(R), ".svg)\n\n",
+     case Scs of
+         [] -> [];
+         _ -> http_tables(R#{scenarios := Scs}, Servers, Scs)
+     end,
+     ws_tables(R, Servers, Ws),
+     open_loop(R),
+     not_leading(R),
+     scenario_table(R),
+     failures(R)].
+
+http_tables(R, Servers, Scs) ->
+    ["\n![req/s per scenario and server](throughput", suffix(R), ".svg)\n\n",
      "![latency p50 and p99 per scenario and server](latency", suffix(R), ".svg)\n\n",
      "## Throughput, req/s (higher is better)\n\n",
      "Median of the runs, min–max in brackets. **Bold**: the row's winner, named only when "
@@ -72,13 +93,56 @@ markdown(R = #{servers := Servers, scenarios := Scs}) ->
      "of the server core's time not charged to the server process, and of the load "
      "core's time not charged to the load generator (other programs, and kernel network "
      "work); a high value means the run was disturbed.\n\n",
-     table(R, Servers, Scs, none, none, fun err_cell/1),
-     open_loop(R),
-     not_leading(R),
-     scenario_table(R),
-     failures(R)].
+     table(R, Servers, Scs, none, none, fun err_cell/1)].
 
-header(#{ctx := Ctx, machine := M, loadgen := Wrk, skipped := Skipped, servers := Servers}) ->
+ws_tables(_, _, []) ->
+    [];
+ws_tables(R, Servers, Ws) ->
+    {Idle, Echo} = lists:partition(fun idle/1, Ws),
+    ["\n## WebSocket\n\n",
+     "Driven by bench/wsload (Go's standard library only: its own handshake, masking and "
+     "framing), pinned to the load core with GOMAXPROCS=1; it checks every echo byte for "
+     "byte, so a server that answers wrong is not measured. Compression off, the same "
+     "frame limit and no idle timeout on every server; see bench/README.md.\n",
+     case Echo of
+         [] -> [];
+         _ ->
+             ["\n### Messages per second (higher is better)\n\n",
+              "Echoes completed / measured seconds; each connection sends its next message "
+              "when the echo of the last one is back (closed loop). Bold: the winner by the "
+              "rule of the HTTP tables (its margin over the runner-up exceeds the larger "
+              "run-to-run spread of the two, and 3 %).\n\n",
+              table(R, Servers, Echo, rps, high, fun rps_cell/1),
+              "\n### Throughput, MB/s of echoed payload (higher is better)\n\n",
+              "Payload bytes echoed per second, one direction (MB = 1,048,576 bytes).\n\n",
+              table(R, Servers, Echo, mbps, high, fun mbps_cell/1),
+              "\n### Latency per message p50 / p99 / p99.9 / max (lower is better)\n\n",
+              "The round trip of each message, from the generator's write to the whole echo "
+              "read; medians over the runs. Bold on p99.\n\n",
+              table(R, Servers, Echo, p99, low, fun ws_lat_cell/1),
+              "\n### Server CPU time per message (lower is better)\n\n",
+              table(R, Servers, Echo, cpu_us, low, fun cpu_cell/1),
+              "\n### Memory: peak RSS / peak BEAM memory (MB)\n\n",
+              table(R, Servers, Echo, none, none, fun mem_cell/1),
+              "\n### Errors, connections, disturbance\n\n",
+              "Broken connections or incomplete close handshakes / — / connections accepted / "
+              "other load on the server core / on the load core, as in the HTTP table.\n\n",
+              table(R, Servers, Echo, none, none, fun err_cell/1)]
+     end,
+     case Idle of
+         [] -> [];
+         _ ->
+             ["\n### Idle connections: bytes per connection, BEAM / RSS (lower is better)\n\n",
+              "The server's erlang:memory(total) and VmRSS, each after a forced GC of every "
+              "process, read before the connections are opened and again once they are open "
+              "and the server has rested 2 s; the difference divided by the connections. Then "
+              "every connection must still echo one message. Also: the connections, the time "
+              "the generator took to open them (64 handshakes in flight) and the server's "
+              "CPU time per handshake. Bold on BEAM bytes.\n\n",
+              table(R, Servers, Idle, idle_beam_b, low, fun idle_cell/1)]
+     end].
+
+header(R = #{ctx := Ctx, machine := M, loadgen := Wrk, skipped := Skipped, servers := Servers}) ->
     Date = calendar:system_time_to_rfc3339(erlang:system_time(second), [{offset, "Z"}]),
     Rows = [{"date", Date},
             {"command", ["`bench/run ", lists:join(" ", maps:get(argv, Ctx, [])), "`"]},
@@ -90,7 +154,11 @@ header(#{ctx := Ctx, machine := M, loadgen := Wrk, skipped := Skipped, servers :
             {"servers", [lists:join(", ", [[atom_to_list(S), " ", versions(S, Ctx)] || S <- Servers])]},
             {"server process", ["one per server and run, ", pin_text(maps:get(pin, Ctx)),
                                 "; BEAM flags `", maps:get(erl_flags, Ctx), "`"]},
-            {"load generator", [Wrk, ", 1 thread, ", pin_text(maps:get(load_pin, Ctx))]},
+            {"load generator", [Wrk, ", 1 thread, ", pin_text(maps:get(load_pin, Ctx)),
+                                [["; WebSocket: bench/wsload (", os:getenv("BENCH_GO_VERSION", "go"),
+                                  ", GOMAXPROCS=1), same core"]
+                                 || lists:any(fun(#{name := N}) -> bench_scenarios:ws(N) end,
+                                              maps:get(scenarios, R))]]},
             {"method", io_lib:format("closed loop; ~b run(s) per cell, servers interleaved; "
                                      "~bs warm-up + ~bs measured; ~b connections unless "
                                      "the scenario sets its own",
@@ -149,7 +217,8 @@ cells(Results, Server, Scenario) ->
             end;
         Ok ->
             Keys = [rps, p50, p90, p99, p999, max, cpu_us, peak_rss_kb, beam_peak,
-                    errors, bad_status, conns, noise, load_noise],
+                    errors, bad_status, conns, noise, load_noise,
+                    mbps, idle_conns, idle_beam_b, idle_rss_b, open_s],
             M = maps:from_list([{K, bench_stats:summary([V || #{K := V} <- Ok, is_number(V)])}
                                 || K <- Keys]),
             M#{ok_runs => length(Ok), runs => length(Runs),
@@ -192,6 +261,23 @@ rps_cell(#{rps := #{median := M, min := Lo, max := Hi}}) ->
 lat_cell(#{p50 := P50, p99 := P99, max := Max}) ->
     [fmt_us(med(P50)), " / ", fmt_us(med(P99)), " / ", fmt_us(med(Max))].
 
+ws_lat_cell(#{p50 := P50, p99 := P99, p999 := P999, max := Max}) ->
+    [fmt_us(med(P50)), " / ", fmt_us(med(P99)), " / ", fmt_us(med(P999)), " / ", fmt_us(med(Max))].
+
+mbps_cell(#{mbps := #{median := M, min := Lo, max := Hi}}) ->
+    io_lib:format("~.1f (~.1f–~.1f)", [M * 1.0, Lo * 1.0, Hi * 1.0]);
+mbps_cell(_) -> "?".
+
+idle_cell(#{idle_beam_b := #{median := B}, idle_rss_b := #{median := Rss},
+            idle_conns := #{median := N}, open_s := #{median := Open}} = C) ->
+    io_lib:format("~b B / ~b B (~b connections, opened in ~.1f s, ~ts CPU each)",
+                  [round(B), round(Rss), round(N), Open * 1.0,
+                   case C of
+                       #{cpu_us := #{median := Cpu}} -> fmt_us(Cpu);
+                       _ -> "?"
+                   end]);
+idle_cell(_) -> "?".
+
 cpu_cell(#{cpu_us := undefined}) -> "?";
 cpu_cell(#{cpu_us := #{median := M, min := Lo, max := Hi}}) ->
     [fmt_us(M), " (", fmt_us(Lo), "–", fmt_us(Hi), ")"].
@@ -223,21 +309,9 @@ not_leading(#{results := Results, servers := Servers, scenarios := Scs}) ->
     case lists:member(falco, Erlang) andalso length(Erlang) > 1 of
         false -> [];
         true ->
-            Lines = lists:append(
-                      [begin
-                           Meds = [{S, med(maps:get(rps, C))} || S <- Erlang,
-                                                                 C <- [cells(Results, S, Name)],
-                                                                 is_map(C)],
-                           case {lists:keyfind(falco, 1, Meds),
-                                 lists:reverse(lists:keysort(2, Meds))} of
-                               {{falco, F}, [{Best, B} | _]} when Best =/= falco, is_number(F) ->
-                                   [io_lib:format("- ~s: ~s leads with ~s req/s; falco has ~s (~b %)~n",
-                                                  [Name, Best, fmt_rps(B), fmt_rps(F),
-                                                   round(100 * F / B)])];
-                               _ -> []
-                           end
-                       end || #{name := Name} <- Scs]),
-            ["\n## Where falco does not lead on req/s (among the Erlang servers)\n\n",
+            Lines = lists:append([behind(Sc, Erlang, Results) || Sc <- Scs]),
+            ["\n## Where falco does not lead on req/s, msg/s or bytes per idle connection "
+             "(among the Erlang servers)\n\n",
              case lists:member(nginx, Servers) of
                  true -> "nginx, the native ceiling, is left out here; its numbers are in the tables.\n\n";
                  false -> ""
@@ -247,6 +321,34 @@ not_leading(#{results := Results, servers := Servers, scenarios := Scs}) ->
                        "rule above for which leads are outside the noise).\n";
                  _ -> Lines
              end]
+    end.
+
+%% The line of a scenario where another server beats falco's median.
+behind(Sc = #{name := Name}, Erlang, Results) ->
+    Metric = case idle(Sc) of
+                 true -> idle_beam_b;
+                 false -> rps
+             end,
+    Meds = [{S, med(maps:get(Metric, C))} || S <- Erlang, C <- [cells(Results, S, Name)],
+                                             is_map(C), is_number(med(maps:get(Metric, C)))],
+    Sorted = case Metric of
+                 rps -> lists:reverse(lists:keysort(2, Meds));
+                 idle_beam_b -> lists:keysort(2, Meds)
+             end,
+    case {lists:keyfind(falco, 1, Meds), Sorted, Metric} of
+        {{falco, F}, [{Best, B} | _], rps} when Best =/= falco ->
+            [io_lib:format("- ~s: ~s leads with ~s ~s; falco has ~s (~b %)~n",
+                           [Name, Best, fmt_rps(B), unit(Name), fmt_rps(F), round(100 * F / B)])];
+        {{falco, F}, [{Best, B} | _], idle_beam_b} when Best =/= falco, B > 0 ->
+            [io_lib:format("- ~s: ~s holds an idle connection in ~b B of BEAM memory; falco in "
+                           "~b B (~b %)~n", [Name, Best, round(B), round(F), round(100 * F / B)])];
+        _ -> []
+    end.
+
+unit(Name) ->
+    case bench_scenarios:ws(Name) of
+        true -> "msg/s";
+        false -> "req/s"
     end.
 
 open_loop(#{open_loop := {skipped, Why}}) ->
@@ -300,7 +402,8 @@ failures(#{results := Results}) ->
 
 csv(#{results := Results}) ->
     Cols = [rps, p50, p90, p99, p999, max, cpu_us, peak_rss_kb, beam_peak, beam_total,
-            errors, bad_status, conns, noise, load_noise, requests, clients],
+            errors, bad_status, conns, noise, load_noise, requests, clients,
+            mbps, idle_conns, idle_beam_b, idle_rss_b, open_s],
     ["server,scenario,run,status,", lists:join(",", [atom_to_list(C) || C <- Cols]), "\n",
      [[atom_to_list(Sv), ",", atom_to_list(Sc), ",", integer_to_list(R), ",", status(St), ",",
        lists:join(",", [num(maps:get(C, Row, undefined)) || C <- Cols]), "\n"]

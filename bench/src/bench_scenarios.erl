@@ -1,12 +1,16 @@
 %% bench_scenarios: the catalogue of scenarios: what each one sends (the
 %% request wrk repeats, or a Lua script under bench/lua/ for shapes wrk
-%% cannot express statically), what every server must answer (checked
-%% before each measured run), and which servers cannot serve it and why.
+%% cannot express statically; for the WebSocket scenarios, what bench/wsload
+%% sends), what every server must answer (checked before each measured
+%% run), and which servers cannot serve it and why.
 -module(bench_scenarios).
 
--export([all/1, find/1, names/1, unsupported/2]).
+-export([all/1, find/1, names/1, unsupported/2, ws/1]).
 
 -define(MB, 1048576).
+%% The idle connections ws_idle wants (bench_ws:idle_conns/1 caps them to
+%% the file descriptor limit).
+-define(IDLE_CONNS, 10000).
 
 %% @doc Every scenario of a protocol, in report order.
 -spec all(h1 | h2) -> [map()].
@@ -19,7 +23,8 @@ all(h2) ->
 names(h1) ->
     [hello, json, echo, headers_heavy, cookies_heavy, qs_xml, large_response,
      upload_1mb, upload_20mb, pipelined, varied_paths_router, gzip_response,
-     streaming_response, head, etag_304, connection_storm, short_sessions, slow_handler];
+     streaming_response, head, etag_304, connection_storm, short_sessions, slow_handler,
+     ws_echo, ws_large, ws_idle];
 names(h2) ->
     [hello, json, echo, headers_heavy, multi_stream, large_response, tls_handshake].
 
@@ -27,7 +32,10 @@ names(h2) ->
 %% (binary or {rep, Line, Count}), lua (extra script or none), clients
 %% (undefined = the --clients value), expect (status, body, content-type
 %% prefix, content-encoding) and note; optionally tls (served over TLS,
-%% see bench_tls) and only (h2: no HTTP/1.1 form).
+%% see bench_tls) and only (h2: no HTTP/1.1 form; h1: no HTTP/2 form).
+%% The WebSocket scenarios (driver wsload, see bench_ws) have ws: the
+%% generator's mode, message size and kind; their expect is unused (the
+%% generator checks every echo).
 -spec find(atom()) -> map() | undefined.
 find(hello) ->
     s(hello, "GET /hello, 13-byte text/plain body", get, "/hello", #{},
@@ -113,11 +121,41 @@ find(tls_handshake) ->
                   "(-c C -n C); TLS 1.3, TLS_AES_128_GCM_SHA256, x25519, ECDSA P-256 "
                   "certificate, no session tickets, for every server (bench_tls); req/s = "
                   "handshakes/s; latency: max time to first byte, percentiles unknown"};
+find(ws_echo) ->
+    ws(ws_echo, "WebSocket GET /ws: 64-byte text messages echoed, each connection waits for "
+       "its echo (closed loop)", #{mode => echo, size => 64, kind => text}, undefined,
+       "latency: each message's round trip, timed by the generator");
+find(ws_large) ->
+    ws(ws_large, "WebSocket GET /ws: 1 MB (1,048,576-byte) binary messages echoed, "
+       "8 connections (closed loop)", #{mode => echo, size => ?MB, kind => binary}, 8,
+       "MB/s: echoed payload bytes per second, one direction");
+find(ws_idle) ->
+    ws(ws_idle, "WebSocket GET /ws: 10,000 idle connections (fewer if the fd limit is lower); "
+       "memory per connection", #{mode => idle, size => 64, kind => text}, ?IDLE_CONNS,
+       "after a forced GC and 2 s of rest; then every connection must still echo");
 find(_) ->
     undefined.
 
+%% @doc Whether a scenario is a WebSocket one (driven by bench/wsload).
+-spec ws(atom()) -> boolean().
+ws(Name) ->
+    case find(Name) of
+        #{driver := wsload} -> true;
+        _ -> false
+    end.
+
 %% @doc `false' when the server can serve the scenario, else the reason.
 -spec unsupported(atom(), atom()) -> false | string().
+unsupported(S, Name) when Name =:= ws_echo; Name =:= ws_large; Name =:= ws_idle ->
+    case S of
+        falco -> false;
+        falco_inet -> false;
+        cowboy -> false;
+        elli -> "elli has no WebSocket";
+        inets -> "httpd has no WebSocket";
+        nginx -> "nginx is set up for static files only";
+        _ -> "no WebSocket fixture in the bench"
+    end;
 unsupported(nginx, S) ->
     case lists:member(S, [hello, pipelined, head, large_response, connection_storm,
                           short_sessions]) of
@@ -135,6 +173,10 @@ s(Name, What, Method, Path, Extra, Expect) ->
                  expect => Expect, note => ""}, Extra).
 
 ok(Type, Body) -> #{status => 200, type => Type, body => Body}.
+
+ws(Name, What, Ws, Clients, Note) ->
+    (s(Name, What, get, "/ws", #{driver => wsload, ws => Ws, clients => Clients, only => h1},
+       #{status => 101, type => any, body => <<>>}))#{note => Note}.
 
 line64() -> <<"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-\n">>.
 

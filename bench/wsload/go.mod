@@ -1,0 +1,3 @@
+module falco.bench/wsload
+
+go 1.19
