@@ -72,6 +72,7 @@ stop_listener(Name, How) when How =:= drain; How =:= immediate ->
             _ = supervisor:delete_child(falco_sup, {falco_listener, Name}),
             _ = ets:delete(falco_listeners, Name),
             ok = falco_router:uninstall(Name),
+            ok = falco_telemetry:forget(Name),
             ok;
         {error, _} ->
             {error, not_found}

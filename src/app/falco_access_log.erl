@@ -12,15 +12,12 @@
 %% `peer', and `request_id' from the process metadata when
 %% {@link falco_request_id} runs before this middleware.
 %%
-%% Bytes are the body's size for full replies (0 for HEAD, 204 and 304,
-%% RFC 9110 §9.3.2, §6.4.1), the length for a file range, and for a
-%% stream the bytes its function sent; a streamed reply is logged when its
-%% function returns. A whole-file reply's size is not looked up (`-').
-%% A handler that crashes is logged with 500 (or the status of the falco
-%% error it raised) and the exception is passed on to the pipeline; so is a
-%% response the pipeline refuses and answers with 500 (a status outside
-%% 200..599, an invalid field, a body that is not iodata), checked by the
-%% pipeline's own {@link falco_pipeline:check_response/1}.
+%% Status, bytes and when a response is complete follow {@link
+%% falco_outcome}: the status the client gets (500 for a handler that
+%% crashed or a response the pipeline refuses; the status of a falco error
+%% raised), the body's size for full replies (0 for HEAD, 204 and 304),
+%% the bytes a stream's function sent (logged when it returns), `-' for a
+%% whole file, whose size is not looked up.
 %%
 %% Options: `level' (default `info'; OTP's primary level is `notice', so
 %% raise it or use `notice' to see the lines) and `domain' (a logger domain
@@ -61,90 +58,16 @@ prepare(Opts) when is_map(Opts) ->
 prepare(Opts) ->
     erlang:error({invalid_option, ?MODULE, Opts}).
 
-%% @doc Runs the rest of the chain and logs its response.
+%% @doc Runs the rest of the chain and logs its response (see
+%% {@link falco_outcome}, the rule shared with the request events).
 -spec call(falco_req:req(), falco_middleware:next(), {logger:level(), logger:metadata()}) ->
           falco_handler:response().
 call(Req, Next, Level) ->
-    Start = erlang:monotonic_time(microsecond),
-    try Next(Req) of
-        Resp -> logged(Resp, Req, Start, Level)
-    catch
-        throw:{falco_error, Reason} = Error:Stack ->
-            log(Level, Req, error_status(Reason), undefined, Start),
-            erlang:raise(throw, Error, Stack);
-        Class:Reason:Stack ->
-            log(Level, Req, 500, undefined, Start),
-            erlang:raise(Class, Reason, Stack)
-    end.
+    falco_outcome:watch(Req, Next, fun(R, Outcome) -> log(Level, R, Outcome) end).
 
-error_status(Reason) ->
-    try falco_errors:status(Reason)
-    catch error:function_clause -> 500
-    end.
-
-%% The status logged is the one the client gets: the response is checked
-%% with the pipeline's own rule (falco_pipeline:check_response/1), and one
-%% that the pipeline will refuse (a status outside 200..599, a field value
-%% with CR or LF, a body that is not iodata, ...) is logged as the 500
-%% sent in its place.
-logged(Resp, Req, Start, Level) ->
-    case falco_pipeline:check_response(Resp) of
-        {ok, {stream, Status, _, _, _}} ->
-            logged_stream(Resp, Status, Req, Start, Level);
-        {ok, {full, Status, _, _, Body}} ->
-            log(Level, Req, Status, bytes(Body, Req), Start),
-            Resp;
-        {ok, {websocket, _, _, _}} ->
-            %% logged at the upgrade (the session may last for hours), with the
-            %% status of a successful handshake: 101, or 200 over HTTP/2
-            log(Level, Req, upgrade_status(Req), 0, Start),
-            Resp;
-        {error, _} ->
-            log(Level, Req, 500, error_bytes(Req), Start),
-            Resp
-    end.
-
-logged_stream(Resp, Status, Req = #{method := Method}, Start, Level)
-  when Method =:= <<"HEAD">>; Status =:= 204; Status =:= 304 ->
-    %% The pipeline will not run this body function.
-    log(Level, Req, Status, 0, Start),
-    Resp;
-logged_stream(Resp, Status, Req, Start, Level) ->
-    falco_middleware:map_stream(Resp, fun(Fun) -> counted(Fun, Req, Status, Start, Level) end).
-
-counted(Fun, Req, Status, Start, Level) ->
-    fun(Send) ->
-            Count = counters:new(1, []),
-            Counting = fun(Data) ->
-                               ok = counters:add(Count, 1, iolist_size(Data)),
-                               Send(Data)
-                       end,
-            try Fun(Counting) of
-                Result ->
-                    log(Level, Req, Status, counters:get(Count, 1), Start),
-                    Result
-            catch
-                Class:Reason:Stack ->
-                    log(Level, Req, Status, counters:get(Count, 1), Start),
-                    erlang:raise(Class, Reason, Stack)
-            end
-    end.
-
-upgrade_status(#{version := {2, 0}}) -> 200;
-upgrade_status(_) -> 101.
-
-bytes(none, _Req) -> 0;
-bytes(_Body, #{method := <<"HEAD">>}) -> 0;
-bytes({iodata, _, Size}, _Req) -> Size;
-bytes({file, _, _, all}, _Req) -> undefined;
-bytes({file, _, _, Length}, _Req) -> Length.
-
-%% The pipeline's 500 carries falco_errors' text, none for HEAD.
-error_bytes(#{method := <<"HEAD">>}) -> 0;
-error_bytes(_Req) -> byte_size(falco_errors:body(internal_error)).
-
-log(Conf, Req = #{method := Method, path := Path}, Status, Bytes, Start) ->
-    Duration = erlang:monotonic_time(microsecond) - Start,
+log(Conf, Req = #{method := Method, path := Path},
+    #{status := Status, bytes := Bytes, start := Start, stop := Stop}) ->
+    Duration = erlang:convert_time_unit(Stop - Start, native, microsecond),
     {Level, Meta00} = Conf,
     Meta = Meta00#{method => Method, path => Path, status => Status, bytes => Bytes,
                    duration_us => Duration, peer => peer(Req)},

@@ -184,7 +184,7 @@ switch(C, S, Upgrade) ->
 %% known of the request (its method: no content in a reply to HEAD).
 reject(C = #conn{socket = Sock, transport = T, conf = Conf}, Reason, Request) ->
     S = falco_http1_stream:new(Sock, T, {1, 1}, false, Conf),
-    _ = falco_pipeline:error_reply(Reason, Request, falco_http1_stream, S),
+    _ = falco_pipeline:error_reply(Reason, with_connection(Request, C), falco_http1_stream, S),
     close(C).
 
 %% Lingering close (RFC 9112 §9.6), the one rule of falco_transport.

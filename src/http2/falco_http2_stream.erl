@@ -88,11 +88,15 @@ init(Conn, Id, Req0, Ctx = #{max_body := MaxBody, body_timeout := BodyTimeout,
              reads = falco_stream:reads(), owner = self()},
     case Req0 of
         {error, Reason, Method} ->
-            result(falco_pipeline:error_reply(Reason, #{method => Method}, ?MODULE, S));
+            result(falco_pipeline:error_reply(Reason, #{method => Method,
+                                                        listener => maps:get(listener, Ctx)},
+                                              ?MODULE, S));
         _ ->
             case falco_pipeline:precheck(Req0, Ctx) of
                 ok -> run(Req0, Ctx, S);
-                {error, Reason} -> result(falco_pipeline:error_reply(Reason, Req0, ?MODULE, S))
+                {error, Reason} ->
+                    result(falco_pipeline:error_reply(Reason, Req0#{listener => maps:get(listener, Ctx)},
+                                                      ?MODULE, S))
             end
     end.
 

@@ -45,7 +45,9 @@
               max :: pos_integer() | infinity,
               waiting :: pid() | undefined,
               retry :: reference() | undefined,
-              conns = #{} :: #{pid() => true},
+              %% each connection's accept time (native monotonic)
+              conns = #{} :: #{pid() => integer()},
+              events :: falco_telemetry:emitter(),
               drain :: falco_drain:flag()}).
 
 -define(FULL_RETRY, 10).
@@ -68,7 +70,8 @@ init(Parent, Name, LSock, Conf, Slots, Index) ->
     proc_lib:init_ack(Parent, {ok, self()}),
     S = #acc{parent = Parent, name = Name, lsock = LSock, conf = Conf, slots = Slots,
              index = Index, max = maps:get(max_connections, Conf),
-             drain = maps:get(drain, Conf)},
+             drain = maps:get(drain, Conf),
+             events = maps:get(telemetry, Conf, falco_telemetry:for(undefined))},
     loop(next(S), []).
 
 %% Starts a waiting process if none waits, a slot is free and no retry is
@@ -116,8 +119,7 @@ retry(Ms, S) ->
 loop(S = #acc{parent = Parent, retry = Retry}, Debug) ->
     receive
         {falco_accepted, Pid} when Pid =:= S#acc.waiting ->
-            ok = falco_slots:accepted(S#acc.slots, S#acc.index),
-            loop(next(S#acc{waiting = undefined, conns = (S#acc.conns)#{Pid => true}}), Debug);
+            loop(next(accepted(Pid, S)), Debug);
         {falco_accept_failed, Pid, Reason} when Pid =:= S#acc.waiting ->
             %% It ends by itself; its exit gives the slot back.
             loop(accept_failed(Reason, S), Debug);
@@ -139,6 +141,15 @@ loop(S = #acc{parent = Parent, retry = Retry}, Debug) ->
         _ ->
             loop(S, Debug)
     end.
+
+%% The waiting process has a connection: it holds a slot as a connection now.
+accepted(Pid, S = #acc{slots = Slots, index = I, conns = Conns, name = Name, events = E}) ->
+    ok = falco_slots:accepted(Slots, I),
+    Now = erlang:monotonic_time(),
+    ok = falco_telemetry:execute(E, [falco, connection, accepted],
+                                 #{monotonic_time => Now, system_time => erlang:system_time()},
+                                 #{listener => Name, pid => Pid}),
+    S#acc{waiting = undefined, conns = Conns#{Pid => Now}}.
 
 accept_failed(Reason, S) when Reason =:= emfile; Reason =:= enfile ->
     logger:warning("falco: listener ~p out of file descriptors (~p); backing off ~b ms",
@@ -165,13 +176,22 @@ exited(Pid, Reason, S = #acc{waiting = Pid, slots = Slots, index = I}) ->
     S#acc{waiting = undefined};
 exited(Pid, Reason, S = #acc{conns = Conns, slots = Slots, index = I}) ->
     case maps:take(Pid, Conns) of
-        {true, Rest} ->
+        {Since, Rest} ->
             ok = falco_slots:release(Slots, I, connection),
             ok = report_exit(Pid, Reason, S),
+            ok = closed(Pid, Since, Reason, S),
             S#acc{conns = Rest};
         error ->
             S
     end.
+
+closed(_Pid, _Since, _Reason, #acc{events = none}) ->
+    ok;
+closed(Pid, Since, Reason, #acc{name = Name, events = E}) ->
+    Now = erlang:monotonic_time(),
+    falco_telemetry:execute(E, [falco, connection, closed],
+                            #{duration => Now - Since, monotonic_time => Now},
+                            #{listener => Name, pid => Pid, reason => Reason}).
 
 %% One bounded line for a connection that did not end the way connections
 %% end (formatted with a bound, so a reason holding a request body costs
@@ -206,11 +226,24 @@ supervisor_call(_, _) ->
 %% ends when its open streams have; a WebSocket session closes with 1001).
 %% Returns at `Deadline' at the latest, with how many connections there
 %% were and how many were left to stop then (stopped as terminate/2 does).
-drain(Deadline, S0 = #acc{lsock = LSock, conf = Conf, conns = Conns, drain = Drain}) ->
+drain(Deadline, S0 = #acc{lsock = LSock, conf = Conf, conns = Conns, drain = Drain,
+                          name = Name, index = I, events = E}) ->
     ok = falco_drain:set(Drain, draining),
     _ = falco_transport:close(maps:get(transport, Conf), LSock),
     _ = [P ! {falco_drain, self()} || P <- maps:keys(Conns)],
-    drain_loop(Deadline, S0, map_size(Conns)).
+    Start = erlang:monotonic_time(),
+    Meta = #{listener => Name, acceptor => I},
+    ok = falco_telemetry:execute(E, [falco, drain, start],
+                                 #{monotonic_time => Start, connections => map_size(Conns)},
+                                 Meta),
+    {S, Total, Left} = drain_loop(Deadline, S0, map_size(Conns)),
+    Stop = erlang:monotonic_time(),
+    ok = falco_telemetry:execute(E, [falco, drain, stop],
+                                 #{duration => Stop - Start, monotonic_time => Stop,
+                                   connections => Total, completed => Total - Left,
+                                   stopped => Left},
+                                 Meta),
+    {S, Total, Left}.
 
 drain_loop(_Deadline, S = #acc{waiting = undefined, conns = Conns}, Total)
   when map_size(Conns) =:= 0 ->
@@ -219,10 +252,8 @@ drain_loop(Deadline, S = #acc{parent = Parent, conns = Conns}, Total) ->
     receive
         {falco_accepted, Pid} when Pid =:= S#acc.waiting ->
             %% accepted just before the socket closed: it drains too
-            ok = falco_slots:accepted(S#acc.slots, S#acc.index),
             Pid ! {falco_drain, self()},
-            drain_loop(Deadline, S#acc{waiting = undefined, conns = Conns#{Pid => true}},
-                       Total + 1);
+            drain_loop(Deadline, accepted(Pid, S), Total + 1);
         {'EXIT', Parent, Reason} ->
             stop_all(S),
             exit(Reason);

@@ -21,7 +21,8 @@
 %% whatever is installed there, so routes can be swapped at run time, and a
 %% restart of this supervisor by its own keeps the swapped routes; the
 %% `middleware' chain is composed around
-%% it. Connections receive that one handler, never the routes themselves.
+%% it, and the request events ({@link falco_request_events}) around that when
+%% they go somewhere. Connections receive that one handler, never the routes themselves.
 -module(falco_listener_sup).
 -behaviour(supervisor).
 
@@ -109,7 +110,9 @@ init({Name, Conf0}) ->
             Slots = falco_slots:new(N),
             Drain = falco_drain:new(),
             true = ets:insert(?TABLE, {Name, Actual, Slots, self(), Drain}),
-            Conf1 = Conf#{handler => handler(Name, Conf0), drain => Drain},
+            Events = falco_telemetry:emitter(Name, Conf),
+            Conf1 = Conf#{handler => falco_request_events:wrap(Events, handler(Name, Conf0)),
+                          drain => Drain, telemetry => Events},
             %% First child: on shutdown it goes last and closes the socket.
             Holder = #{id => listen_socket,
                        start => {falco_listen_socket, start_link, [Kind, LSock]},

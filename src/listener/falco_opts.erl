@@ -85,7 +85,9 @@ defaults() ->
                            priority => 10000, window_update => 10000, empty_data => 1000,
                            stream_errors => 10},
       middleware => [],
-      router_opts => #{}}.
+      router_opts => #{},
+      %% falco_telemetry: a fun/3 or {Module, Function} given every event
+      event_handler => undefined}.
 
 %% @doc Validates `Opts' and returns the full configuration.
 -spec validate(term()) -> {ok, map()} | {error, term()}.
@@ -248,6 +250,10 @@ valid(h2_flood_limits, V) ->
     Keys = maps:keys(maps:get(h2_flood_limits, defaults())),
     is_map(V) andalso lists:all(fun({K, N}) -> lists:member(K, Keys) andalso is_integer(N)
                                                    andalso N >= 0 end, maps:to_list(V));
+valid(event_handler, undefined) -> true;
+valid(event_handler, F) when is_function(F, 3) -> true;
+valid(event_handler, {M, F}) -> is_atom(M) andalso is_atom(F);
+valid(event_handler, _) -> false;
 valid(max_body, V) -> is_integer(V) andalso V >= 0;
 valid(min_body_rate, none) -> true;
 valid(min_body_rate, #{grace := G, bytes_per_second := R} = V) ->

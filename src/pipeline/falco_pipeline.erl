@@ -81,11 +81,29 @@ call(Mod, Req) -> Mod:handle(Req, undefined).
           {ok, falco_stream:state()} | {error, term()}.
 error_reply(Reason, Req, Mod, S) ->
     {Status, Fields, Body} = falco_errors:response(Reason),
+    ok = rejected(Reason, Status, Req),
     Mod:send_response(Status,
                       Fields ++ [{<<"content-length">>, integer_to_binary(byte_size(Body))},
                                  {<<"date">>, falco_clock:date()},
                                  {<<"connection">>, <<"close">>}],
                       content(Req, Body), S).
+
+%% `[falco, request, rejected]': a request refused by a limit or as
+%% malformed, with the reason (the limit's name: content_too_large,
+%% {header_too_large, _}, request_timeout, body_timeout, ...). Not for a
+%% handler's crash or timeout, which the request events report.
+rejected(Reason, _Status, _Req) when Reason =:= internal_error; Reason =:= handler_timeout ->
+    ok;
+rejected(Reason, Status, Req) ->
+    case falco_telemetry:for(maps:get(listener, Req, undefined)) of
+        none ->
+            ok;
+        E ->
+            falco_telemetry:execute(E, [falco, request, rejected],
+                                    #{monotonic_time => erlang:monotonic_time()},
+                                    (maps:with([listener, method, path, peer], Req))#{
+                                      reason => Reason, status => Status})
+    end.
 
 content(#{method := <<"HEAD">>}, _Body) -> <<>>;
 content(_Req, Body) -> Body.
