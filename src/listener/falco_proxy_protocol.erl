@@ -293,14 +293,14 @@ v2_known([{Type, Value} | More], Offset, Info, Header, Unknown) ->
             v2_known(More, Next, Info, Header, [{Type, Value} | Unknown]);
         crc32c ->
             %% Checked, then dropped from the result; a second one is refused.
-            case crc32c_ok(Value, Offset + 3, Header) of
+            case lists:keymember(?PP2_TYPE_CRC32C, 1, More) of
                 true ->
-                    case lists:keymember(?PP2_TYPE_CRC32C, 1, More) of
-                        true -> {error, duplicate_tlv};
-                        false -> v2_known(More, Next, Info, Header, Unknown)
-                    end;
+                    {error, duplicate_tlv};
                 false ->
-                    {error, bad_crc32c}
+                    case crc32c_ok(Value, Offset + 3, Header) of
+                        true -> v2_known(More, Next, Info, Header, Unknown);
+                        false -> {error, bad_crc32c}
+                    end
             end;
         Key when is_map_key(Key, Info) ->
             {error, duplicate_tlv};
