@@ -72,13 +72,13 @@ pad(P) -> <<P/binary, 0:((108 - byte_size(P)) * 8)>>.
 
 tlv(Type, V) -> <<Type, (byte_size(V)):16, V/binary>>.
 
-ssl(S = #{client := Flags, verified := Verified}) ->
+ssl(S = #{client := Flags, verify := Verify}) ->
     Client = lists:sum([Bit || {Bit, F} <- [{1, ssl}, {2, cert_conn}, {4, cert_sess}],
                                lists:member(F, Flags)]),
     Subs = [tlv(Ty, maps:get(K, S)) || {Ty, K} <- [{16#21, version}, {16#22, cn}, {16#23, cipher},
                                                    {16#24, sig_alg}, {16#25, key_alg}],
                                        maps:is_key(K, S)],
-    iolist_to_binary([Client, <<(case Verified of true -> 0; false -> 1 end):32>>, Subs]).
+    iolist_to_binary([Client, <<Verify:32>>, Subs]).
 
 %% -- generators ----------------------------------------------------------------
 
@@ -128,12 +128,12 @@ tlvs() ->
          maps:from_list([KV || KV = {K, V} <- L, K =/= tlvs orelse V =/= []])).
 
 ssl_info() ->
-    ?LET({Flags, Verified, Subs},
-         {list(elements([ssl, cert_conn, cert_sess])), boolean(),
+    ?LET({Flags, Verify, Subs},
+         {list(elements([ssl, cert_conn, cert_sess])), oneof([0, range(0, 16#ffffffff)]),
           list({elements([version, cn, cipher, sig_alg, key_alg]), text()})},
          maps:merge(maps:from_list(Subs),
                     #{client => [F || F <- [ssl, cert_conn, cert_sess], lists:member(F, Flags)],
-                      verified => Verified})).
+                      verify => Verify})).
 
 %% What the parser gives back for an Info: LOCAL and UNSPEC carry nothing
 %% but the command, and TLVs are read only with an address block.

@@ -149,12 +149,12 @@ v2_tlvs_test() ->
     {ok, Info, <<>>} = parse(v2(16#21, 16#11, ipv4_block(), Tlvs)),
     ?assertMatch(#{alpn := <<"h2">>, authority := <<"www.example.com">>, unique_id := <<"unique-1">>,
                    netns := <<"blue">>, tlvs := [{16#e0, <<"custom">>}, {16#f1, <<>>}]}, Info),
-    ?assertEqual(#{client => [ssl, cert_conn, cert_sess], verified => true,
+    ?assertEqual(#{client => [ssl, cert_conn, cert_sess], verify => 0,
                    version => <<"TLSv1.3">>, cn => <<"client.example">>,
                    cipher => <<"TLS_AES_256_GCM_SHA384">>, sig_alg => <<"RSA-SHA256">>,
                    key_alg => <<"RSA2048">>, tlvs => [{16#2f, <<"sub">>}]}, maps:get(ssl, Info)),
     %% an SSL TLV with the client on plain TCP: no flags; verify non-zero
-    {ok, #{ssl := #{client := [], verified := false}}, <<>>} =
+    {ok, #{ssl := #{client := [], verify := 1}}, <<>>} =
         parse(v2(16#21, 16#11, ipv4_block(), [tlv(16#20, <<0, 1:32>>)])).
 
 crc32c_test() ->

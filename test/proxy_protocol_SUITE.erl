@@ -126,7 +126,7 @@ v2_tlvs_http1(Config) ->
     [{_, Proxy, _}] = falco_test_client:recorded(?config(rec, Config)),
     #{version := 2, command := proxy, alpn := <<"http/1.1">>, authority := <<"www.example.com">>,
       unique_id := <<"id-42">>, tlvs := [{16#e1, <<"mine">>}],
-      ssl := #{client := [ssl], verified := true, version := <<"TLSv1.3">>,
+      ssl := #{client := [ssl], verify := 0, version := <<"TLSv1.3">>,
                cipher := <<"TLS_AES_128_GCM_SHA256">>}} = Proxy.
 
 %% The header, then the HTTP/2 preface (prior knowledge; the listener
@@ -373,7 +373,7 @@ haproxy_start(Config) ->
         "frontend v2\n  bind 127.0.0.1:~b\n  default_backend v2\n"
         "backend v2\n  server falco ~s send-proxy-v2\n"
         "frontend v2ssl\n  bind 127.0.0.1:~b ssl crt ~s alpn http/1.1\n  default_backend v2ssl\n"
-        "  unique-id-format pp-%%ci-%%cp\n"
+        "  unique-id-format pp-%ci-%cp\n"
         "backend v2ssl\n  server falco ~s send-proxy-v2-ssl-cn "
         "proxy-v2-options ssl,cert-sig,cert-key,ssl-cipher,authority,unique-id,crc32c\n",
         [P1, Falco, P2, Falco, P3, Pem, Falco])),
@@ -450,26 +450,28 @@ curl_through(Config, Key, Args) ->
     Body = "127.0.0.1:" ++ LocalPort,
     Peer = {{127, 0, 0, 1}, list_to_integer(LocalPort)},
     [{Peer, Proxy, Version}] = falco_test_client:recorded(Rec),
-    {Proxy, Version}.
+    {Proxy, Version, LocalPort}.
 
 haproxy_send_proxy(Config) ->
-    {#{version := 1, family := inet, destination := {{127, 0, 0, 1}, _}}, {1, 1}} =
+    {#{version := 1, family := inet, destination := {{127, 0, 0, 1}, _}}, {1, 1}, _} =
         curl_through(Config, v1_port, "--http1.1").
 
 haproxy_send_proxy_v2(Config) ->
-    {#{version := 2, command := proxy, family := inet, transport := stream}, {1, 1}} =
+    {#{version := 2, command := proxy, family := inet, transport := stream}, {1, 1}, _} =
         curl_through(Config, v2_port, "--http1.1").
 
 haproxy_send_proxy_v2_h2c(Config) ->
-    {#{version := 2}, {2, 0}} = curl_through(Config, v2_port, "--http2-prior-knowledge").
+    {#{version := 2}, {2, 0}, _} = curl_through(Config, v2_port, "--http2-prior-knowledge").
 
 %% haproxy terminates TLS and says so in the SSL TLV (version, cipher,
 %% the server certificate's algorithms; no client certificate, so no CN),
 %% with the client's SNI as authority, a unique id and a CRC32C (checked).
 haproxy_send_proxy_v2_ssl(Config) ->
-    {Proxy, {1, 1}} = curl_through(Config, v2ssl_port, "--http1.1"),
+    {Proxy, {1, 1}, LocalPort} = curl_through(Config, v2ssl_port, "--http1.1"),
     ct:pal("haproxy's header: ~p", [Proxy]),
-    #{version := 2, ssl := Ssl, authority := <<"pp.test">>, unique_id := <<"pp-", _/binary>>} = Proxy,
+    UniqueId = list_to_binary("pp-127.0.0.1-" ++ LocalPort),
+    #{version := 2, ssl := Ssl, authority := <<"pp.test">>, unique_id := UniqueId,
+      alpn := <<"http/1.1">>} = Proxy,
     #{client := [ssl | _], version := <<"TLSv1.", _/binary>>, cipher := Cipher,
       sig_alg := SigAlg, key_alg := KeyAlg} = Ssl,
     true = byte_size(Cipher) > 0 andalso byte_size(SigAlg) > 0 andalso byte_size(KeyAlg) > 0,

@@ -43,7 +43,7 @@
 
 -type address() :: {inet:ip_address(), inet:port_number()} | binary().
 -type ssl_info() :: #{client := [ssl | cert_conn | cert_sess],
-                      verified := boolean(),
+                      verify := non_neg_integer(),
                       version => binary(), cn => binary(), cipher => binary(),
                       sig_alg => binary(), key_alg => binary(),
                       tlvs => [{byte(), binary()}]}.
@@ -326,11 +326,14 @@ tlv_value(ssl, V) -> ssl(V);
 tlv_value(_, V) -> {ok, V}.
 
 %% §2.2.6: client flags, the verify result (0: a client certificate was
-%% presented and verified), then sub-TLVs.
+%% presented and verified), then sub-TLVs. The verify result is given as
+%% sent: haproxy (2.6) sends 0 also when the client presented no
+%% certificate at all, so 0 means something only with `cert_conn' or
+%% `cert_sess' among the client flags.
 ssl(<<Client, Verify:32, Subs/binary>>) ->
     Flags = [F || {Bit, F} <- [{1, ssl}, {2, cert_conn}, {4, cert_sess}], Client band Bit =/= 0],
     case tlvs(Subs, []) of
-        {ok, List} -> ssl_subs(List, #{client => Flags, verified => Verify =:= 0}, []);
+        {ok, List} -> ssl_subs(List, #{client => Flags, verify => Verify}, []);
         error -> error
     end;
 ssl(_) ->
