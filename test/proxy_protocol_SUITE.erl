@@ -15,7 +15,7 @@
          init_per_testcase/2, end_per_testcase/2]).
 -export([v1_http1/1, v2_tlvs_http1/1, v1_h2c/1, v2_h2c_upgrade_peer/1, tls_header_then_handshake/1,
          optional/1, required_without_header/1, off_is_bad_request/1, malformed/1,
-         slow_header/1, over_the_cap/1, local_and_unknown/1, sys_state/1,
+         slow_header/1, over_the_cap/1, local_and_unknown/1, sys_state/1, access_log_and_websocket/1,
          haproxy_send_proxy/1, haproxy_send_proxy_v2/1, haproxy_send_proxy_v2_h2c/1,
          haproxy_send_proxy_v2_ssl/1]).
 
@@ -25,7 +25,7 @@
 all() ->
     [v1_http1, v2_tlvs_http1, v1_h2c, v2_h2c_upgrade_peer, tls_header_then_handshake, optional,
      required_without_header, off_is_bad_request, malformed, slow_header, over_the_cap,
-     local_and_unknown, sys_state, {group, haproxy}].
+     local_and_unknown, sys_state, access_log_and_websocket, {group, haproxy}].
 
 groups() ->
     [{haproxy, [], [haproxy_send_proxy, haproxy_send_proxy_v2, haproxy_send_proxy_v2_h2c,
@@ -349,6 +349,42 @@ sys_state(Config) ->
     Conn = falco_test_tree:one_conn(Sup),
     #{peer := {{203, 0, 113, 11}, 99}, proxy := #{version := 1}} = sys:get_state(Conn),
     falco_test_client:close(S).
+
+%% The access log line and a WebSocket session (its sys state) show the
+%% proxied peer too.
+access_log_and_websocket(Config) ->
+    Self = self(),
+    Handler = fun(#{path := <<"/ws">>}) -> {websocket, falco_test_ws_handler, #{test => Self}, #{}};
+                 (Req) -> (handler(?config(rec, Config)))(Req)
+              end,
+    {_, Port} = falco_test_tree:listener(pp, Handler, #{proxy_protocol => required,
+                                                        middleware => [{falco_access_log,
+                                                                        #{level => notice}}]}),
+    ok = falco_test_tree:capture_log(pp_log, notice),
+    try
+        #{status := 200} = req(Port, <<"PROXY TCP4 203.0.113.12 192.0.2.1 12 80\r\n", (?GET)/binary>>),
+        ok = falco_test_client:wait_until(fun() -> access_lines() =/= [] end, 5000),
+        [#{peer := <<"203.0.113.12:12">>, status := 200}] = access_lines()
+    after
+        logger:remove_handler(pp_log)
+    end,
+    S = falco_test_client:connect(Port),
+    ok = falco_test_client:send(S, <<"PROXY TCP6 2001:db8::12 2001:db8::1 13 80\r\n"
+                                     "GET /ws HTTP/1.1\r\nhost: x\r\nupgrade: websocket\r\n"
+                                     "connection: upgrade\r\nsec-websocket-version: 13\r\n"
+                                     "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n">>),
+    {ok, #{status := 101}} = falco_test_client:recv_response(S),
+    Ws = receive {ws_init, Pid, _} -> Pid after 5000 -> ct:fail(no_ws_init) end,
+    #{protocol := websocket, peer := {{16#2001, 16#db8, 0, 0, 0, 0, 0, 16#12}, 13}} = sys:get_state(Ws),
+    falco_test_client:close(S).
+
+access_lines() ->
+    [Meta || #{meta := Meta = #{status := _, peer := _}} <- put_back(falco_test_tree:logged())].
+
+%% logged/0 takes the events out of the mailbox: keep them for the next look.
+put_back(Events) ->
+    _ = [self() ! {log, E} || E <- Events],
+    Events.
 
 %% -- haproxy in front -----------------------------------------------------------
 
