@@ -55,8 +55,6 @@ end_per_group(haproxy, Config) ->
     ok = falco:stop_listener(pp_haproxy),
     falco_test_client:recorder_stop(?config(recorder, Config)).
 
-init_per_testcase(haproxy_send_proxy_v2_h2c, Config) ->
-    falco_test_tools:require(["curl"], Config);
 init_per_testcase(_, Config) ->
     [{rec, falco_test_client:recorder_start()} | Config].
 

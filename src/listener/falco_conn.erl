@@ -43,8 +43,9 @@ init(Parent, Name, LSock, Conf = #{transport := Kind}) ->
     case falco_transport:accept(Kind, LSock) of
         {ok, Socket} ->
             Parent ! {falco_accepted, self()},
-            %% request_timeout runs from here: the TLS handshake, protocol
-            %% detection and the first request's head all count toward it.
+            %% request_timeout runs from here: the PROXY header, the TLS
+            %% handshake, protocol detection and the first request's head
+            %% all count toward it.
             Ctx = #{parent => Parent, listener => Name, handler => maps:get(handler, Conf),
                     conf => Conf, socket => Socket,
                     deadline => falco_transport:deadline(maps:get(request_timeout, Conf))},
