@@ -110,3 +110,25 @@ bodies_test_() ->
 %% An unknown reason is a bug in falco, not a status: it raises.
 unknown_reason_test() ->
     ?assertError(function_clause, falco_errors:status(made_up)).
+
+%% PROXY protocol: off by default; optional cannot be taken over TLS (it
+%% would take the handshake's first bytes from ssl).
+proxy_protocol_test() ->
+    ?assertMatch(#{proxy_protocol := off, proxy_header_timeout := 5000,
+                   proxy_header_max_size := 4096}, falco_opts:defaults()),
+    [?assertMatch({ok, #{proxy_protocol := M}}, valid(#{proxy_protocol => M}))
+     || M <- [off, optional, required]],
+    ?assertEqual({error, {invalid_option, proxy_protocol, on}}, valid(#{proxy_protocol => on})),
+    ?assertEqual({error, {invalid_option, proxy_header_timeout, 0}},
+                 valid(#{proxy_header_timeout => 0})),
+    ?assertEqual({error, {invalid_option, proxy_header_timeout, infinity}},
+                 valid(#{proxy_header_timeout => infinity})),
+    ?assertEqual({error, {invalid_option, proxy_header_max_size, 106}},
+                 valid(#{proxy_header_max_size => 106})),
+    ?assertEqual({error, {invalid_option, proxy_header_max_size, 65552}},
+                 valid(#{proxy_header_max_size => 65552})),
+    {ok, _} = valid(#{proxy_header_max_size => 65551}),
+    Tls = #{transport => tls, tls_opts => falco_test_tls:server_opts()},
+    ?assertEqual({error, {conflicting_options, proxy_protocol, transport}},
+                 valid(Tls#{proxy_protocol => optional})),
+    ?assertMatch({ok, _}, valid(Tls#{proxy_protocol => required})).

@@ -25,18 +25,19 @@ connect(Port, Opts) ->
     C0 = connect_raw(Port, Opts),
     handshake(C0, Opts).
 
-%% @doc Only the transport connection (TLS with ALPN h2).
+%% @doc Only the transport connection (TLS with ALPN h2). Opts may have
+%% `prefix': bytes sent on the TCP connection first, before TLS or the
+%% preface (a PROXY protocol header).
 connect_raw(Port, Opts) ->
+    {ok, Tcp} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}, {nodelay, true}],
+                                ?TIMEOUT),
+    ok = gen_tcp:send(Tcp, maps:get(prefix, Opts, <<>>)),
     {T, Sock} = case maps:get(transport, Opts, tcp) of
                     tcp ->
-                        {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port,
-                                                  [binary, {active, false}, {nodelay, true}],
-                                                  ?TIMEOUT),
-                        {gen_tcp, S};
+                        {gen_tcp, Tcp};
                     tls ->
-                        {ok, S} = ssl:connect({127, 0, 0, 1}, Port,
-                                              [binary, {active, false}, {verify, verify_none},
-                                               {alpn_advertised_protocols, [<<"h2">>]}],
+                        {ok, S} = ssl:connect(Tcp, [binary, {active, false}, {verify, verify_none},
+                                                    {alpn_advertised_protocols, [<<"h2">>]}],
                                               ?TIMEOUT),
                         {ok, <<"h2">>} = ssl:negotiated_protocol(S),
                         {ssl, S}

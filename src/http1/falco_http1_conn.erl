@@ -224,7 +224,11 @@ keep(Messages) ->
     _ = [self() ! M || M <- Messages],
     ok.
 
-%% What every request of this connection carries.
+%% What every request of this connection carries (and its PROXY header's
+%% information when it came with one).
+with_connection(Request, #conn{ctx = #{peer := Peer, scheme := Scheme, listener := Listener,
+                                       proxy := Proxy}}) ->
+    Request#{peer => Peer, scheme => Scheme, listener => Listener, proxy => Proxy};
 with_connection(Request, #conn{ctx = #{peer := Peer, scheme := Scheme, listener := Listener}}) ->
     Request#{peer => Peer, scheme => Scheme, listener => Listener}.
 
@@ -345,5 +349,5 @@ system_code_change(State, _Module, _OldVsn, _Extra) ->
 %% @private
 -spec system_get_state({idle, integer() | infinity, #conn{}}) -> {ok, map()}.
 system_get_state({idle, _, #conn{ctx = Ctx, served = Served}}) ->
-    {ok, (maps:with([listener, peer, scheme], Ctx))#{protocol => http1, phase => idle,
+    {ok, (maps:with([listener, peer, scheme, proxy], Ctx))#{protocol => http1, phase => idle,
                                                        requests => Served}}.

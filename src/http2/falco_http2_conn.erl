@@ -74,7 +74,7 @@ enter(Ctx = #{socket := Socket, transport := Transport, parent := Parent, conf :
     process_flag(trap_exit, true),
     {M0, Acts0} = falco_http2_machine:new(falco_opts:http2_machine(Conf)),
     %% What each stream process needs, and no more: it is copied at every spawn.
-    StreamCtx = (maps:merge(maps:with([listener, handler, peer, scheme], Ctx),
+    StreamCtx = (maps:merge(maps:with([listener, handler, peer, scheme, proxy], Ctx),
                             maps:with([max_body, body_timeout, min_body_rate, handler_timeout],
                                       Conf)))#{send_buffer => maps:get(h2_send_buffer, Conf)},
     C0 = #c{socket = Socket, transport = Transport, tags = falco_transport:messages(Transport),
@@ -379,7 +379,7 @@ system_code_change(C, _Module, _OldVsn, _Extra) ->
 %% @private
 -spec system_get_state(#c{}) -> {ok, map()}.
 system_get_state(#c{ctx = Ctx, machine = M, pids = Pids}) ->
-    {ok, (maps:with([listener, peer, scheme], Ctx))#{
+    {ok, (maps:with([listener, peer, scheme, proxy], Ctx))#{
            protocol => h2, streams => falco_http2_machine:active_streams(M),
            send_queued => falco_http2_machine:send_queued(M),
            stream_processes => maps:keys(Pids)}}.

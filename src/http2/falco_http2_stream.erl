@@ -71,8 +71,8 @@
 
 %% @doc Starts the process for stream `Id', linked to the connection.
 %% `Ctx' has `handler', `listener', `peer', `scheme', `max_body',
-%% `body_timeout' and `send_buffer', and may have `min_body_rate' and
-%% `handler_timeout'.
+%% `body_timeout' and `send_buffer', and may have `min_body_rate',
+%% `handler_timeout' and `proxy' (the connection's PROXY header).
 -spec start(pid(), pos_integer(), map() | {error, falco_errors:reason(), binary() | undefined}, map()) -> pid().
 start(Conn, Id, Req, Ctx) ->
     spawn_link(?MODULE, init, [Conn, Id, Req, Ctx]).
@@ -103,8 +103,12 @@ init(Conn, Id, Req0, Ctx = #{max_body := MaxBody, body_timeout := BodyTimeout,
 run(Req0, Ctx, S0) ->
     #{body := Body, expect_continue := Continue} = Req0,
     S = S0#h2s{body = #body{fin = Body =:= none, continue = Continue}},
-    Req = Req0#{peer => maps:get(peer, Ctx), scheme => maps:get(scheme, Ctx),
-                listener => maps:get(listener, Ctx), stream => {?MODULE, S}},
+    Req1 = Req0#{peer => maps:get(peer, Ctx), scheme => maps:get(scheme, Ctx),
+                 listener => maps:get(listener, Ctx), stream => {?MODULE, S}},
+    Req = case Ctx of
+              #{proxy := Proxy} -> Req1#{proxy => Proxy};
+              _ -> Req1
+          end,
     result(falco_pipeline:run(Req, maps:get(handler, Ctx), ?MODULE, S,
                               maps:get(handler_timeout, Ctx, infinity))).
 

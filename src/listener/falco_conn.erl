@@ -3,8 +3,11 @@
 %%
 %% Started by an acceptor ({@link falco_acceptor}, its supervisor), it
 %% waits in `accept' on the listen socket itself, tells the acceptor when
-%% it has a connection, runs the TLS handshake (with `handshake_timeout';
-%% never in the acceptor), and then picks the protocol from the one
+%% it has a connection, reads the PROXY protocol header when the listener
+%% asks for one (`proxy_protocol'; before anything else, TLS included, as
+%% the header comes first on the wire), runs the TLS handshake (with
+%% `handshake_timeout'; never in the acceptor), and then picks the protocol
+%% from the one
 %% decision table ({@link falco_protocol:select/3}): after the handshake
 %% (ALPN), on the first bytes of a cleartext connection (the HTTP/2
 %% preface, read within `h2_preface_timeout' and the first request's
@@ -19,6 +22,8 @@
 
 -export([init/4]).
 
+-include_lib("kernel/include/logger.hrl").
+
 -type ctx() :: #{parent := pid(),
                  listener := atom(),
                  handler := falco_handler:handler(),
@@ -27,7 +32,8 @@
                  transport := falco_transport:transport(),
                  scheme := http | https,
                  peer := {inet:ip_address(), inet:port_number()} | undefined,
-                 deadline := integer() | infinity}.
+                 deadline := integer() | infinity,
+                 proxy => falco_proxy_protocol:info()}.
 -export_type([ctx/0]).
 
 %% @doc The connection process (started by its acceptor, {@link
@@ -37,31 +43,94 @@ init(Parent, Name, LSock, Conf = #{transport := Kind}) ->
     case falco_transport:accept(Kind, LSock) of
         {ok, Socket} ->
             Parent ! {falco_accepted, self()},
-            %% request_timeout runs from here: the TLS handshake, protocol
-            %% detection and the first request's head all count toward it.
+            %% request_timeout runs from here: the PROXY header, the TLS
+            %% handshake, protocol detection and the first request's head
+            %% all count toward it.
             Ctx = #{parent => Parent, listener => Name, handler => maps:get(handler, Conf),
                     conf => Conf, socket => Socket,
                     deadline => falco_transport:deadline(maps:get(request_timeout, Conf))},
-            start(Kind, Ctx);
+            proxy_header(Kind, Ctx);
         {error, Reason} ->
             Parent ! {falco_accept_failed, self(), Reason},
             ok
     end.
 
-start(tcp, Ctx = #{socket := Socket, conf := #{protocols := Protocols}}) ->
+%% `proxy_protocol => off' (the default) costs this one match.
+proxy_header(Kind, Ctx = #{conf := #{proxy_protocol := off}}) ->
+    start(Kind, Ctx, <<>>);
+proxy_header(Kind, Ctx = #{socket := Sock, listener := Name, conf := Conf, deadline := First}) ->
+    %% The header's own deadline, within the first request's.
+    Deadline = min(First, falco_transport:deadline(maps:get(proxy_header_timeout, Conf))),
+    Read = #{socket => falco_transport:tcp_socket(Sock), kind => Kind,
+             mode => maps:get(proxy_protocol, Conf),
+             max => maps:get(proxy_header_max_size, Conf), deadline => Deadline},
+    case read_proxy_header(Read, <<>>) of
+        {ok, Info, Buf} ->
+            start(Kind, Ctx#{proxy => Info}, Buf);
+        {none, Buf} ->
+            start(Kind, Ctx, Buf);
+        {error, Why} ->
+            %% Not worth more than debug: a port scan or a misconfigured
+            %% proxy; no response (the client does not speak our protocol).
+            ?LOG_DEBUG("falco: listener ~p: connection from ~s closed: PROXY header ~p",
+                       [Name, peer_text(Sock), Why], #{falco_listener => Name}),
+            _ = falco_transport:close(Kind, Sock),
+            ok
+    end.
+
+%% Reads until falco_proxy_protocol:parse/2 decides. Over TCP whatever
+%% came with the header is handed on to the protocol as its first bytes;
+%% over TLS those bytes belong to ssl, which has no way to take them back,
+%% so only as many bytes as the header certainly still has are read
+%% (`{more, N}'), never one past its end.
+read_proxy_header(Read = #{socket := Sock, kind := Kind, mode := Mode, max := Max,
+                           deadline := Deadline}, Buf) ->
+    case falco_proxy_protocol:parse(Buf, Max) of
+        {ok, Info, Rest} ->
+            {ok, Info, Rest};
+        {error, no_header} when Mode =:= optional ->
+            {none, Buf};
+        {error, _} = Error ->
+            Error;
+        {more, N} ->
+            Want = case Kind of
+                       tls -> N;
+                       tcp -> 0
+                   end,
+            case gen_tcp:recv(Sock, Want, falco_transport:remaining(Deadline)) of
+                {ok, Data} -> read_proxy_header(Read, <<Buf/binary, Data/binary>>);
+                {error, Reason} -> {error, {recv, Reason}}
+            end
+    end.
+
+peer_text(Sock) ->
+    case falco_transport:peername(gen_tcp, falco_transport:tcp_socket(Sock)) of
+        {Ip, Port} -> [inet:ntoa(Ip), ":", integer_to_list(Port)];
+        undefined -> "unknown"
+    end.
+
+start(tcp, Ctx = #{socket := Socket, conf := #{protocols := Protocols}}, Buf) ->
     protocol(falco_protocol:select(tcp, connect, Protocols),
              Ctx#{transport => gen_tcp, scheme => http,
-                  peer => falco_transport:peername(gen_tcp, Socket)}, <<>>);
-start(tls, Ctx = #{socket := Socket, conf := Conf = #{protocols := Protocols}}) ->
+                  peer => peer(Ctx, gen_tcp, Socket)}, Buf);
+start(tls, Ctx = #{socket := Socket, conf := Conf = #{protocols := Protocols}}, <<>>) ->
     case falco_transport:handshake(Socket, maps:get(handshake_timeout, Conf)) of
         {ok, TlsSocket, Alpn} ->
             protocol(falco_protocol:select(tls, {alpn, Alpn}, Protocols),
                      Ctx#{socket => TlsSocket, transport => ssl, scheme => https,
-                          peer => falco_transport:peername(ssl, TlsSocket)}, <<>>);
+                          peer => peer(Ctx, ssl, TlsSocket)}, <<>>);
         {error, _} ->
             _ = ssl:close(Socket),
             ok
     end.
+
+%% The address handlers see: the original client's from a PROXY header
+%% (its PROXY command, over IPv4 or IPv6), else the socket's peer (no
+%% header, LOCAL, UNKNOWN or UNSPEC, or a UNIX socket's path).
+peer(#{proxy := #{command := proxy, source := {Ip, Port}}}, _, _) ->
+    {Ip, Port};
+peer(_, T, Socket) ->
+    falco_transport:peername(T, Socket).
 
 protocol(http1, Ctx, Buf) ->
     after_http1(falco_http1_conn:enter(Ctx, Buf), Ctx);

@@ -56,6 +56,14 @@ defaults() ->
       tls_opts => [],
       handshake_timeout => 10000,
       shutdown_timeout => 5000,
+      %% PROXY protocol header (falco_proxy_protocol) before anything else:
+      %% off | optional | required. Its deadline: the spec asks for at
+      %% least 3 s, to cover a TCP retransmit; its size: version 1 is at
+      %% most 107 bytes by the spec, version 2 at most this (the format
+      %% allows 16 + 65535; haproxy's with every TLV is well under 1 KB).
+      proxy_protocol => off,
+      proxy_header_timeout => 5000,
+      proxy_header_max_size => 4096,
       protocols => [http1, h2],
       h2_max_concurrent_streams => 100,
       h2_initial_window_size => 65535,
@@ -106,7 +114,9 @@ validate(Opts) when is_map(Opts) ->
                 _ ->
                     Conf = maps:merge(Defaults, Opts),
                     case [{K, V} || {K, V} <- lists:sort(maps:to_list(Conf)), not valid(K, V)] of
-                        [] -> case check_tls(Conf) of
+                        [] -> case check_proxy(Conf) =:= ok andalso check_tls(Conf) of
+                                  false ->
+                                      {error, {conflicting_options, proxy_protocol, transport}};
                                   {ok, Conf1} -> router(Conf1);
                                   Error -> Error
                               end;
@@ -116,6 +126,14 @@ validate(Opts) when is_map(Opts) ->
     end;
 validate(Opts) ->
     {error, {invalid_options, Opts}}.
+
+%% `proxy_protocol => optional' guesses from the first bytes whether a
+%% header is there, which over TLS would take bytes of the handshake from
+%% ssl (it cannot be given them back); the spec says a receiver must not
+%% guess anyway (proxy-protocol.txt §2). So a TLS listener takes the
+%% header as `required' or not at all.
+check_proxy(#{proxy_protocol := optional, transport := tls}) -> error;
+check_proxy(_) -> ok.
 
 %% A TLS listener needs a certificate and its key. The rest of `tls_opts'
 %% is checked by ssl itself when the listen socket opens (ssl:listen/2 in
@@ -237,6 +255,11 @@ valid(tls_opts, V) -> is_list(V) andalso lists:all(fun(O) -> is_tuple(O) andalso
 valid(K, V) when K =:= handshake_timeout; K =:= shutdown_timeout ->
     V =:= infinity orelse (is_integer(V) andalso V >= 0);
 valid(protocols, V) -> valid_protocols(V);
+valid(proxy_protocol, V) -> V =:= off orelse V =:= optional orelse V =:= required;
+valid(proxy_header_timeout, V) -> is_integer(V) andalso V > 0;
+%% The longest version 1 line (107 bytes) must fit, and the format's own
+%% bound (16 + 65535).
+valid(proxy_header_max_size, V) -> is_integer(V) andalso V >= 107 andalso V =< 65551;
 valid(h2_max_concurrent_streams, V) -> is_integer(V) andalso V >= 0 andalso V =< 16#7fffffff;
 valid(h2_initial_window_size, V) -> is_integer(V) andalso V >= 1 andalso V =< 16#7fffffff;
 valid(h2_connection_window_size, V) -> is_integer(V) andalso V >= 65535 andalso V =< 16#7fffffff;

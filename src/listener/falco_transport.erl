@@ -23,7 +23,7 @@
 %% entries win; only defaults that fit the configured `versions' are added.
 -module(falco_transport).
 
--export([listen/4, accept/2, close/2, handshake/2]).
+-export([listen/4, accept/2, close/2, handshake/2, tcp_socket/1]).
 -export([tls_options/2, alpn_ids/1, setopts/3, peername/2, messages/1,
          default_ciphers/0, default_ciphers/1]).
 -export([linger_close/2, linger_close_active/2, deadline/1, remaining/1]).
@@ -102,6 +102,23 @@ unknown_tls_options(TlsOpts) ->
 -spec accept(kind(), socket()) -> {ok, socket()} | {error, term()}.
 accept(tcp, LSock) -> gen_tcp:accept(LSock);
 accept(tls, LSock) -> ssl:transport_accept(LSock).
+
+%% @doc The TCP socket of a connection from {@link accept/2}: itself over
+%% TCP; over TLS, before the handshake, the TCP socket under the `ssl'
+%% one, to read what precedes TLS on the wire (a PROXY protocol header,
+%% {@link falco_conn}). ssl has no documented call for this: the socket is
+%% the second field of OTP 25's `#sslsocket{}' record, `{gen_tcp, Socket,
+%% _, _}' (ranch reads the PROXY header the same way).
+%% `proxy_protocol_SUITE' runs it over TLS with both socket backends, so
+%% an ssl that moves it fails there. Any process may `recv' on it; the
+%% ssl connection process owns it and reads it only once the handshake
+%% starts.
+-spec tcp_socket(socket()) -> inet:socket().
+tcp_socket(Socket) when is_tuple(Socket), element(1, Socket) =:= sslsocket ->
+    {gen_tcp, TcpSocket, _, _} = element(2, Socket),
+    TcpSocket;
+tcp_socket(Socket) ->
+    Socket.
 
 %% @doc Closes a socket, listening or accepted.
 -spec close(kind(), socket()) -> ok | {error, term()}.

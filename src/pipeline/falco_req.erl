@@ -16,7 +16,7 @@
 -module(falco_req).
 
 -export([method/1, path/1, qs/1, version/1, headers/1, header/2, header/3,
-         peer/1, scheme/1, host/1, port/1, listener/1, has_body/1,
+         peer/1, proxy/1, scheme/1, host/1, port/1, listener/1, has_body/1,
          read_body/1, read_body/2, trailers/1,
          bindings/1, binding/2, binding/3, request_id/1]).
 
@@ -70,6 +70,15 @@ header(Name, #{headers := H}, Default) ->
 %% @doc The peer address and port.
 -spec peer(req()) -> {inet:ip_address(), inet:port_number()} | undefined.
 peer(#{peer := P}) -> P.
+
+%% @doc What the connection's PROXY protocol header said (listener option
+%% `proxy_protocol'), or `undefined' when it came without one: version,
+%% command, family, source and destination, and the version 2 TLVs
+%% (`alpn', `authority', `unique_id', `ssl', `netns', others under `tlvs').
+%% {@link peer/1} is already the header's source address.
+-spec proxy(req()) -> falco_proxy_protocol:info() | undefined.
+proxy(#{proxy := P}) -> P;
+proxy(_) -> undefined.
 
 %% @doc `http' or `https'.
 -spec scheme(req()) -> http | https.
