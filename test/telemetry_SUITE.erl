@@ -11,7 +11,7 @@
 
 -export([all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
 -export([request_events_http1/1, request_events_h2/1, exception_event/1, rejected_events/1,
-         connection_events/1, drain_events/1, failing_handler/1, through_telemetry/1,
+         connection_events/1, drain_events/1, tls_handshake_failed/1, failing_handler/1, through_telemetry/1,
          nothing_without_handlers/1]).
 -export([handle_event/4]).
 
@@ -20,7 +20,7 @@
 
 all() ->
     [request_events_http1, request_events_h2, exception_event, rejected_events,
-     connection_events, drain_events, failing_handler, nothing_without_handlers,
+     connection_events, drain_events, tls_handshake_failed, failing_handler, nothing_without_handlers,
      through_telemetry].
 
 init_per_suite(Config) ->
@@ -149,6 +149,21 @@ drain_events(Config) ->
     ?assertMatch(#{listener := drain_events, acceptor := 1}, Md),
     {M2, _} = event([falco, drain, stop]),
     ?assertMatch(#{connections := 1, completed := 1, stopped := 0, duration := _}, M2),
+    ?C:close(Sock).
+
+%% A client that sends no TLS ClientHello but bytes of something else.
+tls_handshake_failed(Config) ->
+    Test = self(),
+    Events = fun(Event, M, Md) -> Test ! {event, Event, M, Md} end,
+    {_, Port} = falco_test_tree:listener(?config(name, Config), fun(_) -> {200, [], <<>>} end,
+                                         #{transport => tls,
+                                           tls_opts => falco_test_tls:server_opts(),
+                                           event_handler => Events}),
+    Sock = ?C:connect(Port),
+    ?C:send(Sock, <<"GET / HTTP/1.1\r\nhost: x\r\n\r\n">>),
+    {_, Md} = event([falco, tls, handshake_failed]),
+    ?assertMatch(#{listener := tls_handshake_failed, reason := _}, Md),
+    ct:log("handshake_failed reason: ~p", [maps:get(reason, Md)]),
     ?C:close(Sock).
 
 %% A handler that raises: the request is served, one warning is logged.

@@ -119,9 +119,23 @@ start(tls, Ctx = #{socket := Socket, conf := Conf = #{protocols := Protocols}}, 
             protocol(falco_protocol:select(tls, {alpn, Alpn}, Protocols),
                      Ctx#{socket => TlsSocket, transport => ssl, scheme => https,
                           peer => peer(Ctx, ssl, TlsSocket)}, <<>>);
-        {error, _} ->
+        {error, Reason} ->
+            ok = handshake_failed(Reason, Ctx),
             _ = ssl:close(Socket),
             ok
+    end.
+
+%% `[falco, tls, handshake_failed]' (falco_telemetry), when events go
+%% somewhere: a failed handshake is otherwise silent (a scanner, a client
+%% that gave up, a protocol or certificate mismatch).
+handshake_failed(Reason, #{conf := Conf, listener := Name}) ->
+    case maps:get(telemetry, Conf, none) of
+        none ->
+            ok;
+        E ->
+            falco_telemetry:execute(E, [falco, tls, handshake_failed],
+                                    #{monotonic_time => erlang:monotonic_time()},
+                                    #{listener => Name, reason => Reason})
     end.
 
 %% The address handlers see: the original client's from a PROXY header
