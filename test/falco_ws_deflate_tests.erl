@@ -82,6 +82,18 @@ round_trip_test_() ->
                       <<"permessage-deflate; server_no_context_takeover; client_no_context_takeover">>,
                       <<"permessage-deflate; server_max_window_bits=9; client_max_window_bits=9">>]].
 
+%% An empty message after another (zlib has nothing to flush then and
+%% writes nothing) is the empty stored block of §7.2.3.6, 0x00: it used
+%% to crash the connection (found by falco_ws_prop:prop_deflate_round_trip).
+empty_after_message_test() ->
+    St = state(<<"permessage-deflate">>),
+    ?assertEqual(<<"a">>, inflate(falco_ws_deflate:deflate(<<"a">>, St), fin, St)),
+    ?assertEqual(<<0>>, falco_ws_deflate:deflate(<<>>, St)),
+    ?assertEqual(<<0>>, falco_ws_deflate:deflate(<<>>, St)),
+    ?assertEqual(<<>>, inflate(<<0>>, fin, St)),
+    ?assertEqual(<<"b">>, inflate(falco_ws_deflate:deflate(<<"b">>, St), fin, St)),
+    falco_ws_deflate:close(St).
+
 %% Without context takeover every message stands alone.
 no_context_takeover_test() ->
     St = state(<<"permessage-deflate; server_no_context_takeover">>),

@@ -203,7 +203,9 @@ inflate_loop(_, {need_dictionary, _, _}, _, _, _) ->
     {error, corrupt}.
 
 %% @doc Compresses a whole message (§7.2.1: the trailing empty stored
-%% block of the sync flush is removed).
+%% block of the sync flush is removed). An empty message on a stream that
+%% is already flushed makes zlib write nothing at all: it is sent as
+%% 0x00, the empty stored block of §7.2.3.6.
 -spec deflate(iodata(), state()) -> binary().
 deflate(Data, #deflate{deflate = Z, reset_deflate = Reset}) ->
     Out = iolist_to_binary(zlib:deflate(Z, Data, sync)),
@@ -211,7 +213,10 @@ deflate(Data, #deflate{deflate = Z, reset_deflate = Reset}) ->
         true -> ok = zlib:deflateReset(Z);
         false -> ok
     end,
-    binary:part(Out, 0, byte_size(Out) - 4).
+    case Out of
+        <<>> -> <<0>>;
+        _ -> binary:part(Out, 0, byte_size(Out) - 4)
+    end.
 
 %% @doc Closes both zlib streams.
 -spec close(state()) -> ok.
