@@ -29,6 +29,12 @@ negotiate_test_() ->
                    neg(<<"permessage-deflate; server_max_window_bits=10">>)),
      ?_assertEqual(<<"permessage-deflate; server_max_window_bits=12">>,
                    neg(<<"permessage-deflate">>, #{server_max_window_bits => 12})),
+     %% §7.1.2.1: an offered server_max_window_bits is answered, 15 too
+     ?_assertEqual(<<"permessage-deflate; server_max_window_bits=15">>,
+                   neg(<<"permessage-deflate; server_max_window_bits=15">>)),
+     ?_assertEqual(<<"permessage-deflate; server_max_window_bits=12">>,
+                   neg(<<"permessage-deflate; server_max_window_bits=14">>,
+                       #{server_max_window_bits => 12})),
      ?_assertEqual(<<"permessage-deflate; server_no_context_takeover; client_no_context_takeover">>,
                    neg(<<"permessage-deflate; client_no_context_takeover; "
                          "server_no_context_takeover">>)),
@@ -70,6 +76,17 @@ rfc_examples_test() ->
     A = inflate(<<16#f2, 16#48, 16#cd>>, nofin, St2),
     ?assertEqual(<<"Hello">>, <<A/binary, (inflate(<<16#c9, 16#c9, 16#07, 16#00>>, fin, St2))/binary>>),
     falco_ws_deflate:close(St2).
+
+%% §7.2.3.4: a message ending in a final block (BFINAL); the client's next
+%% message starts a new stream, and is not lost (it inflated to nothing).
+bfinal_test() ->
+    St = state(<<"permessage-deflate">>),
+    ?assertEqual(<<"Hello">>, inflate(<<16#f3, 16#48, 16#cd, 16#c9, 16#c9, 16#07, 16#00, 16#00>>, fin, St)),
+    ?assertEqual(<<"Hello">>, inflate(<<16#f2, 16#48, 16#cd, 16#c9, 16#c9, 16#07, 16#00>>, fin, St)),
+    ?assertEqual(<<"Hello">>, inflate(<<16#f2, 16#00, 16#11, 16#00, 16#00>>, fin, St)),
+    ?assertEqual(<<"Hello">>, inflate(<<16#f3, 16#48, 16#cd, 16#c9, 16#c9, 16#07, 16#00, 16#00>>, fin, St)),
+    ?assertEqual(<<"Hello">>, inflate(<<16#f2, 16#48, 16#cd, 16#c9, 16#c9, 16#07, 16#00>>, fin, St)),
+    falco_ws_deflate:close(St).
 
 round_trip_test_() ->
     [fun() ->
