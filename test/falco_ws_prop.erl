@@ -18,7 +18,8 @@
 %% - falco_ws_deflate (RFC 7692): what the server compresses, a client's
 %%   zlib inflates back, and what a client's zlib compresses, cut into any
 %%   fragments, the server inflates back, for every window size and
-%%   context-takeover choice, over several messages; inflating against a
+%%   context-takeover choice, over several messages, some of them ended by
+%%   a final block (§7.2.3.4); inflating against a
 %%   message limit gives `too_big' exactly when the message is larger, and
 %%   never more output than the limit.
 %%
@@ -388,7 +389,7 @@ message() ->
 %% server. §7.2.1: the four bytes 00 00 FF FF are removed and put back.
 prop_deflate_round_trip() ->
     ?FORALL({Params, Level, Msgs},
-            {params(), range(0, 9), non_empty(list({message(), list(nat())}))},
+            {params(), range(0, 9), non_empty(list({message(), list(nat()), flush()}))},
             falco_fuzz_prop:safe(
               fun() ->
                       #{server_bits := SBits, client_bits := CBits,
@@ -397,10 +398,10 @@ prop_deflate_round_trip() ->
                       {CDeflate, CInflate} = client_zlib(CBits, SBits),
                       try
                           lists:all(
-                            fun({Msg, Points}) ->
+                            fun({Msg, Points, Flush}) ->
                                     Out = falco_ws_deflate:deflate(Msg, St),
                                     Back = client_inflate(CInflate, Out, SNo),
-                                    In = client_deflate(CDeflate, Msg, CNo),
+                                    In = client_deflate(CDeflate, Msg, CNo orelse Flush =:= finish, Flush),
                                     Frags = falco_fuzz_prop:split(In, Points),
                                     Got = server_inflate(Frags, infinity, St),
                                     Back =:= Msg andalso Got =:= {ok, Msg}
@@ -426,7 +427,7 @@ prop_inflate_limit() ->
                       St = falco_ws_deflate:init(Params, #{}),
                       {CDeflate, CInflate} = client_zlib(CBits, 15),
                       try
-                          Frags = falco_fuzz_prop:split(client_deflate(CDeflate, Msg, CNo), Points),
+                          Frags = falco_fuzz_prop:split(client_deflate(CDeflate, Msg, CNo, sync), Points),
                           Expect = case byte_size(Msg) > Limit of
                                        true -> {error, too_big};
                                        false -> {ok, Msg}
@@ -446,15 +447,22 @@ client_zlib(CBits, SBits) ->
     ok = zlib:inflateInit(I, -SBits),
     {D, I}.
 
-%% zlib writes nothing for an empty message on a flushed stream: 0x00
-%% then (§7.2.3.6).
-client_deflate(Z, Msg, Reset) ->
-    Out = iolist_to_binary(zlib:deflate(Z, Msg, sync)),
+%% A client's compressed message (§7.2.1): a sync flush with its tail
+%% removed (zlib writes nothing for an empty message on a flushed stream:
+%% 0x00 then, §7.2.3.6), or a final block ending the stream, then the
+%% header byte of the empty stored block that the tail completes, the
+%% next message starting another stream (§7.2.3.4).
+client_deflate(Z, Msg, Reset, Flush) ->
+    Out = iolist_to_binary(zlib:deflate(Z, Msg, Flush)),
     [ok = zlib:deflateReset(Z) || Reset],
-    case Out of
-        <<>> -> <<0>>;
-        <<Data:(byte_size(Out) - 4)/binary, 0, 0, 255, 255>> -> Data
+    case {Flush, Out} of
+        {finish, _} -> <<Out/binary, 0>>;
+        {sync, <<>>} -> <<0>>;
+        {sync, <<Data:(byte_size(Out) - 4)/binary, 0, 0, 255, 255>>} -> Data
     end.
+
+flush() ->
+    frequency([{4, sync}, {1, finish}]).
 
 client_inflate(Z, Data, Reset) ->
     Out = iolist_to_binary(zlib:inflate(Z, [Data, <<0, 0, 255, 255>>])),
