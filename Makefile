@@ -52,13 +52,13 @@ cover:
 
 ## make fuzz: the codecs' fuzz properties (test/falco_fuzz_prop.erl lists
 ## them: HTTP/1.1 requests, chunked, HTTP/2 frames, HPACK, multipart, qs,
-## cookies, URI, JSON, Range, PROXY protocol) on FUZZ_N random and mutated inputs each
+## cookies, URI, JSON, Range, PROXY protocol, WebSocket frames) on FUZZ_N random and mutated inputs each
 ## (default 100000; `make test` runs a few hundred), FUZZ_CODECS=falco_qs,...
 ## for a subset. Prints inputs and seconds per codec; fails on the first
 ## counterexample, which it prints shrunk.
 FUZZ_N ?= 100000
 FUZZ_MODS := falco_fuzz_prop falco_http1_prop falco_http2_prop falco_hpack_prop \
-             falco_codecs_prop falco_app_prop falco_proxy_protocol_prop
+             falco_codecs_prop falco_app_prop falco_proxy_protocol_prop falco_ws_prop
 fuzz: bootstrap compile
 	@mkdir -p _build/fuzz
 	@erlc -o _build/fuzz $(FUZZ_MODS:%=test/%.erl)

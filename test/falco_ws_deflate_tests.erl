@@ -29,6 +29,12 @@ negotiate_test_() ->
                    neg(<<"permessage-deflate; server_max_window_bits=10">>)),
      ?_assertEqual(<<"permessage-deflate; server_max_window_bits=12">>,
                    neg(<<"permessage-deflate">>, #{server_max_window_bits => 12})),
+     %% §7.1.2.1: an offered server_max_window_bits is answered, 15 too
+     ?_assertEqual(<<"permessage-deflate; server_max_window_bits=15">>,
+                   neg(<<"permessage-deflate; server_max_window_bits=15">>)),
+     ?_assertEqual(<<"permessage-deflate; server_max_window_bits=12">>,
+                   neg(<<"permessage-deflate; server_max_window_bits=14">>,
+                       #{server_max_window_bits => 12})),
      ?_assertEqual(<<"permessage-deflate; server_no_context_takeover; client_no_context_takeover">>,
                    neg(<<"permessage-deflate; client_no_context_takeover; "
                          "server_no_context_takeover">>)),
@@ -71,6 +77,17 @@ rfc_examples_test() ->
     ?assertEqual(<<"Hello">>, <<A/binary, (inflate(<<16#c9, 16#c9, 16#07, 16#00>>, fin, St2))/binary>>),
     falco_ws_deflate:close(St2).
 
+%% §7.2.3.4: a message ending in a final block (BFINAL); the client's next
+%% message starts a new stream, and is not lost (it inflated to nothing).
+bfinal_test() ->
+    St = state(<<"permessage-deflate">>),
+    ?assertEqual(<<"Hello">>, inflate(<<16#f3, 16#48, 16#cd, 16#c9, 16#c9, 16#07, 16#00, 16#00>>, fin, St)),
+    ?assertEqual(<<"Hello">>, inflate(<<16#f2, 16#48, 16#cd, 16#c9, 16#c9, 16#07, 16#00>>, fin, St)),
+    ?assertEqual(<<"Hello">>, inflate(<<16#f2, 16#00, 16#11, 16#00, 16#00>>, fin, St)),
+    ?assertEqual(<<"Hello">>, inflate(<<16#f3, 16#48, 16#cd, 16#c9, 16#c9, 16#07, 16#00, 16#00>>, fin, St)),
+    ?assertEqual(<<"Hello">>, inflate(<<16#f2, 16#48, 16#cd, 16#c9, 16#c9, 16#07, 16#00>>, fin, St)),
+    falco_ws_deflate:close(St).
+
 round_trip_test_() ->
     [fun() ->
              St = state(Offer),
@@ -81,6 +98,18 @@ round_trip_test_() ->
      end || Offer <- [<<"permessage-deflate">>,
                       <<"permessage-deflate; server_no_context_takeover; client_no_context_takeover">>,
                       <<"permessage-deflate; server_max_window_bits=9; client_max_window_bits=9">>]].
+
+%% An empty message after another (zlib has nothing to flush then and
+%% writes nothing) is the empty stored block of §7.2.3.6, 0x00: it used
+%% to crash the connection (found by falco_ws_prop:prop_deflate_round_trip).
+empty_after_message_test() ->
+    St = state(<<"permessage-deflate">>),
+    ?assertEqual(<<"a">>, inflate(falco_ws_deflate:deflate(<<"a">>, St), fin, St)),
+    ?assertEqual(<<0>>, falco_ws_deflate:deflate(<<>>, St)),
+    ?assertEqual(<<0>>, falco_ws_deflate:deflate(<<>>, St)),
+    ?assertEqual(<<>>, inflate(<<0>>, fin, St)),
+    ?assertEqual(<<"b">>, inflate(falco_ws_deflate:deflate(<<"b">>, St), fin, St)),
+    falco_ws_deflate:close(St).
 
 %% Without context takeover every message stands alone.
 no_context_takeover_test() ->

@@ -1,7 +1,8 @@
-%% RFC 6455 (and RFC 7692) over a real listener: the opening handshake
-%% (§4), data and control frames (§5), closing (§7), the handler API
-%% (falco_ws_handler) and the limits a hostile peer meets. Each case cites
-%% its section. Autobahn's cases run in autobahn_SUITE.
+%% RFC 6455 over a real listener: the opening handshake (§4), data and
+%% control frames (§5), closing (§7), the handler API (falco_ws_handler)
+%% and the limits a hostile peer meets. Each case cites its section.
+%% permessage-deflate (RFC 7692) is rfc7692_SUITE's; Autobahn's cases run
+%% in autobahn_SUITE.
 -module(rfc6455_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
@@ -19,12 +20,12 @@
          invalid_utf8_mid_frame_1007/1,
          huge_declared_length_1009/1, endless_fragments_1009/1, idle_timeout/1,
          ping_interval/1, close_timeout/1, crash_1011_bounded_report/1,
-         listener_stop_1001/1, sys_get_state/1, compressed_echo/1,
-         compressed_bomb_1009/1, slow_reader_bounded/1, ping_flood_bounded/1,
+         listener_stop_1001/1, sys_get_state/1, slow_reader_bounded/1, ping_flood_bounded/1,
          idle_sockets_memory/1]).
 
 -define(C, falco_test_client).
 -define(WS, falco_test_ws_client).
+-define(H, falco_test_ws_handler).
 
 all() ->
     [{group, handshake}, {group, frames}, {group, closing}, {group, handler},
@@ -37,14 +38,13 @@ groups() ->
                               subprotocol_selected, pipelined_frames_after_handshake]},
      {frames, [parallel], [echo_text_and_binary, fragments_and_control_frames, ping_gets_pong,
                            unmasked_frame_1002, reserved_opcode_1002, invalid_utf8_1007,
-                           invalid_utf8_mid_frame_1007,
-                           compressed_echo]},
+                           invalid_utf8_mid_frame_1007]},
      {closing, [parallel], [client_close_echoed, handler_stop_closes_1000, handler_close_code,
                             handler_bad_close_code_1011, idle_timeout, ping_interval,
                             close_timeout]},
      {handler, [], [handle_info_and_hibernate, crash_1011_bounded_report, listener_stop_1001,
                     sys_get_state]},
-     {hostile, [], [huge_declared_length_1009, endless_fragments_1009, compressed_bomb_1009,
+     {hostile, [], [huge_declared_length_1009, endless_fragments_1009,
                     slow_reader_bounded, ping_flood_bounded, idle_sockets_memory]}].
 
 init_per_suite(Config) ->
@@ -64,28 +64,12 @@ end_per_testcase(Case, _Config) ->
 
 %% -- helpers ---------------------------------------------------------------
 
-%% A listener whose /ws upgrades with `WsOpts' (the test process gets the
-%% handler's init and terminate), /deny refuses with 403 and /plain is an
-%% ordinary route.
+%% A listener whose /ws upgrades with `WsOpts' (falco_test_ws_handler).
 start(Config, WsOpts) ->
     start(Config, WsOpts, #{}).
 
 start(Config, WsOpts, ListenerOpts) ->
-    Name = ?config(listener, Config),
-    Test = self(),
-    Routes = [{<<"/ws">>, fun(Req) -> upgrade(Req, Test, WsOpts) end},
-              {<<"/ws/:room">>, fun(Req) -> upgrade(Req, Test, WsOpts) end},
-              {<<"/deny">>, fun(_) -> {403, [], <<"no">>} end},
-              {<<"/plain">>, fun(_) -> {200, [], <<"plain">>} end}],
-    {ok, _} = falco:start_listener(Name, maps:merge(#{port => 0, ip => {127, 0, 0, 1},
-                                                      routes => Routes}, ListenerOpts)),
-    {ok, Port} = falco:port(Name),
-    Port.
-
-upgrade(Req, Test, WsOpts) ->
-    Protocol = falco_ws_handshake:protocol(Req, maps:get(protocols, WsOpts, [])),
-    {websocket, falco_test_ws_handler,
-     #{test => Test, protocol => Protocol, room => falco_req:binding(room, Req)}, WsOpts}.
+    ?H:listen(?config(listener, Config), WsOpts, ListenerOpts).
 
 %% Connects to /ws and waits for the handler's init.
 open(Port) ->
@@ -93,8 +77,7 @@ open(Port) ->
 
 open(Port, Path, Extra) ->
     {Sock, #{status := 101}} = ?WS:connect(Port, Path, Extra),
-    Pid = receive {ws_init, P, _} -> P after 5000 -> error(no_init) end,
-    {Sock, Pid}.
+    {Sock, ?H:await_init()}.
 
 %% Runs Fun with error events captured; returns {Result, [Text]}.
 with_log(Fun) ->
@@ -112,7 +95,7 @@ text({report, R}) -> lists:flatten(io_lib:format("~0p", [R]));
 text({Format, Args}) -> lists:flatten(io_lib:format(Format, Args)).
 
 terminated(Pid) ->
-    receive {ws_terminate, Pid, Reason} -> Reason after 5000 -> error(no_terminate) end.
+    ?H:terminated(Pid).
 
 %% -- §4 the opening handshake --------------------------------------------------
 
@@ -175,7 +158,7 @@ middleware_before_upgrade(Config) ->
     {_, Refused} = ?WS:connect(Port, <<"/ws/lobby">>),
     ?assertMatch(#{status := 401}, Refused),
     {Sock, #{status := 101}} = ?WS:connect(Port, <<"/ws/lobby">>, <<"Cookie: auth=ok\r\n">>),
-    Pid = receive {ws_init, P, _} -> P after 5000 -> error(no_init) end,
+    Pid = ?H:await_init(),
     #{handler_state := #{room := Room}} = sys:get_state(Pid),
     ?assertEqual(<<"lobby">>, Room),
     ?C:close(Sock).
@@ -273,42 +256,6 @@ invalid_utf8_mid_frame_1007(Config) ->
     ok = ?WS:send_raw(Sock, binary:part(Frame, 0, 20)),
     ?assertEqual({[], {close, 1007}}, ?WS:recv_until_close(Sock, 5000)),
     ?assertEqual({protocol_error, 1007, invalid_utf8}, terminated(Pid)).
-
-%% RFC 7692: negotiated, a compressed message is inflated, the echo comes
-%% back compressed.
-compressed_echo(Config) ->
-    Port = start(Config, #{compress => true}),
-    {Sock, Resp} = ?WS:connect(Port, <<"/ws">>, <<"Sec-WebSocket-Extensions: permessage-deflate; "
-                                                  "client_max_window_bits\r\n">>),
-    ?assertEqual(<<"permessage-deflate; client_max_window_bits=15">>,
-                 ?C:header(<<"sec-websocket-extensions">>, Resp)),
-    {Deflate, Inflate} = client_zlib(),
-    Msg = binary:copy(<<"compress me ">>, 1000),
-    ok = ?WS:send_raw(Sock, falco_ws_frame:encode_masked(text, deflate(Deflate, Msg), fin, true,
-                                                         <<1, 2, 3, 4>>)),
-    {text, Compressed, rsv1} = ?WS:recv(Sock),
-    ?assert(byte_size(Compressed) < byte_size(Msg) div 10),
-    ?assertEqual(Msg, inflate(Inflate, Compressed)),
-    %% context takeover: the second copy is smaller still
-    ok = ?WS:send_raw(Sock, falco_ws_frame:encode_masked(text, deflate(Deflate, Msg), fin, true,
-                                                         <<1, 2, 3, 4>>)),
-    {text, Again, rsv1} = ?WS:recv(Sock),
-    ?assert(byte_size(Again) < byte_size(Compressed)),
-    ?assertEqual(Msg, inflate(Inflate, Again)).
-
-client_zlib() ->
-    D = zlib:open(),
-    ok = zlib:deflateInit(D, default, deflated, -15, 8, default),
-    I = zlib:open(),
-    ok = zlib:inflateInit(I, -15),
-    {D, I}.
-
-deflate(Z, Data) ->
-    Out = iolist_to_binary(zlib:deflate(Z, Data, sync)),
-    binary:part(Out, 0, byte_size(Out) - 4).
-
-inflate(Z, Data) ->
-    iolist_to_binary(zlib:inflate(Z, [Data, <<0, 0, 255, 255>>])).
 
 %% -- §7 closing ------------------------------------------------------------------
 
@@ -466,45 +413,18 @@ send_fragments(Sock, N) ->
         {error, _} -> 0
     end.
 
-%% RFC 7692 §8: 100 MB of zeros in one small compressed frame is refused at
-%% the message limit, and the session's memory stays bounded.
-compressed_bomb_1009(Config) ->
-    Port = start(Config, #{compress => true, max_message_size => 1000000}),
-    {Sock, _} = ?WS:connect(Port, <<"/ws">>, <<"Sec-WebSocket-Extensions: permessage-deflate\r\n">>),
-    Pid = receive {ws_init, P, _} -> P after 5000 -> error(no_init) end,
-    {Deflate, _} = client_zlib(),
-    Bomb = deflate(Deflate, binary:copy(<<0>>, 100000000)),
-    ct:pal("bomb: ~p bytes", [byte_size(Bomb)]),
-    ok = ?WS:send_raw(Sock, falco_ws_frame:encode_masked(binary, Bomb, fin, true, <<1, 2, 3, 4>>)),
-    ?assertEqual({[], {close, 1009}}, ?WS:recv_until_close(Sock, 10000)),
-    ?assertEqual({protocol_error, 1009, message_too_big}, terminated(Pid)).
-
 %% A peer that never reads while the handler sends 64 MB: the session ends
 %% at send_timeout instead of buffering (the sender blocks in send).
 slow_reader_bounded(Config) ->
     Port = start(Config, #{}, #{send_timeout => 500}),
     {Sock, Pid} = open(Port),
     ok = ?WS:send(Sock, text, <<"flood:1000">>),
-    {memory, Peak} = watch_memory(Pid, 4000),
+    {memory, Peak, _} = ?H:watch_memory(Pid, 4000),
     ct:pal("session memory while blocked: ~p bytes", [Peak]),
     ?assertMatch({error, _}, terminated(Pid)),
     %% the 1000 frames are built as one reply (65 MB of references to one
     %% binary): the process holds the list, never a copy per frame
     ?assert(Peak < 10000000).
-
-watch_memory(Pid, Ms) ->
-    watch_memory(Pid, erlang:monotonic_time(millisecond) + Ms, 0).
-
-watch_memory(Pid, Deadline, Peak) ->
-    case process_info(Pid, memory) of
-        {memory, M} ->
-            case erlang:monotonic_time(millisecond) < Deadline of
-                true -> timer:sleep(20), watch_memory(Pid, Deadline, max(M, Peak));
-                false -> {memory, max(M, Peak)}
-            end;
-        undefined ->
-            {memory, Peak}
-    end.
 
 %% 20,000 pings from a peer that never reads the pongs: each is answered as
 %% it is read (the socket buffers absorb the 2.5 MB of pongs, or the
@@ -516,7 +436,7 @@ ping_flood_bounded(Config) ->
     Ping = iolist_to_binary(falco_ws_frame:encode_masked(ping, binary:copy(<<"p">>, 125), fin,
                                                          false, <<1, 2, 3, 4>>)),
     Sender = spawn_link(fun() -> [?WS:send_raw(Sock, Ping) || _ <- lists:seq(1, 20000)] end),
-    {memory, Peak} = watch_memory(Pid, 4000),
+    {memory, Peak, _} = ?H:watch_memory(Pid, 4000),
     ct:pal("session memory under a ping flood: ~p bytes", [Peak]),
     ?assert(Peak < 5000000),
     unlink(Sender),

@@ -149,7 +149,9 @@ answer(Offer, C) ->
                  [<<"permessage-deflate">>,
                   [<<"; server_no_context_takeover">> || SNoCtx],
                   [<<"; client_no_context_takeover">> || CNoCtx],
-                  [[<<"; server_max_window_bits=">>, integer_to_binary(SBits)] || SBits < 15],
+                  %% §7.1.2.1: once offered, the answer carries it, even at 15
+                  [[<<"; server_max_window_bits=">>, integer_to_binary(SBits)]
+                   || SBits < 15 orelse is_map_key(server_max_window_bits, Offer)],
                   CParam]),
     {ok, Response, #{server_bits => SBits, client_bits => CBits,
                      server_no_context_takeover => SNoCtx,
@@ -162,8 +164,12 @@ init(#{server_bits := SBits, client_bits := CBits, server_no_context_takeover :=
     C = maps:merge(default_config(), Config),
     Inflate = zlib:open(),
     %% a window at least as large as the client's inflates its stream; zlib
-    %% does not take 8 for a raw stream, so 9
-    ok = zlib:inflateInit(Inflate, -max(CBits, 9)),
+    %% does not take 8 for a raw stream, so 9. A client may end a message
+    %% with a final block (§7.2.3.4) and start a new stream with the next:
+    %% `reset' goes on with the bytes after the end of a stream as a new
+    %% one (the default, `cut', drops them: the messages after it inflated
+    %% to nothing)
+    ok = zlib:inflateInit(Inflate, -max(CBits, 9), reset),
     Deflate = zlib:open(),
     ok = zlib:deflateInit(Deflate, maps:get(level, C), deflated, -SBits,
                           maps:get(mem_level, C), default),
@@ -203,7 +209,9 @@ inflate_loop(_, {need_dictionary, _, _}, _, _, _) ->
     {error, corrupt}.
 
 %% @doc Compresses a whole message (§7.2.1: the trailing empty stored
-%% block of the sync flush is removed).
+%% block of the sync flush is removed). An empty message on a stream that
+%% is already flushed makes zlib write nothing at all: it is sent as
+%% 0x00, the empty stored block of §7.2.3.6.
 -spec deflate(iodata(), state()) -> binary().
 deflate(Data, #deflate{deflate = Z, reset_deflate = Reset}) ->
     Out = iolist_to_binary(zlib:deflate(Z, Data, sync)),
@@ -211,7 +219,10 @@ deflate(Data, #deflate{deflate = Z, reset_deflate = Reset}) ->
         true -> ok = zlib:deflateReset(Z);
         false -> ok
     end,
-    binary:part(Out, 0, byte_size(Out) - 4).
+    case Out of
+        <<>> -> <<0>>;
+        _ -> binary:part(Out, 0, byte_size(Out) - 4)
+    end.
 
 %% @doc Closes both zlib streams.
 -spec close(state()) -> ok.
