@@ -39,6 +39,7 @@
 -export([start/4, init/4]).
 -export([send_response/4, send_headers/3, send_data/2, send_end/2, send_file/6,
          read_body/2, trailers/1, switch_protocols/4]).
+-export([tunnel_read/2, tunnel_in/1, tunnel_send/2, tunnel_end/2]).
 
 %% The request body as received so far: it is part of the stream state the
 %% request carries (a read returns the new state), never in the process
@@ -65,7 +66,10 @@
               reads :: falco_stream:reads(),
               read_no = 0 :: non_neg_integer(),
               %% the stream's process: the body arrives in its mailbox
-              owner :: pid()}).
+              owner :: pid(),
+              %% the WebSocket session this stream runs once the pipeline
+              %% returns (switch_protocols/4)
+              switched :: undefined | falco_ws_conn:upgrade()}).
 -opaque state() :: #h2s{}.
 -export_type([state/0]).
 
@@ -105,7 +109,13 @@ run(Req0, Ctx, S0) ->
                               maps:get(handler_timeout, Ctx, infinity))).
 
 %% When the pipeline could not finish the response (a streamed reply
-%% crashed), the process ends and the connection resets the stream.
+%% crashed), the process ends and the connection resets the stream. After
+%% the 200 of an extended CONNECT the process goes on as the WebSocket
+%% session, outside the pipeline (and its handler_timeout), as over
+%% HTTP/1.1.
+result({ok, S = #h2s{switched = Upgrade}}) when Upgrade =/= undefined ->
+    closed = falco_ws_conn:enter_stream(S#h2s.conn, S, Upgrade),
+    ok;
 result({ok, _}) -> ok;
 result(Error) -> Error.
 
@@ -200,7 +210,10 @@ call(Data, Fin, #h2s{conn = Conn, id = Id}) ->
     Ref = make_ref(),
     Conn ! {h2_stream, Id, {data, Data, Fin, {self(), Ref}}},
     receive
-        {h2_reply, Ref, Result} -> Result
+        {h2_reply, Ref, Result} -> Result;
+        %% only a WebSocket session traps exits (falco_ws_conn): the
+        %% connection is gone, or ends the tunnel
+        {'EXIT', Conn, _} -> {error, closed}
     end.
 
 %% -- request body --------------------------------------------------------------------
@@ -288,14 +301,53 @@ wait(B0, Want, #h2s{conn = Conn, id = Id, body_timeout = Wait, max_body = Max, c
     end.
 
 %% @private
-%% WebSocket over HTTP/2 (RFC 8441) is not served yet: the connection does
-%% not advertise SETTINGS_ENABLE_CONNECT_PROTOCOL, so no handshake over
-%% HTTP/2 is accepted (falco_ws_handshake answers 426) and this is not
-%% reached.
+%% The 200 of an extended CONNECT (RFC 8441 §5): a HEADERS frame without
+%% END_STREAM, after which DATA carries the WebSocket frames both ways.
+%% The connection marks the stream as a tunnel: a reset is then told to
+%% this process (`{h2_reset, Reason}') instead of killing it, so the
+%% session ends through the handler's terminate.
 -spec switch_protocols(101 | 200, falco_stream:headers(), map(), state()) ->
-          {error, websocket_over_h2}.
+          {ok, state()} | {error, not_http2_status}.
+switch_protocols(200, Fields, Upgrade, S = #h2s{conn = Conn, id = Id}) ->
+    Conn ! {h2_stream, Id, {tunnel, 200, falco_http2_request:response_fields(Fields)}},
+    {ok, S#h2s{switched = Upgrade}};
 switch_protocols(_Status, _Fields, _Upgrade, _S) ->
-    {error, websocket_over_h2}.
+    {error, not_http2_status}.
+
+%% -- the tunnel (WebSocket over HTTP/2, falco_ws_conn) ------------------------------
+
+%% @doc Asks for up to `Want' bytes of the tunnel's DATA: they come as one
+%% message (see {@link tunnel_in/1}), and handing them over gives the
+%% flow-control window back, so a session that does not ask stops the
+%% client once the window is spent (RFC 9113 §5.2).
+-spec tunnel_read(pos_integer(), state()) -> ok.
+tunnel_read(Want, #h2s{conn = Conn, id = Id}) ->
+    Conn ! {h2_stream, Id, {read, Want}},
+    ok.
+
+%% @doc What a message in the session's mailbox means for the tunnel:
+%% bytes (with `fin' when the client ended the stream: the tunnel's TCP
+%% close, RFC 8441 §5), its end by a reset (`{peer_reset, Code}' from the
+%% client, or the code of ours), or `none' (not the tunnel's).
+-spec tunnel_in(term()) -> {data, binary(), fin | nofin} | {reset, term()} | none.
+tunnel_in({h2_data, Data, Fin}) -> {data, iolist_to_binary(Data), Fin};
+tunnel_in({h2_trailers, _}) -> {data, <<>>, fin};
+tunnel_in({h2_reset, Reason}) -> {reset, Reason};
+tunnel_in(_) -> none.
+
+%% @doc Sends bytes on the tunnel with the backpressure of a streamed
+%% response (pieces of `h2_send_buffer', each waiting until written;
+%% `{error, send_timeout}' for a client reading slower than
+%% `h2_send_min_rate').
+-spec tunnel_send(iodata(), state()) -> ok | {error, term()}.
+tunnel_send(Data, S) ->
+    send_data(Data, S).
+
+%% @doc Sends the last bytes of the tunnel with END_STREAM, without waiting.
+-spec tunnel_end(iodata(), state()) -> ok.
+tunnel_end(Data, #h2s{conn = Conn, id = Id}) ->
+    Conn ! {h2_stream, Id, {data, Data, fin, none}},
+    ok.
 
 %% @private
 -spec trailers(state()) -> [{binary(), binary()}].
