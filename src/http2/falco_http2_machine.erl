@@ -116,7 +116,8 @@ new(Opts0) ->
     #{max_concurrent_streams := MaxStreams, initial_window_size := Window,
       max_frame_size := MaxFrame, max_header_list_size := MaxList,
       connection_window_size := ConnWindow} = Opts,
-    Settings0 = maps:filter(fun(K, V) -> V =/= maps:get(K, falco_http2_frame:default_settings()) end,
+    Initial = falco_http2_frame:default_settings(),
+    Settings0 = maps:filter(fun(K, V) -> V =/= maps:get(K, Initial) end,
                             #{max_concurrent_streams => MaxStreams, initial_window_size => Window,
                               max_frame_size => MaxFrame, max_header_list_size => MaxList}),
     %% RFC 8441 §3: extended CONNECT (WebSocket over HTTP/2) is accepted

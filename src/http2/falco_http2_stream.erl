@@ -71,7 +71,9 @@
               %% returns (switch_protocols/4)
               switched :: undefined | falco_ws_conn:upgrade()}).
 -opaque state() :: #h2s{}.
--export_type([state/0]).
+%% how a tunnel's stream was reset: by the client, or by us (a stream error)
+-type reset() :: {peer_reset | stream_error, falco_http2_frame:error_code()}.
+-export_type([state/0, reset/0]).
 
 %% @doc Starts the process for stream `Id', linked to the connection.
 %% `Ctx' has `handler', `listener', `peer', `scheme', `max_body',
@@ -328,20 +330,31 @@ tunnel_read(Want, #h2s{conn = Conn, id = Id}) ->
 %% @doc What a message in the session's mailbox means for the tunnel:
 %% bytes (with `fin' when the client ended the stream: the tunnel's TCP
 %% close, RFC 8441 §5), its end by a reset (`{peer_reset, Code}' from the
-%% client, or the code of ours), or `none' (not the tunnel's).
--spec tunnel_in(term()) -> {data, binary(), fin | nofin} | {reset, term()} | none.
+%% client, `{stream_error, Code}' from us), or `none' (not the tunnel's).
+-spec tunnel_in(term()) -> {data, binary(), fin | nofin} | {reset, reset()} | none.
 tunnel_in({h2_data, Data, Fin}) -> {data, iolist_to_binary(Data), Fin};
 tunnel_in({h2_trailers, _}) -> {data, <<>>, fin};
-tunnel_in({h2_reset, Reason}) -> {reset, Reason};
+tunnel_in({h2_reset, Reason}) -> {reset, reset(Reason)};
 tunnel_in(_) -> none.
+
+reset({peer_reset, Code}) -> {peer_reset, Code};
+reset(Code) -> {stream_error, Code}.
 
 %% @doc Sends bytes on the tunnel with the backpressure of a streamed
 %% response (pieces of `h2_send_buffer', each waiting until written;
 %% `{error, send_timeout}' for a client reading slower than
-%% `h2_send_min_rate').
+%% `h2_send_min_rate'). A send that fails because the stream was reset
+%% says how (the connection tells the reset before it fails the send).
 -spec tunnel_send(iodata(), state()) -> ok | {error, term()}.
 tunnel_send(Data, S) ->
-    send_data(Data, S).
+    case send_data(Data, S) of
+        {error, closed} ->
+            receive {h2_reset, Reason} -> {error, reset(Reason)}
+            after 0 -> {error, closed}
+            end;
+        Result ->
+            Result
+    end.
 
 %% @doc Sends the last bytes of the tunnel with END_STREAM, without waiting.
 -spec tunnel_end(iodata(), state()) -> ok.

@@ -262,8 +262,8 @@ parent_exit(Reason, S = #ws{io = {h2, _}}) when Reason =/= shutdown,
                                                       element(1, Reason) =:= shutdown) ->
     finish({error, closed}, S);
 parent_exit(Reason, S) ->
-    _ = finish(shutdown, S, {close, falco_ws_frame:encode(close,
-                                                          falco_ws_frame:close_payload(1001, <<>>))}),
+    Frame = falco_ws_frame:encode(close, falco_ws_frame:close_payload(1001, <<>>)),
+    _ = finish(shutdown, S, {close, Frame}),
     exit(Reason).
 
 append(<<>>, Data) -> Data;
@@ -428,8 +428,7 @@ input({ErrorTag, Sock, Reason}, {socket, _, Sock, {_, _, ErrorTag, _}}) -> {clos
 input(_, {socket, _, _, _}) -> none;
 input(Msg, {h2, _}) ->
     case falco_http2_stream:tunnel_in(Msg) of
-        {reset, {peer_reset, Code}} -> {closed, {peer_reset, Code}};
-        {reset, Code} -> {closed, {stream_error, Code}};
+        {reset, Reason} -> {closed, Reason};
         Other -> Other
     end.
 
@@ -474,7 +473,8 @@ fail(Code, Why, S) ->
                  {crash, _, _} -> Why;
                  _ -> {protocol_error, Code, Why}
              end,
-    finish(Reason, S, {linger, falco_ws_frame:encode(close, falco_ws_frame:close_payload(Code, <<>>))}).
+    Frame = falco_ws_frame:encode(close, falco_ws_frame:close_payload(Code, <<>>)),
+    finish(Reason, S, {linger, Frame}).
 
 finish(Reason, S) ->
     finish(Reason, S, close).
