@@ -17,7 +17,7 @@
          client_reset_ends_session/1, listener_stop_1001/1, protocol_on_get_malformed/1,
          protocol_without_setting_malformed/1, connect_without_path_malformed/1,
          refused_requests/1, send_blocked_by_window_resets/1, not_reading_bounds_client/1,
-         many_streams_and_requests/1, idle_stream_memory/1]).
+         many_streams_and_requests/1, idle_stream_memory/1, chromium_over_h2/1]).
 
 -define(PY, "/usr/bin/python3").
 
@@ -33,7 +33,7 @@ groups() ->
                             client_reset_ends_session, many_streams_and_requests,
                             idle_stream_memory]},
      {flow, [], [listener_stop_1001, send_blocked_by_window_resets,
-                 not_reading_bounds_client]}].
+                 not_reading_bounds_client, chromium_over_h2]}].
 
 init_per_suite(Config) ->
     case falco_test_tools:check([{python3_module, "h2"}]) of
@@ -323,3 +323,50 @@ not_reading_bounds_client(Config) ->
     true = port_command(P, <<"\n">>),
     {ok, R} = falco_json:decode(lists:last(lines(P, []))),
     ?assertEqual(Sent div 8008, maps:get(<<"echoed">>, R)).
+
+%% -- a browser ------------------------------------------------------------------------
+
+%% Headless Chromium, on a page served over TLS + HTTP/2, opens its
+%% WebSocket on the same connection with an extended CONNECT (§3-§5: it
+%% does when the server's SETTINGS allow it): the request reaches the
+%% route as a GET of version {2, 0}, and a message round-trips.
+chromium_over_h2(Config) ->
+    ok = falco_test_tools:require(["chromium"]),
+    Name = ?config(listener, Config),
+    Test = self(),
+    Page = <<"<!doctype html><pre id=log>waiting</pre><script>"
+             "const ws = new WebSocket('wss://' + location.host + '/ws');"
+             "ws.onopen = () => ws.send('hello over h2');"
+             "ws.onmessage = (e) => { document.getElementById('log').textContent ="
+             " 'received: ' + e.data; ws.close(1000); };"
+             "</script>">>,
+    Routes = [{<<"/">>, fun(_) -> {200, [{<<"content-type">>, <<"text/html">>}], Page} end},
+              {<<"/ws">>, fun(Req) ->
+                                  Test ! {ws_version, maps:get(version, Req)},
+                                  {websocket, falco_test_ws_handler, #{test => Test}, #{}}
+                          end, #{methods => [<<"GET">>]}}],
+    {ok, _} = falco:start_listener(Name, #{port => 0, ip => {127, 0, 0, 1}, routes => Routes,
+                                           transport => tls,
+                                           tls_opts => falco_test_tls:server_opts()}),
+    {ok, Port} = falco:port(Name),
+    Profile = filename:join(?config(priv_dir, Config), "chromium-profile"),
+    Args = ["--headless=new", "--no-sandbox", "--disable-gpu", "--ignore-certificate-errors",
+            "--user-data-dir=" ++ Profile, "--virtual-time-budget=10000", "--dump-dom",
+            "https://127.0.0.1:" ++ integer_to_list(Port) ++ "/"],
+    P = open_port({spawn_executable, os:find_executable("chromium")},
+                  [{args, Args}, binary, exit_status, stderr_to_stdout]),
+    Dom = collect(P, <<>>),
+    ct:log("~ts", [Dom]),
+    ?assertEqual({2, 0}, receive {ws_version, V} -> V after 1000 -> none end),
+    ?assertNotEqual(nomatch, binary:match(Dom, <<"received: hello over h2">>)),
+    _ = init(),
+    ?assertMatch({remote, 1000, _}, terminated()).
+
+collect(P, Acc) ->
+    receive
+        {P, {data, Data}} -> collect(P, <<Acc/binary, Data/binary>>);
+        {P, {exit_status, _}} -> Acc
+    after 60000 ->
+        port_close(P),
+        ct:fail({chromium_timeout, Acc})
+    end.
