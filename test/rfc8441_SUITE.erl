@@ -17,7 +17,9 @@
          client_reset_ends_session/1, listener_stop_1001/1, protocol_on_get_malformed/1,
          protocol_without_setting_malformed/1, connect_without_path_malformed/1,
          refused_requests/1, send_blocked_by_window_resets/1, not_reading_bounds_client/1,
-         many_streams_and_requests/1, idle_stream_memory/1, chromium_over_h2/1]).
+         many_streams_and_requests/1, idle_stream_memory/1, chromium_over_h2/1,
+         idle_timeout_and_ping/1, quiet_stream_outlives_body_deadlines/1,
+         oversize_message_1009/1]).
 
 -define(PY, "/usr/bin/python3").
 
@@ -31,7 +33,8 @@ groups() ->
      {session, [parallel], [echo_text_binary_fragmented, echo_compressed,
                             server_close_ends_stream, client_end_stream_is_close,
                             client_reset_ends_session, many_streams_and_requests,
-                            idle_stream_memory]},
+                            idle_stream_memory, idle_timeout_and_ping,
+                            quiet_stream_outlives_body_deadlines, oversize_message_1009]},
      {flow, [], [listener_stop_1001, send_blocked_by_window_resets,
                  not_reading_bounds_client, chromium_over_h2]}].
 
@@ -237,6 +240,39 @@ many_streams_and_requests(Config) ->
     ?assertEqual([200, 200, 200, 200, 200], Plain),
     ?assertEqual([[200, [[<<"text">>, <<"stream ", (integer_to_binary(I))/binary>>]], 1000]
                   || I <- lists:seq(0, 4)], Ws).
+
+%% The session's options behave as over HTTP/1.1: a silent client gets a
+%% ping after `ping_interval', then a close (1000) after `idle_timeout',
+%% with END_STREAM; the handler is told `timeout'.
+idle_timeout_and_ping(Config) ->
+    Port = start(Config, #{idle_timeout => 1000, ping_interval => 300}),
+    R = py(Config, Port, "idle"),
+    ?assertMatch(#{<<"close">> := 1000, <<"ended">> := true, <<"reset">> := null}, R),
+    ?assert(maps:get(<<"pings">>, R) >= 1),
+    _ = init(),
+    ?assertEqual(timeout, terminated()).
+
+%% The stream's body deadlines (body_timeout, min_body_rate,
+%% handler_timeout) are the request's, not the session's: a stream quiet
+%% for 2.5 s on a listener whose deadlines are 300 ms still echoes.
+quiet_stream_outlives_body_deadlines(Config) ->
+    Port = start(Config, #{}, #{body_timeout => 300, handler_timeout => 300,
+                                min_body_rate => #{grace => 0, bytes_per_second => 1000}}),
+    R = py(Config, Port, "quiet"),
+    ?assertMatch(#{<<"messages">> := [[<<"text">>, <<"still here">>]], <<"close">> := 1000,
+                   <<"ended">> := true, <<"reset">> := null}, R),
+    _ = init(),
+    ?assertEqual({remote, 1000, <<>>}, terminated()).
+
+%% max_message_size as over HTTP/1.1 (RFC 6455 §7.4.1): 1009, the
+%% stream ended.
+oversize_message_1009(Config) ->
+    Port = start(Config, #{max_message_size => 1000}),
+    R = py(Config, Port, "oversize"),
+    ?assertMatch(#{<<"messages">> := [[<<"text">>, <<"small">>]], <<"close">> := 1009,
+                   <<"ended">> := true}, R),
+    _ = init(),
+    ?assertMatch({protocol_error, 1009, _}, terminated()).
 
 %% The memory of an idle session on an HTTP/2 stream (its process, after
 %% hibernation), reported; bounded like one over HTTP/1.1.

@@ -84,6 +84,7 @@ class Stream:
         self.reset = None
         self.partial = None
         self.inflate = None
+        self.pings = 0
 
 
 class Client:
@@ -161,7 +162,9 @@ class Client:
             if op == 8:
                 code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else None
                 s.close = code
-            elif op in (9, 10):
+            elif op == 9:
+                s.pings += 1
+            elif op == 10:
                 continue
             else:
                 if op != 0:
@@ -217,7 +220,7 @@ class Client:
     def report(self, sid, **more):
         s = self.streams[sid]
         obj = {"status": s.status, "messages": s.messages, "close": s.close,
-               "ended": s.ended, "reset": s.reset,
+               "ended": s.ended, "reset": s.reset, "pings": s.pings,
                "extensions": s.headers.get("sec-websocket-extensions")}
         obj.update(more)
         out(obj)
@@ -360,6 +363,27 @@ def scenario(c, name):
         # released: everything sent is echoed
         c.until(lambda: len(c.streams[sid].messages) >= sent // len(chunk), timeout=20)
         c.report(sid, echoed=len(c.streams[sid].messages))
+    elif name == "idle":
+        # silent: the server pings, then closes for idleness
+        sid = c.websocket()
+        c.until(lambda: c.streams[sid].ended, timeout=20)
+        c.report(sid)
+    elif name == "quiet":
+        # quiet longer than the listener's body deadlines, then an echo
+        sid = c.websocket()
+        c.pump(1.5)
+        time.sleep(1.0)
+        c.send_message(sid, "text", "still here")
+        c.wait_messages(sid, 1)
+        c.send(sid, close_frame(1000))
+        c.until(lambda: c.streams[sid].ended)
+        c.report(sid)
+    elif name == "oversize":
+        sid = c.websocket()
+        c.send_message(sid, "text", "small")
+        c.send_message(sid, "text", "y" * 2000)
+        c.until(lambda: c.streams[sid].ended)
+        c.report(sid)
     elif name == "bench":
         n = int(os.environ.get("N", "1000"))
         sid = c.websocket()
