@@ -19,7 +19,7 @@
          refused_requests/1, send_blocked_by_window_resets/1, not_reading_bounds_client/1,
          many_streams_and_requests/1, idle_stream_memory/1, chromium_over_h2/1,
          idle_timeout_and_ping/1, quiet_stream_outlives_body_deadlines/1,
-         oversize_message_1009/1]).
+         oversize_message_1009/1, connection_error_ends_sessions/1]).
 
 -define(PY, "/usr/bin/python3").
 
@@ -35,7 +35,8 @@ groups() ->
                             client_reset_ends_session, many_streams_and_requests,
                             idle_stream_memory, idle_timeout_and_ping,
                             quiet_stream_outlives_body_deadlines, oversize_message_1009]},
-     {flow, [], [listener_stop_1001, send_blocked_by_window_resets,
+     {flow, [], [listener_stop_1001, connection_error_ends_sessions,
+                 send_blocked_by_window_resets,
                  not_reading_bounds_client, chromium_over_h2]}].
 
 init_per_suite(Config) ->
@@ -322,6 +323,21 @@ listener_stop_1001(Config) ->
     ct:log("~p", [R]),
     ?assertMatch(#{<<"close">> := 1001, <<"ended">> := true, <<"goaway">> := 0}, R),
     ?assertEqual(shutdown, terminated()).
+
+%% RFC 9113 §5.4.1, §6.8: a connection error ends the connection with
+%% GOAWAY, and with it the sessions on its streams: `{error, closed}',
+%% nothing logged as a crash.
+connection_error_ends_sessions(Config) ->
+    Port = start(Config, #{}),
+    {R, Logged} = with_log(fun() ->
+                                   R0 = py(Config, Port, "conn_error"),
+                                   _ = init(),
+                                   ?assertEqual({error, closed}, terminated()),
+                                   R0
+                           end),
+    %% PROTOCOL_ERROR
+    ?assertMatch(#{<<"goaway">> := 1, <<"messages">> := [[<<"text">>, <<"up">>]]}, R),
+    ?assertEqual([], Logged).
 
 %% RFC 9113 §5.2: a client that gives no window back blocks the session's
 %% sends (it queues at most h2_send_buffer); past h2_send_min_rate over

@@ -384,6 +384,15 @@ def scenario(c, name):
         c.send_message(sid, "text", "y" * 2000)
         c.until(lambda: c.streams[sid].ended)
         c.report(sid)
+    elif name == "conn_error":
+        # a connection error (WINDOW_UPDATE of 0 on stream 0, RFC 9113
+        # §6.9): GOAWAY, and the sessions on the connection end
+        sid = c.websocket()
+        c.send_message(sid, "text", "up")
+        c.wait_messages(sid, 1)
+        c.sock.sendall(struct.pack("!HBBBI", 0, 4, 8, 0, 0) + b"\x00\x00\x00\x00")
+        c.until(lambda: c.goaway is not None)
+        c.report(sid, goaway=c.goaway)
     elif name == "bench":
         n = int(os.environ.get("N", "1000"))
         sid = c.websocket()
