@@ -8,11 +8,16 @@
 %% <ul>
 %% <li>in: `{h2_data, Data, Fin}' and `{h2_trailers, Fields}' (the request
 %%     body, one message per `{read, Want}'), `{h2_reply, Ref, Result}' (a
-%%     send finished);</li>
+%%     send finished), `{h2_reset, Reason}' (a WebSocket session's stream
+%%     was reset);</li>
 %% <li>out: `{h2_stream, Id, Command}' with `{response, ...}', `{headers, ...}',
+%%     `{tunnel, 200, Fields}' (the answer to an extended CONNECT),
 %%     `{data, Data, Fin, Tag}', `{trailers, Fields, Tag}', `{read, Want}',
 %%     `{inform, 100}'.</li>
 %% </ul>
+%% After the 200 of an extended CONNECT (RFC 8441) the process runs the
+%% WebSocket session ({@link falco_ws_conn}), which reads and writes the
+%% stream through the `tunnel_*' functions here.
 %% Request body: the connection holds it ({@link falco_http2_machine}) until
 %% this process asks for it with `{read, Want}', and answers with one
 %% message of at most `Want' bytes, whatever frames carried them; handing
