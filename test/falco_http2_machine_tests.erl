@@ -79,9 +79,26 @@ new_sends_settings_test() ->
                          connection_window_size => 165535, max_frame_size => 20000}),
     [{settings, S}, {window_update, 0, 100000}] = frames_of(Acts),
     ?assertEqual(#{max_concurrent_streams => 7, initial_window_size => 1000,
-                   max_frame_size => 20000, max_header_list_size => 32768}, S),
+                   max_frame_size => 20000, max_header_list_size => 32768,
+                   enable_connect_protocol => true}, S),
     Timers = [N || {timer, N, _} <- Acts],
     ?assertEqual([flood, idle, settings], lists:sort(Timers)).
+
+%% RFC 8441 §3, §4: SETTINGS_ENABLE_CONNECT_PROTOCOL goes out with our
+%% first SETTINGS (when enabled), and only then is `:protocol' accepted.
+extended_connect_test() ->
+    Connect = [{<<":method">>, <<"CONNECT">>}, {<<":protocol">>, <<"websocket">>},
+               {<<":scheme">>, <<"http">>}, {<<":path">>, <<"/ws">>},
+               {<<":authority">>, <<"example.com">>}],
+    {_, Off} = ?M:new(#{enable_connect_protocol => false}),
+    [{settings, S} | _] = frames_of(Off),
+    ?assertNot(maps:is_key(enable_connect_protocol, S)),
+    On = headers(1, Connect, nofin, start()),
+    ?assertEqual([], rst(On)),
+    ?assertMatch([{request, 1, #{method := <<"GET">>, protocol := <<"websocket">>}}],
+                 [A || A = {request, _, _} <- others(On)]),
+    ?assertEqual([{1, protocol_error}],
+                 rst(headers(1, Connect, nofin, start(#{enable_connect_protocol => false})))).
 
 defaults_test() ->
     ?assertMatch(#{max_concurrent_streams := 100, flood_limits := #{rst_stream := 500}},

@@ -169,6 +169,42 @@ pseudo_fields_test_() ->
      ?_assertEqual(bad_connect, malformed([{<<":method">>, <<"CONNECT">>},
                                            {<<":authority">>, <<"a:443">>}, {<<":path">>, <<"/">>}]))].
 
+%% RFC 8441 §4: the extended CONNECT, once we sent
+%% SETTINGS_ENABLE_CONNECT_PROTOCOL (`connect_protocol').
+extended_connect_test_() ->
+    Ext = fun(Fields) -> ?R:request(Fields, #{max_header_count => 100, end_stream => false,
+                                              connect_protocol => true}) end,
+    Connect = [{<<":method">>, <<"CONNECT">>}, {<<":protocol">>, <<"websocket">>},
+               {<<":scheme">>, <<"https">>}, {<<":path">>, <<"/chat?room=1">>},
+               {<<":authority">>, <<"example.com">>}, {<<"sec-websocket-version">>, <<"13">>}],
+    [%% routed and handled as the GET of an HTTP/1.1 handshake, the protocol recorded
+     ?_assertMatch({ok, #{method := <<"GET">>, protocol := <<"websocket">>, path := <<"/chat">>,
+                          qs := <<"room=1">>, version := {2, 0}, host := <<"example.com">>,
+                          body := chunked}},
+                   Ext(Connect)),
+     %% another protocol is not served
+     ?_assertEqual({error, {reply, {not_implemented, connect_protocol}}},
+                   Ext(lists:keyreplace(<<":protocol">>, 1, Connect,
+                                        {<<":protocol">>, <<"connect-udp">>}))),
+     %% :protocol only on CONNECT
+     ?_assertEqual({error, {malformed, unexpected_protocol}},
+                   Ext(lists:keyreplace(<<":method">>, 1, Connect, {<<":method">>, <<"GET">>}))),
+     %% :scheme and :path are required
+     ?_assertEqual({error, {malformed, bad_connect}},
+                   Ext(lists:keydelete(<<":path">>, 1, Connect))),
+     ?_assertEqual({error, {malformed, bad_connect}},
+                   Ext(lists:keydelete(<<":scheme">>, 1, Connect))),
+     %% the usual rules still hold
+     ?_assertEqual({error, {malformed, bad_path}},
+                   Ext(lists:keyreplace(<<":path">>, 1, Connect, {<<":path">>, <<"chat">>}))),
+     %% without our setting, as before RFC 8441
+     ?_assertEqual({error, {malformed, unexpected_protocol}},
+                   ?R:request(Connect, #{max_header_count => 100, end_stream => false,
+                                         connect_protocol => false})),
+     %% a plain CONNECT is still 501
+     ?_assertEqual({error, {reply, {not_implemented, connect}}},
+                   Ext([{<<":method">>, <<"CONNECT">>}, {<<":authority">>, <<"a:443">>}]))].
+
 %% §8.2.1, §8.2.2
 fields_test_() ->
     B = base(),

@@ -52,7 +52,8 @@ accepted_values_test_() ->
                    {max_request_line, 1}, {max_header_line, 1}, {max_header_block, 1},
                    {h2_send_min_rate, 0}, {h2_send_min_rate, 100000}, {h2_send_buffer, 1024},
                    {min_body_rate, none}, {min_body_rate, #{grace => 0, bytes_per_second => 1}},
-                   {h2_max_receive_buffer, 1}, {h2_flood_limits, #{frames => 0}}]].
+                   {h2_max_receive_buffer, 1}, {h2_flood_limits, #{frames => 0}},
+                   {h2_enable_connect_protocol, false}]].
 
 rejected_values_test_() ->
     [?_assertEqual({error, {invalid_option, K, V}}, valid(#{K => V}))
@@ -63,7 +64,7 @@ rejected_values_test_() ->
                    {max_body, -1}, {num_acceptors, 0}, {backlog, 0}, {max_request_line, 0},
                    {max_header_line, infinity}, {max_header_block, 0},
                    {h2_send_min_rate, -1}, {h2_send_min_rate, infinity}, {h2_send_buffer, 1023},
-                   {h2_send_buffer, 65536.0},
+                   {h2_send_buffer, 65536.0}, {h2_enable_connect_protocol, 1},
                    {min_body_rate, 500}, {min_body_rate, #{grace => 1000}},
                    {min_body_rate, #{grace => -1, bytes_per_second => 500}},
                    {min_body_rate, #{grace => 1000, bytes_per_second => 0}},

@@ -69,6 +69,10 @@ handle_in({text, <<"bad">>}, St) ->
 handle_in({text, <<"close:", Code/binary>>}, St) ->
     {reply, [{text, <<"closing">>}, {close, binary_to_integer(Code), <<"bye">>},
              {text, <<"never sent">>}], St};
+handle_in({text, <<"block">>}, St = #{test := Test}) ->
+    %% a handler busy elsewhere: nothing is read until the test releases it
+    Test ! {ws_blocked, self()},
+    receive release -> {ok, St} end;
 handle_in({text, <<"hibernate">>}, St) ->
     {reply, {text, <<"hibernating">>}, St, hibernate};
 handle_in({text, <<"flood:", N/binary>>}, St) ->

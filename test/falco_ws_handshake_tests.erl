@@ -33,9 +33,10 @@ ok_test_() ->
      ?_assertMatch({ok, 101, _, _},
                    accept(req(lists:keyreplace(<<"upgrade">>, 1, ok_headers(),
                                                {<<"upgrade">>, <<"WebSocket">>})))),
-     %% RFC 8441: extended CONNECT, no key, 200
+     %% RFC 8441: extended CONNECT (a GET with `protocol', as
+     %% falco_http2_request presents it), no key, 200
      ?_assertEqual({ok, 200, [], #{protocol => undefined, deflate => undefined}},
-                   accept((req(<<"CONNECT">>, {2, 0}, [{<<"sec-websocket-version">>, <<"13">>}]))
+                   accept((req(<<"GET">>, {2, 0}, [{<<"sec-websocket-version">>, <<"13">>}]))
                           #{protocol => <<"websocket">>}))].
 
 error_test_() ->
@@ -63,10 +64,11 @@ error_test_() ->
                    accept(req(ok_headers() ++ [{<<"sec-websocket-key">>, ?KEY}]))),
      ?_assertEqual({error, 400, [], method_not_get}, accept(req(<<"POST">>, {1, 1}, ok_headers()))),
      ?_assertEqual({error, 400, [], http_1_0}, accept(req(<<"GET">>, {1, 0}, ok_headers()))),
+     %% an HTTP/2 GET that is no extended CONNECT
      ?_assertMatch({error, 426, _, not_a_websocket_request},
-                   accept(req(<<"CONNECT">>, {2, 0}, [{<<"sec-websocket-version">>, <<"13">>}]))),
+                   accept(req(<<"GET">>, {2, 0}, [{<<"sec-websocket-version">>, <<"13">>}]))),
      ?_assertMatch({error, 426, _, unsupported_version},
-                   accept((req(<<"CONNECT">>, {2, 0}, []))#{protocol => <<"websocket">>}))].
+                   accept((req(<<"GET">>, {2, 0}, []))#{protocol => <<"websocket">>}))].
 
 negotiation_test_() ->
     Req = fun(Extra) -> req(ok_headers() ++ Extra) end,

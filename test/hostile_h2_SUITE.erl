@@ -98,7 +98,7 @@ h2_processes(Sup) ->
     Conn = falco_test_tree:one_conn(Sup),
     {links, Links} = process_info(Conn, links),
     [Conn | [P || P <- Links, is_pid(P),
-                  process_info(P, initial_call) =:= {initial_call, {falco_http2_stream, init, 4}}]].
+                  process_info(P, initial_call) =:= {initial_call, {falco_http2_worker, init, 4}}]].
 
 proc_memory(Pids) ->
     lists:sum([M || P <- Pids, {memory, M} <- [process_info(P, memory)]]).

@@ -19,10 +19,17 @@
 %% (an unfinished response is reset with INTERNAL_ERROR), and the exit of
 %% its parent, the acceptor that supervises it (the listener stopping),
 %% ends it: a GOAWAY goes out, the streams are killed, and the process
-%% exits with its parent's reason (no crash report for `shutdown'). When
-%% the listener drains (`{falco_drain, _}', see falco_acceptor) the
-%% machine sends the two-step GOAWAY and the connection ends once its open
-%% streams have finished.
+%% exits with its parent's reason (no crash report for `shutdown').
+%% WebSocket sessions on the connection (RFC 8441, streams the stream
+%% process marked with `{tunnel, ...}') first get the parent's exit
+%% signal, send their close frame (1001) and end their stream, for at most
+%% ?TUNNEL_GRACE ms; a reset of a tunnel's stream is a message
+%% (`{h2_reset, Reason}') so its handler's terminate runs, and when the
+%% connection ends they get the exit signal `closed'.
+%% When the listener drains (`{falco_drain, _}', see falco_acceptor) the
+%% machine sends the two-step GOAWAY, the WebSocket sessions are told to
+%% close (1001), and the connection ends once its open streams have
+%% finished.
 %% The loop answers `sys' messages (it is entered from {@link falco_conn},
 %% an OTP special process).
 -module(falco_http2_conn).
@@ -31,6 +38,9 @@
 -export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
 
 -define(FLUSH_AFTER, 64).
+%% How long the WebSocket sessions have to send their close frame when
+%% the listener stops.
+-define(TUNNEL_GRACE, 1000).
 %% The socket's read buffer: the listener's 8 KB (falco_listener_sup), and
 %% 256 KB while the client sends more than fits, as falco_http1_stream
 %% widens it for large bodies: on the socket backend each read allocates
@@ -58,6 +68,11 @@
             wide = false :: boolean(),
             pids = #{} :: #{pid() => pos_integer()},
             ids = #{} :: #{pos_integer() => pid()},
+            %% the stream processes running a WebSocket session (RFC 8441),
+            %% until they exit: told of a reset instead of killed
+            tunnels = #{} :: #{pid() => pos_integer()},
+            %% the parent's exit reason while the tunnels send their 1001
+            stopping = false :: false | {true, term()},
             timers = #{} :: #{term() => reference()},
             out = [] :: [iodata()],
             out_n = 0 :: non_neg_integer(),
@@ -134,18 +149,37 @@ loop(C) ->
 
 message({system, From, Request}, C = #c{parent = Parent, debug = Debug}) ->
     sys:handle_system_msg(Request, From, Parent, ?MODULE, Debug, C);
-message({'EXIT', Parent, Reason}, C = #c{parent = Parent}) ->
-    %% The listener is stopping: tell the client, which may retry the
-    %% streams we did not process (RFC 9113 §6.8).
-    {M, Acts} = falco_http2_machine:goaway(C#c.machine),
-    _ = finish(exec(Acts, C#c{machine = M})),
-    exit(Reason);
-message({falco_drain, _}, C = #c{machine = M0}) ->
-    %% The listener drains: the two-step GOAWAY, the streams open finish.
+message({'EXIT', Parent, Reason}, C = #c{parent = Parent, tunnels = Tunnels}) ->
+    case maps:size(Tunnels) of
+        0 ->
+            stop(Reason, C);
+        _ ->
+            %% The WebSocket sessions say 1001 on their streams first.
+            _ = [exit(Pid, Reason) || Pid <- maps:keys(Tunnels)],
+            _ = erlang:start_timer(?TUNNEL_GRACE, self(), tunnel_grace),
+            loop(C#c{stopping = {true, Reason}})
+    end;
+message({timeout, _, tunnel_grace}, C = #c{stopping = {true, Reason}}) ->
+    stop(Reason, C);
+message({falco_drain, _}, C = #c{machine = M0, tunnels = Tunnels}) ->
+    %% The listener drains: the two-step GOAWAY; the WebSocket sessions
+    %% close with 1001; the streams open finish.
+    _ = [Pid ! {falco_drain, self()} || Pid <- maps:keys(Tunnels)],
     {M, Acts} = falco_http2_machine:drain(M0),
     next(exec(Acts, C#c{machine = M}));
 message(Msg, C) ->
-    next(handle(Msg, C)).
+    case handle(Msg, C) of
+        C1 = #c{stopping = {true, Reason}, tunnels = T} when map_size(T) =:= 0 -> stop(Reason, C1);
+        C1 -> next(C1)
+    end.
+
+%% The listener is stopping: tell the client, which may retry the streams
+%% we did not process (RFC 9113 §6.8).
+-spec stop(term(), #c{}) -> no_return().
+stop(Reason, C) ->
+    {M, Acts} = falco_http2_machine:goaway(C#c.machine),
+    _ = finish(exec(Acts, C#c{machine = M})),
+    exit(Reason).
 
 next(C = #c{closing = {true, _}}) ->
     finish(C);
@@ -181,10 +215,15 @@ handle({timeout, TRef, Name}, C = #c{timers = Timers, machine = M0}) ->
         #{} ->
             C
     end;
-handle({'EXIT', Pid, _}, C = #c{pids = Pids, ids = Ids, machine = M0}) when is_map_key(Pid, Pids) ->
+handle({'EXIT', Pid, _}, C = #c{pids = Pids, ids = Ids, machine = M0, tunnels = T})
+  when is_map_key(Pid, Pids) ->
     Id = maps:get(Pid, Pids),
     {M, Acts} = falco_http2_machine:stream_exited(Id, M0),
-    exec(Acts, C#c{machine = M, pids = maps:remove(Pid, Pids), ids = maps:remove(Id, Ids)});
+    exec(Acts, C#c{machine = M, pids = maps:remove(Pid, Pids), ids = maps:remove(Id, Ids),
+                   tunnels = maps:remove(Pid, T)});
+handle({'EXIT', Pid, _}, C = #c{tunnels = T}) when is_map_key(Pid, T) ->
+    %% a session whose stream was reset
+    C#c{tunnels = maps:remove(Pid, T)};
 handle(_, C) ->
     C.
 
@@ -248,6 +287,8 @@ stream_command(Id, Cmd, C = #c{machine = M0}) ->
                         response(Id, Status, Headers, Body, M0);
                     {headers, Status, Headers} ->
                         falco_http2_machine:send_headers(Id, Status, Headers, nofin, M0);
+                    {tunnel, Status, Headers} ->
+                        falco_http2_machine:send_headers(Id, Status, Headers, nofin, M0);
                     {data, Data, Fin, Tag} ->
                         falco_http2_machine:send_data(Id, Data, Fin, Tag, M0);
                     {trailers, Fields, Tag} ->
@@ -257,7 +298,17 @@ stream_command(Id, Cmd, C = #c{machine = M0}) ->
                     {inform, Status} ->
                         falco_http2_machine:send_inform(Id, Status, M0)
                 end,
-    exec(Acts, C#c{machine = M}).
+    C1 = case Cmd of
+             {tunnel, _, _} -> tunnel(Id, C);
+             _ -> C
+         end,
+    exec(Acts, C1#c{machine = M}).
+
+tunnel(Id, C = #c{ids = Ids, tunnels = T}) ->
+    case Ids of
+        #{Id := Pid} -> C#c{tunnels = T#{Pid => Id}};
+        #{} -> C
+    end.
 
 response(Id, Status, Headers, Body, M0) ->
     case iolist_size(Body) of
@@ -294,8 +345,12 @@ exec([{reset, _Id, send_timeout} | Rest], C) ->
     %% {error, send_timeout} and its process ends on its own (its exit is
     %% still awaited, and it is killed if the connection ends first).
     exec(Rest, C);
-exec([{reset, Id, _Reason} | Rest], C = #c{ids = Ids, pids = Pids}) ->
+exec([{reset, Id, Reason} | Rest], C = #c{ids = Ids, pids = Pids, tunnels = T}) ->
     case Ids of
+        #{Id := Pid} when is_map_key(Pid, T) ->
+            %% A WebSocket session ends through its handler's terminate.
+            Pid ! {h2_reset, Reason},
+            exec(Rest, C#c{ids = maps:remove(Id, Ids), pids = maps:remove(Pid, Pids)});
         #{Id := Pid} ->
             %% The stream is gone: so is the work done for it (this is what
             %% makes a rapid reset cost the client as much as it costs us).
@@ -326,7 +381,7 @@ cancel(Name, Timers) ->
     end.
 
 spawn_stream(Id, Req, C = #c{stream_ctx = Ctx, pids = Pids, ids = Ids}) ->
-    Pid = falco_http2_stream:start(self(), Id, Req, Ctx),
+    Pid = falco_http2_worker:start(self(), Id, Req, Ctx),
     C#c{pids = Pids#{Pid => Id}, ids = Ids#{Id => Pid}}.
 
 flush(C = #c{out = []}) ->
@@ -354,8 +409,11 @@ terminate(C = #c{socket = Sock, transport = T}) ->
     _ = T:close(Sock),
     ok.
 
-kill_streams(#c{pids = Pids}) ->
-    _ = [exit(Pid, kill) || Pid <- maps:keys(Pids)],
+kill_streams(#c{pids = Pids, tunnels = T}) ->
+    _ = [case is_map_key(Pid, T) of
+             true -> exit(Pid, closed);
+             false -> exit(Pid, kill)
+         end || Pid <- maps:keys(Pids)],
     ok.
 
 %% -- sys ------------------------------------------------------------------------------

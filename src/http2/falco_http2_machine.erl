@@ -98,6 +98,7 @@
                   send_timeout => timeout(),
                   send_min_rate => non_neg_integer(),
                   idle_timeout => timeout(),
+                  enable_connect_protocol => boolean(),
                   flood_window => pos_integer(),
                   flood_limits => #{atom() => non_neg_integer()}}.
 
@@ -120,9 +121,16 @@ new(Opts0) ->
     #{max_concurrent_streams := MaxStreams, initial_window_size := Window,
       max_frame_size := MaxFrame, max_header_list_size := MaxList,
       connection_window_size := ConnWindow} = Opts,
-    Settings = maps:filter(fun(K, V) -> V =/= maps:get(K, falco_http2_frame:default_settings()) end,
-                           #{max_concurrent_streams => MaxStreams, initial_window_size => Window,
-                             max_frame_size => MaxFrame, max_header_list_size => MaxList}),
+    Initial = falco_http2_frame:default_settings(),
+    Settings0 = maps:filter(fun(K, V) -> V =/= maps:get(K, Initial) end,
+                            #{max_concurrent_streams => MaxStreams, initial_window_size => Window,
+                              max_frame_size => MaxFrame, max_header_list_size => MaxList}),
+    %% RFC 8441 §3: extended CONNECT (WebSocket over HTTP/2) is accepted
+    %% once this is sent, and it is in our first frame.
+    Settings = case maps:get(enable_connect_protocol, Opts) of
+                   true -> Settings0#{enable_connect_protocol => true};
+                   false -> Settings0
+               end,
     M0 = #m{opts = Opts, conn_recv = ConnWindow, conn_target = ConnWindow,
             pending_local = [Settings],
             decoder = falco_hpack:new(), encoder = falco_hpack:new()},
@@ -334,7 +342,9 @@ open_stream(Id, Fin, _, too_large, M) ->
     start_stream(Id, Fin, undefined, {error, {header_too_large, block}, undefined}, M);
 open_stream(Id, Fin, _, Fields, M = #m{opts = #{max_header_count := MaxCount}}) ->
     case falco_http2_request:request(Fields, #{max_header_count => MaxCount,
-                                               end_stream => Fin =:= fin}) of
+                                               end_stream => Fin =:= fin,
+                                               connect_protocol =>
+                                                   maps:get(enable_connect_protocol, M#m.opts)}) of
         {ok, Req = #{body := {length, N}}} -> start_stream(Id, Fin, N, Req, M);
         {ok, Req} -> start_stream(Id, Fin, undefined, Req, M);
         {error, {reply, Reason}} ->

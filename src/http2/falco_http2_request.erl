@@ -28,6 +28,12 @@
 %% origin-form of `:path' and tokens are read by {@link falco_grammar},
 %% with the rules HTTP/1.1 applies; this module does not depend on the
 %% HTTP/1.1 codec.
+%%
+%% With `connect_protocol' (we sent SETTINGS_ENABLE_CONNECT_PROTOCOL), an
+%% extended CONNECT (RFC 8441 §4) with `:protocol websocket' is a request
+%% like the GET of an HTTP/1.1 WebSocket handshake: `method' is `GET',
+%% `protocol' is `<<"websocket">>'. Another `:protocol' is answered 501;
+%% `:protocol' on another method, or without our setting, is malformed.
 -module(falco_http2_request).
 
 -export([request/2, trailers/1, response_fields/1]).
@@ -52,11 +58,14 @@
               count = 0 :: non_neg_integer()}).
 
 %% @doc Builds the request map from a decoded field block. `Opts':
-%% `max_header_count' (fields, as for HTTP/1.1) and `end_stream' (the
-%% HEADERS frame ended the stream: no body).
--spec request(headers(), #{max_header_count := non_neg_integer(), end_stream := boolean()}) ->
+%% `max_header_count' (fields, as for HTTP/1.1), `end_stream' (the
+%% HEADERS frame ended the stream: no body) and `connect_protocol' (we
+%% sent SETTINGS_ENABLE_CONNECT_PROTOCOL; false if left out).
+-spec request(headers(), #{max_header_count := non_neg_integer(), end_stream := boolean(),
+                           connect_protocol => boolean()}) ->
           {ok, map()} | {error, malformed() | {reply, falco_errors:reason()}}.
-request(Fields, Opts) ->
+request(Fields, Opts0) ->
+    Opts = maps:merge(#{connect_protocol => false}, Opts0),
     case pseudo(Fields, #acc{}) of
         {ok, Acc} -> finish(Acc, Opts);
         {error, Why} -> {error, {malformed, Why}}
@@ -136,9 +145,27 @@ regular_field(<<"content-length">>, _, _, _) ->
 regular_field(N, V, Rest, Acc) ->
     regular(Rest, Acc#acc{headers = [{N, V} | Acc#acc.headers]}).
 
-finish(#acc{protocol = P}, _) when P =/= undefined ->
-    %% We never send SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441 §4).
+%% RFC 8441 §4: `:protocol' only once we sent SETTINGS_ENABLE_CONNECT_PROTOCOL,
+%% only on CONNECT, and such a CONNECT carries `:scheme' and `:path'.
+finish(#acc{protocol = P}, #{connect_protocol := false}) when P =/= undefined ->
     {error, {malformed, unexpected_protocol}};
+finish(#acc{protocol = P, method = M}, _) when P =/= undefined, M =/= <<"CONNECT">> ->
+    {error, {malformed, unexpected_protocol}};
+finish(#acc{protocol = P, scheme = S, path = T}, _)
+  when P =/= undefined, S =:= undefined orelse T =:= undefined ->
+    {error, {malformed, bad_connect}};
+finish(Acc = #acc{protocol = <<"websocket">>}, Opts) ->
+    %% The one routing rule of WebSocket over HTTP/2: the extended CONNECT
+    %% is presented as the GET of an HTTP/1.1 handshake (routes, middleware
+    %% and handlers see `GET'), with `protocol' recording what it asks for
+    %% (falco_ws_handshake answers it 200, not 101).
+    case finish(Acc#acc{method = <<"GET">>, protocol = undefined}, Opts) of
+        {ok, Req} -> {ok, Req#{protocol => <<"websocket">>}};
+        Error -> Error
+    end;
+finish(#acc{protocol = P}, _) when P =/= undefined ->
+    %% Other protocols (connect-udp, ...) are not served.
+    {error, {reply, {not_implemented, connect_protocol}}};
 finish(#acc{method = <<"CONNECT">>, scheme = undefined, path = undefined, authority = A}, _)
   when A =/= undefined ->
     {error, {reply, {not_implemented, connect}}};

@@ -8,11 +8,16 @@
 %% <ul>
 %% <li>in: `{h2_data, Data, Fin}' and `{h2_trailers, Fields}' (the request
 %%     body, one message per `{read, Want}'), `{h2_reply, Ref, Result}' (a
-%%     send finished);</li>
+%%     send finished), `{h2_reset, Reason}' (a WebSocket session's stream
+%%     was reset);</li>
 %% <li>out: `{h2_stream, Id, Command}' with `{response, ...}', `{headers, ...}',
+%%     `{tunnel, 200, Fields}' (the answer to an extended CONNECT),
 %%     `{data, Data, Fin, Tag}', `{trailers, Fields, Tag}', `{read, Want}',
 %%     `{inform, 100}'.</li>
 %% </ul>
+%% After the 200 of an extended CONNECT (RFC 8441) the process runs the
+%% WebSocket session ({@link falco_ws_conn}), which reads and writes the
+%% stream through the `tunnel_*' functions here.
 %% Request body: the connection holds it ({@link falco_http2_machine}) until
 %% this process asks for it with `{read, Want}', and answers with one
 %% message of at most `Want' bytes, whatever frames carried them; handing
@@ -36,9 +41,10 @@
 -module(falco_http2_stream).
 -behaviour(falco_stream).
 
--export([start/4, init/4]).
+-export([init/4]).
 -export([send_response/4, send_headers/3, send_data/2, send_end/2, send_file/6,
          read_body/2, trailers/1, switch_protocols/4]).
+-export([tunnel_read/2, tunnel_in/1, tunnel_send/2, tunnel_end/2]).
 
 %% The request body as received so far: it is part of the stream state the
 %% request carries (a read returns the new state), never in the process
@@ -65,21 +71,23 @@
               reads :: falco_stream:reads(),
               read_no = 0 :: non_neg_integer(),
               %% the stream's process: the body arrives in its mailbox
-              owner :: pid()}).
+              owner :: pid(),
+              %% the WebSocket session this stream runs once the pipeline
+              %% returns (switch_protocols/4)
+              switched :: undefined | falco_ws_conn:upgrade()}).
 -opaque state() :: #h2s{}.
--export_type([state/0]).
+%% how a tunnel's stream was reset: by the client, or by us (a stream error)
+-type reset() :: {peer_reset | stream_error, falco_http2_frame:error_code()}.
+-export_type([state/0, reset/0]).
 
-%% @doc Starts the process for stream `Id', linked to the connection.
-%% `Ctx' has `handler', `listener', `peer', `scheme', `max_body',
-%% `body_timeout' and `send_buffer', and may have `min_body_rate',
-%% `handler_timeout' and `proxy' (the connection's PROXY header).
--spec start(pid(), pos_integer(), map() | {error, falco_errors:reason(), binary() | undefined}, map()) -> pid().
-start(Conn, Id, Req, Ctx) ->
-    spawn_link(?MODULE, init, [Conn, Id, Req, Ctx]).
-
-%% @private
+%% @doc Runs stream `Id''s request through the pipeline, in the stream's
+%% process ({@link falco_http2_worker}). `Ctx' has `handler', `listener',
+%% `peer', `scheme', `max_body', `body_timeout' and `send_buffer', and may
+%% have `min_body_rate', `handler_timeout' and `proxy' (the connection's
+%% PROXY header). `{websocket, S, Upgrade}' when the handler upgraded the
+%% stream (RFC 8441): the process goes on as the session.
 -spec init(pid(), pos_integer(), map() | {error, falco_errors:reason(), binary() | undefined}, map()) ->
-          ok | {error, term()}.
+          ok | {error, term()} | {websocket, state(), falco_ws_conn:upgrade()}.
 init(Conn, Id, Req0, Ctx = #{max_body := MaxBody, body_timeout := BodyTimeout,
                              send_buffer := SendBuffer}) ->
     S = #h2s{conn = Conn, id = Id, max_body = MaxBody, body_timeout = BodyTimeout,
@@ -113,7 +121,12 @@ run(Req0, Ctx, S0) ->
                               maps:get(handler_timeout, Ctx, infinity))).
 
 %% When the pipeline could not finish the response (a streamed reply
-%% crashed), the process ends and the connection resets the stream.
+%% crashed), the process ends and the connection resets the stream. After
+%% the 200 of an extended CONNECT the process goes on as the WebSocket
+%% session, outside the pipeline (and its handler_timeout), as over
+%% HTTP/1.1.
+result({ok, S = #h2s{switched = Upgrade}}) when Upgrade =/= undefined ->
+    {websocket, S, Upgrade};
 result({ok, _}) -> ok;
 result(Error) -> Error.
 
@@ -208,7 +221,10 @@ call(Data, Fin, #h2s{conn = Conn, id = Id}) ->
     Ref = make_ref(),
     Conn ! {h2_stream, Id, {data, Data, Fin, {self(), Ref}}},
     receive
-        {h2_reply, Ref, Result} -> Result
+        {h2_reply, Ref, Result} -> Result;
+        %% only a WebSocket session traps exits (falco_ws_conn): the
+        %% connection is gone, or ends the tunnel
+        {'EXIT', Conn, _} -> {error, closed}
     end.
 
 %% -- request body --------------------------------------------------------------------
@@ -296,14 +312,64 @@ wait(B0, Want, #h2s{conn = Conn, id = Id, body_timeout = Wait, max_body = Max, c
     end.
 
 %% @private
-%% WebSocket over HTTP/2 (RFC 8441) is not served yet: the connection does
-%% not advertise SETTINGS_ENABLE_CONNECT_PROTOCOL, so no handshake over
-%% HTTP/2 is accepted (falco_ws_handshake answers 426) and this is not
-%% reached.
+%% The 200 of an extended CONNECT (RFC 8441 §5): a HEADERS frame without
+%% END_STREAM, after which DATA carries the WebSocket frames both ways.
+%% The connection marks the stream as a tunnel: a reset is then told to
+%% this process (`{h2_reset, Reason}') instead of killing it, so the
+%% session ends through the handler's terminate.
 -spec switch_protocols(101 | 200, falco_stream:headers(), map(), state()) ->
-          {error, websocket_over_h2}.
+          {ok, state()} | {error, not_http2_status}.
+switch_protocols(200, Fields, Upgrade, S = #h2s{conn = Conn, id = Id}) ->
+    Conn ! {h2_stream, Id, {tunnel, 200, falco_http2_request:response_fields(Fields)}},
+    {ok, S#h2s{switched = Upgrade}};
 switch_protocols(_Status, _Fields, _Upgrade, _S) ->
-    {error, websocket_over_h2}.
+    {error, not_http2_status}.
+
+%% -- the tunnel (WebSocket over HTTP/2, falco_ws_conn) ------------------------------
+
+%% @doc Asks for up to `Want' bytes of the tunnel's DATA: they come as one
+%% message (see {@link tunnel_in/1}), and handing them over gives the
+%% flow-control window back, so a session that does not ask stops the
+%% client once the window is spent (RFC 9113 §5.2).
+-spec tunnel_read(pos_integer(), state()) -> ok.
+tunnel_read(Want, #h2s{conn = Conn, id = Id}) ->
+    Conn ! {h2_stream, Id, {read, Want}},
+    ok.
+
+%% @doc What a message in the session's mailbox means for the tunnel:
+%% bytes (with `fin' when the client ended the stream: the tunnel's TCP
+%% close, RFC 8441 §5), its end by a reset (`{peer_reset, Code}' from the
+%% client, `{stream_error, Code}' from us), or `none' (not the tunnel's).
+-spec tunnel_in(term()) -> {data, binary(), fin | nofin} | {reset, reset()} | none.
+tunnel_in({h2_data, Data, Fin}) -> {data, iolist_to_binary(Data), Fin};
+tunnel_in({h2_trailers, _}) -> {data, <<>>, fin};
+tunnel_in({h2_reset, Reason}) -> {reset, reset(Reason)};
+tunnel_in(_) -> none.
+
+reset({peer_reset, Code}) -> {peer_reset, Code};
+reset(Code) -> {stream_error, Code}.
+
+%% @doc Sends bytes on the tunnel with the backpressure of a streamed
+%% response (pieces of `h2_send_buffer', each waiting until written;
+%% `{error, send_timeout}' for a client reading slower than
+%% `h2_send_min_rate'). A send that fails because the stream was reset
+%% says how (the connection tells the reset before it fails the send).
+-spec tunnel_send(iodata(), state()) -> ok | {error, term()}.
+tunnel_send(Data, S) ->
+    case send_data(Data, S) of
+        {error, closed} ->
+            receive {h2_reset, Reason} -> {error, reset(Reason)}
+            after 0 -> {error, closed}
+            end;
+        Result ->
+            Result
+    end.
+
+%% @doc Sends the last bytes of the tunnel with END_STREAM, without waiting.
+-spec tunnel_end(iodata(), state()) -> ok.
+tunnel_end(Data, #h2s{conn = Conn, id = Id}) ->
+    Conn ! {h2_stream, Id, {data, Data, fin, none}},
+    ok.
 
 %% @private
 -spec trailers(state()) -> [{binary(), binary()}].

@@ -78,6 +78,9 @@ defaults() ->
       h2_max_continuations => 32,
       h2_settings_timeout => 10000,
       h2_preface_timeout => 10000,
+      %% SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441 §3): WebSocket over
+      %% HTTP/2 with an extended CONNECT
+      h2_enable_connect_protocol => true,
       %% bytes/s a response waiting on the client's window must get through,
       %% over each send_timeout (falco_http2_flow)
       h2_send_min_rate => 512,
@@ -219,6 +222,7 @@ http2_machine(Conf) ->
       send_timeout => maps:get(send_timeout, Conf),
       send_min_rate => maps:get(h2_send_min_rate, Conf),
       idle_timeout => maps:get(idle_timeout, Conf),
+      enable_connect_protocol => maps:get(h2_enable_connect_protocol, Conf),
       flood_limits => maps:get(h2_flood_limits, Conf)}.
 
 %% Routes are compiled, and checked, in router/1.
@@ -240,7 +244,7 @@ valid(handler, F) -> is_function(F, 1);
 valid(port, P) -> is_integer(P) andalso P >= 0 andalso P =< 65535;
 valid(ip, Ip) -> is_tuple(Ip) andalso (tuple_size(Ip) =:= 4 orelse tuple_size(Ip) =:= 8)
                      andalso inet:ntoa(Ip) =/= {error, einval};
-valid(nodelay, B) -> is_boolean(B);
+valid(K, B) when K =:= nodelay; K =:= h2_enable_connect_protocol -> is_boolean(B);
 valid(inet_backend, B) -> B =:= socket orelse B =:= inet;
 valid(K, V) when K =:= max_connections; K =:= max_keep_alive_requests ->
     V =:= infinity orelse (is_integer(V) andalso V > 0);

@@ -109,7 +109,9 @@ content(#{method := <<"HEAD">>}, _Body) -> <<>>;
 content(_Req, Body) -> Body.
 
 respond(Resp, Req, Mod, S) ->
-    case check_response(Resp) of
+    case not_a_tunnel(check_response(Resp), Req) of
+        not_accepted ->
+            error_reply({not_implemented, tunnel_not_accepted}, Req, Mod, S);
         {ok, {full, Status, Fields, HasDate, Body}} ->
             send_full(Status, with_date(Fields, HasDate), Body, Req, Mod, S);
         {ok, {stream, Status, Fields, HasDate, Fun}} ->
@@ -119,6 +121,16 @@ respond(Resp, Req, Mod, S) ->
         {error, Why} ->
             bad_response(Req, Why, Mod, S)
     end.
+
+%% An extended CONNECT (RFC 8441, `protocol' in the request) answered 2xx
+%% without an upgrade would be taken by the client for an established
+%% tunnel (RFC 9113 §8.5): the handler does not speak that protocol, and
+%% the client gets 501 instead. Other statuses (a refusal) go as they are.
+not_a_tunnel({ok, {_FullOrStream, Status, _, _, _}}, #{protocol := _})
+  when Status >= 200, Status =< 299 ->
+    not_accepted;
+not_a_tunnel(Checked, _Req) ->
+    Checked.
 
 %% The handler asked to upgrade (see falco_ws_handler): a valid handshake
 %% hands the connection or stream over, anything else gets its 400 or 426

@@ -1,11 +1,24 @@
-%% @doc One WebSocket connection over HTTP/1.1 (RFC 6455), after the 101:
+%% @doc One WebSocket session (RFC 6455), over HTTP/1.1 after the 101 or
+%% over an HTTP/2 stream after the 200 of an extended CONNECT (RFC 8441):
 %% the process that ran the upgrading request goes on as the session,
 %% reading frames ({@link falco_ws_frame}), turning them into messages
 %% ({@link falco_ws_session}) and running the handler's callbacks
 %% ({@link falco_ws_handler}) in the same process.
 %%
-%% The socket is read in `{active, once}' mode, so the handler's own
+%% One loop serves both; only how bytes come in and go out differs (the
+%% `io' of the state): over HTTP/1.1 the socket is read in
+%% `{active, once}' mode; over HTTP/2 the stream's DATA is asked from the
+%% connection one read at a time ({@link falco_http2_stream:tunnel_read/2}:
+%% a session that does not ask stops the client by flow control) and sent
+%% with the stream's backpressure ({@link falco_http2_stream:tunnel_send/2},
+%% `h2_send_buffer', `h2_send_min_rate'). Either way the handler's own
 %% messages (`handle_info') and `sys' messages are served between reads.
+%% Over HTTP/2 the client's END_STREAM is the TCP close of HTTP/1.1, ours
+%% ends the session (RFC 8441 §5: with the close frame, or after the
+%% peer's); a reset of the stream ends it with `{error, {peer_reset,
+%% Code}}' (or `{error, {stream_error, Code}}' when we reset it), the
+%% connection's end with `{error, closed}', and the listener's stop, as
+%% over HTTP/1.1, with 1001 and `shutdown'.
 %% Limits: a frame or message past its size limit is refused from its
 %% header (1009); `idle_timeout' runs from the last byte received, with an
 %% optional ping after `ping_interval' of silence; writes are bounded by the
@@ -20,7 +33,7 @@
 %% handshake.
 -module(falco_ws_conn).
 
--export([enter/3]).
+-export([enter/3, enter_stream/3]).
 -export([loop/1]).
 -export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
 
@@ -28,9 +41,21 @@
                      deflate := undefined | falco_ws_deflate:params(), req := map()}.
 -export_type([upgrade/0]).
 
--record(ws, {socket :: falco_transport:socket(),
-             transport :: falco_transport:transport(),
-             tags :: {atom(), atom(), atom(), atom()},
+%% Where the bytes come from and go to: the socket (HTTP/1.1) or an
+%% HTTP/2 stream (RFC 8441).
+-type io() :: {socket, falco_transport:transport(), falco_transport:socket(),
+               {atom(), atom(), atom(), atom()}}
+            | {h2, falco_http2_stream:state()}.
+
+%% what an HTTP/2 session asks for at a time: the stream window grows to it
+-define(H2_READ, 65536).
+
+-record(ws, {io :: io(),
+             %% a read is asked for (`{active, once}' set, or a `{read, Want}'
+             %% sent) and not answered yet
+             armed = false :: boolean(),
+             %% the peer ended its side (HTTP/2 END_STREAM): no more input
+             eof = false :: boolean(),
              parent :: pid(),
              req :: map(),
              handler :: module(),
@@ -59,8 +84,17 @@
 %% whose 101 has been sent; `Buf' holds bytes already read after the
 %% request. Returns when the connection is closed.
 -spec enter(falco_conn:ctx(), binary(), upgrade()) -> closed.
-enter(#{socket := Sock, transport := T, parent := Parent}, Buf,
-      #{handler := Mod, state := HState, opts := Opts, deflate := Params, req := Req}) ->
+enter(#{socket := Sock, transport := T, parent := Parent}, Buf, Upgrade) ->
+    start({socket, T, Sock, falco_transport:messages(T)}, Parent, Buf, Upgrade).
+
+%% @doc Runs the session on HTTP/2 stream `H2' of connection `Conn', whose
+%% 200 has been sent (RFC 8441 §5). Returns when the stream is done.
+-spec enter_stream(pid(), falco_http2_stream:state(), upgrade()) -> closed.
+enter_stream(Conn, H2, Upgrade) ->
+    start({h2, H2}, Conn, <<>>, Upgrade).
+
+start(Io, Parent, Buf, #{handler := Mod, state := HState, opts := Opts, deflate := Params,
+                         req := Req}) ->
     O = Opts,
     %% the optional callbacks are looked up with function_exported/3, which
     %% is false for a module not loaded yet
@@ -73,7 +107,7 @@ enter(#{socket := Sock, transport := T, parent := Parent}, Buf,
                   undefined -> undefined;
                   _ -> falco_ws_deflate:init(Params, compress_config(maps:get(compress, O)))
               end,
-    S = #ws{socket = Sock, transport = T, tags = falco_transport:messages(T), parent = Parent,
+    S = #ws{io = Io, parent = Parent,
             req = Req, handler = Mod, hstate = HState,
             session = falco_ws_session:new(#{max_message_size => maps:get(max_message_size, O),
                                              deflate => Deflate}),
@@ -169,12 +203,11 @@ events([{close, Close} | _], _Rest, S) ->
                 none -> falco_ws_frame:encode(close, <<>>);
                 {Code, _} -> falco_ws_frame:encode(close, <<Code:16>>)
             end,
-    _ = send(Reply, S),
     Reason = case Close of
                  none -> {remote, none};
                  {Code1, Text} -> {remote, Code1, Text}
              end,
-    finish(Reason, S);
+    finish(Reason, S, {close, Reply});
 events([{_Type, _Data} = Message | More], Rest, S = #ws{handler = Mod, hstate = HState}) ->
     callback(fun() -> Mod:handle_in(Message, HState) end, S,
              fun(S1) -> events(More, Rest, S1) end).
@@ -183,41 +216,60 @@ next({ok, S}, More, Rest) -> events(More, Rest, S);
 next({error, Reason, S}, _, _) -> finish({error, Reason}, S).
 
 %% Waits for bytes, the handler's messages, sys messages, the parent's
-%% exit or a deadline.
-wait(S = #ws{socket = Sock, transport = T}) ->
-    case falco_transport:setopts(T, Sock, [{active, once}]) of
-        ok -> loop(S);
+%% exit or a deadline. Over HTTP/2, input after the peer's END_STREAM is
+%% its close.
+wait(S = #ws{eof = true}) ->
+    finish({error, closed}, S);
+wait(S) ->
+    case arm(S) of
+        {ok, S1} -> loop(S1);
         {error, Reason} -> finish({error, Reason}, S)
     end.
 
 %% @private The receive loop, also the entry after hibernation.
 -spec loop(#ws{}) -> closed.
-loop(S = #ws{socket = Sock, tags = {DataTag, ClosedTag, ErrorTag, _}, parent = Parent}) ->
+loop(S) ->
     receive
-        {DataTag, Sock, Data} ->
-            S1 = S#ws{last_in = now_ms(), ping_sent = false},
-            frames(append(S#ws.buf, Data), S1#ws{buf = <<>>});
-        {ClosedTag, Sock} ->
-            finish({error, closed}, S);
-        {ErrorTag, Sock, Reason} ->
-            finish({error, Reason}, S);
-        {system, From, Request} ->
-            sys:handle_system_msg(Request, From, Parent, ?MODULE, S#ws.debug, S);
-        {'EXIT', Parent, Reason} ->
-            _ = send(falco_ws_frame:encode(close, falco_ws_frame:close_payload(1001, <<>>)), S),
-            _ = finish(shutdown, S),
-            exit(Reason);
-        {falco_drain, _} when S#ws.closing =:= false ->
-            %% The listener drains: the close handshake with 1001 (going
-            %% away), within close_timeout.
-            close(1001, <<>>, shutdown, S);
-        Msg when S#ws.closing =:= false ->
-            info(Msg, S);
-        _ ->
-            loop(S)
+        Msg -> message(Msg, S)
     after timeout(S) ->
         deadline(S)
     end.
+
+message(Msg, S = #ws{io = Io, parent = Parent}) ->
+    case input(Msg, Io) of
+        {data, Data, Fin} ->
+            S1 = S#ws{last_in = now_ms(), ping_sent = false, armed = false, eof = Fin =:= fin},
+            frames(append(S#ws.buf, Data), S1#ws{buf = <<>>});
+        {closed, Reason} ->
+            finish({error, Reason}, S);
+        none ->
+            case Msg of
+                {system, From, Request} ->
+                    sys:handle_system_msg(Request, From, Parent, ?MODULE, S#ws.debug, S);
+                {'EXIT', Parent, Reason} ->
+                    parent_exit(Reason, S);
+                {falco_drain, _} when S#ws.closing =:= false ->
+                    %% The listener drains: the close handshake with 1001
+                    %% (going away), within close_timeout.
+                    close(1001, <<>>, shutdown, S);
+                _ when S#ws.closing =:= false ->
+                    info(Msg, S);
+                _ ->
+                    loop(S)
+            end
+    end.
+
+%% The listener stops (over HTTP/2, the connection passes its parent's
+%% exit on): the peer gets 1001 and the handler terminate(shutdown, ...).
+%% Any other end of the HTTP/2 connection is the end of the transport.
+parent_exit(Reason, S = #ws{io = {h2, _}}) when Reason =/= shutdown,
+                                                 not (is_tuple(Reason) andalso
+                                                      element(1, Reason) =:= shutdown) ->
+    finish({error, closed}, S);
+parent_exit(Reason, S) ->
+    Frame = falco_ws_frame:encode(close, falco_ws_frame:close_payload(1001, <<>>)),
+    _ = finish(shutdown, S, {close, Frame}),
+    exit(Reason).
 
 append(<<>>, Data) -> Data;
 append(Buf, Data) -> <<Buf/binary, Data/binary>>.
@@ -336,9 +388,11 @@ is_iodata(Data) ->
         error:badarg -> false
     end.
 
+hibernate(S = #ws{eof = true}) ->
+    finish({error, closed}, S);
 hibernate(S) ->
-    case falco_transport:setopts(S#ws.transport, S#ws.socket, [{active, once}]) of
-        ok -> proc_lib:hibernate(?MODULE, loop, [S]);
+    case arm(S) of
+        {ok, S1} -> proc_lib:hibernate(?MODULE, loop, [S1]);
         {error, Reason} -> finish({error, Reason}, S)
     end.
 
@@ -358,8 +412,52 @@ encode({close, Code, Reason}, _) ->
 encode({Type, Data}, _) ->
     falco_ws_frame:encode(Type, Data).
 
-send(Data, #ws{socket = Sock, transport = T}) ->
-    T:send(Sock, Data).
+%% -- the transport: the socket or the HTTP/2 stream ---------------------------------
+
+%% Asks for the next bytes, once.
+arm(S = #ws{armed = true}) ->
+    {ok, S};
+arm(S = #ws{io = {socket, T, Sock, _}}) ->
+    case falco_transport:setopts(T, Sock, [{active, once}]) of
+        ok -> {ok, S#ws{armed = true}};
+        {error, _} = Error -> Error
+    end;
+arm(S = #ws{io = {h2, H2}}) ->
+    ok = falco_http2_stream:tunnel_read(?H2_READ, H2),
+    {ok, S#ws{armed = true}}.
+
+%% What a message means for the transport.
+input({DataTag, Sock, Data}, {socket, _, Sock, {DataTag, _, _, _}}) -> {data, Data, nofin};
+input({ClosedTag, Sock}, {socket, _, Sock, {_, ClosedTag, _, _}}) -> {closed, closed};
+input({ErrorTag, Sock, Reason}, {socket, _, Sock, {_, _, ErrorTag, _}}) -> {closed, Reason};
+input(_, {socket, _, _, _}) -> none;
+input(Msg, {h2, _}) ->
+    case falco_http2_stream:tunnel_in(Msg) of
+        {reset, Reason} -> {closed, Reason};
+        Other -> Other
+    end.
+
+send(Data, #ws{io = {socket, T, Sock, _}}) ->
+    T:send(Sock, Data);
+send(Data, #ws{io = {h2, H2}}) ->
+    falco_http2_stream:tunnel_send(Data, H2).
+
+%% Ends the transport, after the bytes `Last' if any: TCP closes
+%% (lingering when the peer may still send, §7.1.1), an HTTP/2 stream
+%% ends with END_STREAM on its last DATA frame (RFC 8441 §5).
+close_io(close, S) ->
+    close_io({close, <<>>}, S);
+close_io({How, Last}, S = #ws{io = {socket, T, Sock, _}}) ->
+    _ = case Last of
+            <<>> -> ok;
+            _ -> send(Last, S)
+        end,
+    case How of
+        close -> T:close(Sock);
+        linger -> falco_transport:linger_close(T, Sock)
+    end;
+close_io({_, Last}, #ws{io = {h2, H2}}) ->
+    falco_http2_stream:tunnel_end(Last, H2).
 
 %% -- ending ----------------------------------------------------------------------
 
@@ -376,22 +474,18 @@ close_sent(Reason, S = #ws{close_timeout = T, buf = Buf}) ->
 %% The peer broke the protocol: it gets `Code', the connection closes
 %% without waiting for its answer (§7.1.7: fail the connection).
 fail(Code, Why, S) ->
-    _ = send(falco_ws_frame:encode(close, falco_ws_frame:close_payload(Code, <<>>)), S),
     Reason = case Why of
                  {crash, _, _} -> Why;
                  _ -> {protocol_error, Code, Why}
              end,
-    finish(Reason, S, linger).
+    Frame = falco_ws_frame:encode(close, falco_ws_frame:close_payload(Code, <<>>)),
+    finish(Reason, S, {linger, Frame}).
 
 finish(Reason, S) ->
     finish(Reason, S, close).
 
-finish(Reason, #ws{socket = Sock, transport = T, handler = Mod, hstate = HState,
-                   deflate = D, req = Req}, How) ->
-    _ = case How of
-            close -> T:close(Sock);
-            linger -> falco_transport:linger_close(T, Sock)
-        end,
+finish(Reason, S = #ws{handler = Mod, hstate = HState, deflate = D, req = Req}, How) ->
+    _ = close_io(How, S),
     case D of
         undefined -> ok;
         _ -> falco_ws_deflate:close(D)

@@ -33,7 +33,9 @@
 %% Pings are answered by falco; pongs and pings are not passed on.
 %% `Reason' in `terminate' is `normal' (closed by us), `{remote, Code,
 %% Text}' or `{remote, none}' (closed by the peer), `{error, closed}' (the
-%% connection dropped without a close frame), `timeout' (idle), `shutdown'
+%% connection dropped without a close frame; over HTTP/2 also the client's
+%% END_STREAM), `{error, {peer_reset, Code}}' or `{error, {stream_error,
+%% Code}}' (over HTTP/2, the stream was reset by the client or by us), `timeout' (idle), `shutdown'
 %% (the listener is stopping: the peer got 1001), `{protocol_error, Code,
 %% Why}' (the peer broke RFC 6455: it got `Code') or `{crash, Class,
 %% Reason}' (a callback raised: the peer got 1011 and the crash is logged,

@@ -38,8 +38,10 @@ accept(Req, Opts) ->
     end.
 
 check(Req = #{version := {2, 0}}) ->
-    case {maps:get(method, Req), maps:get(protocol, Req, undefined)} of
-        {<<"CONNECT">>, <<"websocket">>} -> version(Req, {ok, 200, []});
+    %% falco_http2_request sets `protocol' only for an extended CONNECT
+    %% with `:protocol websocket' (RFC 8441 §4), presented as a GET.
+    case maps:get(protocol, Req, undefined) of
+        <<"websocket">> -> version(Req, {ok, 200, []});
         _ -> upgrade_required()
     end;
 check(Req) ->
