@@ -386,15 +386,11 @@ not_reading_bounds_client(Config) ->
 %% does when the server's SETTINGS allow it): the request reaches the
 %% route as a GET of version {2, 0}, and a message round-trips.
 chromium_over_h2(Config) ->
+    Exe = falco_test_browser:find(),
     ok = falco_test_tools:require(["chromium"]),
     Name = ?config(listener, Config),
     Test = self(),
-    Page = <<"<!doctype html><pre id=log>waiting</pre><script>"
-             "const ws = new WebSocket('wss://' + location.host + '/ws');"
-             "ws.onopen = () => ws.send('hello over h2');"
-             "ws.onmessage = (e) => { document.getElementById('log').textContent ="
-             " 'received: ' + e.data; ws.close(1000); };"
-             "</script>">>,
+    Page = <<"<!doctype html><pre id=log>waiting</pre>">>,
     Routes = [{<<"/">>, fun(_) -> {200, [{<<"content-type">>, <<"text/html">>}], Page} end},
               {<<"/ws">>, fun(Req) ->
                                   Test ! {ws_version, maps:get(version, Req)},
@@ -404,24 +400,27 @@ chromium_over_h2(Config) ->
                                            transport => tls,
                                            tls_opts => falco_test_tls:server_opts()}),
     {ok, Port} = falco:port(Name),
-    Profile = filename:join(?config(priv_dir, Config), "chromium-profile"),
-    Args = ["--headless=new", "--no-sandbox", "--disable-gpu", "--ignore-certificate-errors",
-            "--user-data-dir=" ++ Profile, "--virtual-time-budget=10000", "--dump-dom",
-            "https://127.0.0.1:" ++ integer_to_list(Port) ++ "/"],
-    P = open_port({spawn_executable, os:find_executable("chromium")},
-                  [{args, Args}, binary, exit_status, stderr_to_stdout]),
-    Dom = collect(P, <<>>),
-    ct:log("~ts", [Dom]),
-    ?assertEqual({2, 0}, receive {ws_version, V} -> V after 1000 -> none end),
-    ?assertNotEqual(nomatch, binary:match(Dom, <<"received: hello over h2">>)),
-    _ = init(),
-    ?assertMatch({remote, 1000, _}, terminated()).
-
-collect(P, Acc) ->
-    receive
-        {P, {data, Data}} -> collect(P, <<Acc/binary, Data/binary>>);
-        {P, {exit_status, _}} -> Acc
-    after 60000 ->
-        port_close(P),
-        ct:fail({chromium_timeout, Acc})
+    %% DevTools (falco_test_browser): the page is loaded, then the script
+    %% runs and its promise is awaited, every step with a deadline
+    Browser = falco_test_browser:start(Exe, ?config(priv_dir, Config)),
+    try
+        Sock = falco_test_browser:connect(Browser),
+        Url = list_to_binary("https://127.0.0.1:" ++ integer_to_list(Port) ++ "/"),
+        {Target, Session} = falco_test_browser:open(Sock, Url, 20000),
+        Js = <<"new Promise((resolve, reject) => {"
+               " const ws = new WebSocket('wss://' + location.host + '/ws');"
+               " const t = setTimeout(() => reject(new Error('no echo in 15 s')), 15000);"
+               " ws.onopen = () => ws.send('hello over h2');"
+               " ws.onerror = () => reject(new Error('websocket error'));"
+               " ws.onmessage = (e) => { clearTimeout(t); ws.close(1000);"
+               "   resolve('received: ' + e.data); }; })">>,
+        Result = falco_test_browser:eval(Sock, Session, Js),
+        ct:log("~p", [Result]),
+        ok = falco_test_browser:close_page(Sock, Target),
+        ?assertEqual({ok, <<"received: hello over h2">>}, Result),
+        ?assertEqual({2, 0}, receive {ws_version, V} -> V after 1000 -> none end),
+        _ = init(),
+        ?assertMatch({remote, 1000, _}, terminated())
+    after
+        ct:log("browser: ~p", [falco_test_browser:stop(Browser)])
     end.

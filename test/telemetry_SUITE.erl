@@ -11,7 +11,7 @@
 
 -export([all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
 -export([request_events_http1/1, request_events_h2/1, exception_event/1, rejected_events/1,
-         connection_events/1, drain_events/1, tls_handshake_failed/1, failing_handler/1, through_telemetry/1,
+         connection_events/1, drain_events/1, tls_handshake_failed/1, flood_event/1, failing_handler/1, through_telemetry/1,
          nothing_without_handlers/1]).
 -export([handle_event/4]).
 
@@ -20,7 +20,7 @@
 
 all() ->
     [request_events_http1, request_events_h2, exception_event, rejected_events,
-     connection_events, drain_events, tls_handshake_failed, failing_handler, nothing_without_handlers,
+     connection_events, drain_events, tls_handshake_failed, flood_event, failing_handler, nothing_without_handlers,
      through_telemetry].
 
 init_per_suite(Config) ->
@@ -165,6 +165,18 @@ tls_handshake_failed(Config) ->
     ?assertMatch(#{listener := tls_handshake_failed, reason := _}, Md),
     ct:log("handshake_failed reason: ~p", [maps:get(reason, Md)]),
     ?C:close(Sock).
+
+%% An HTTP/2 client over a flood budget (here PINGs): GOAWAY, and the
+%% event names the budget.
+flood_event(Config) ->
+    Port = start(Config, #{h2_flood_limits => #{ping => 5}}),
+    C0 = ?H2:connect(Port, #{}),
+    C1 = lists:foldl(fun(N, C) -> ?H2:send_frame(C, falco_http2_frame:ping(<<N:64>>)) end,
+                     C0, lists:seq(1, 10)),
+    {ok, enhance_your_calm, C2} = ?H2:goaway(C1, 5000),
+    {_, Md} = event([falco, connection, flood]),
+    ?assertMatch(#{listener := flood_event, limit := ping, peer := {{127, 0, 0, 1}, _}}, Md),
+    ?H2:close(C2).
 
 %% A handler that raises: the request is served, one warning is logged.
 failing_handler(Config) ->

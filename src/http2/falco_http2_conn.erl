@@ -372,7 +372,22 @@ exec([{cancel_timer, Name} | Rest], C = #c{timers = Timers}) ->
     cancel(Name, Timers),
     exec(Rest, C#c{timers = maps:remove(Name, Timers)});
 exec([{close, Reason} | _], C) ->
+    ok = flood_event(Reason, C),
     C#c{closing = {true, Reason}}.
+
+%% `[falco, connection, flood]' (falco_telemetry) when a flood budget ended
+%% the connection, with the budget's name.
+flood_event({_, {flood, Key}}, #c{ctx = #{conf := Conf, listener := Name, peer := Peer}}) ->
+    case maps:get(telemetry, Conf, none) of
+        none ->
+            ok;
+        E ->
+            falco_telemetry:execute(E, [falco, connection, flood],
+                                    #{monotonic_time => erlang:monotonic_time()},
+                                    #{listener => Name, limit => Key, peer => Peer})
+    end;
+flood_event(_, _) ->
+    ok.
 
 cancel(Name, Timers) ->
     case Timers of
