@@ -17,7 +17,7 @@
          client_close_echoed/1, handler_stop_closes_1000/1, handler_close_code/1,
          handler_bad_close_code_1011/1, handle_info_and_hibernate/1,
          unmasked_frame_1002/1, reserved_opcode_1002/1, invalid_utf8_1007/1,
-         invalid_utf8_mid_frame_1007/1,
+         invalid_utf8_mid_frame_1007/1, large_frames_in_pieces/1,
          huge_declared_length_1009/1, endless_fragments_1009/1, idle_timeout/1,
          ping_interval/1, close_timeout/1, crash_1011_bounded_report/1,
          listener_stop_1001/1, sys_get_state/1, slow_reader_bounded/1, ping_flood_bounded/1,
@@ -38,7 +38,7 @@ groups() ->
                               subprotocol_selected, pipelined_frames_after_handshake]},
      {frames, [parallel], [echo_text_and_binary, fragments_and_control_frames, ping_gets_pong,
                            unmasked_frame_1002, reserved_opcode_1002, invalid_utf8_1007,
-                           invalid_utf8_mid_frame_1007]},
+                           invalid_utf8_mid_frame_1007, large_frames_in_pieces]},
      {closing, [parallel], [client_close_echoed, handler_stop_closes_1000, handler_close_code,
                             handler_bad_close_code_1011, idle_timeout, ping_interval,
                             close_timeout]},
@@ -256,6 +256,34 @@ invalid_utf8_mid_frame_1007(Config) ->
     ok = ?WS:send_raw(Sock, binary:part(Frame, 0, 20)),
     ?assertEqual({[], {close, 1007}}, ?WS:recv_until_close(Sock, 5000)),
     ?assertEqual({protocol_error, 1007, invalid_utf8}, terminated(Pid)).
+
+%% A large frame arriving in pieces is gathered and joined once
+%% (falco_ws_conn:gather/2): a 1 MB binary frame in 8 KB writes comes back
+%% whole; a 200 KB text frame with invalid UTF-8 after its first 64 KB
+%% fails (1007) when those bytes arrive, the rest never sent (§8.1).
+large_frames_in_pieces(Config) ->
+    Port = start(Config, #{max_frame_size => 4000000, max_message_size => 4000000}),
+    {Sock, _Pid} = open(Port),
+    Payload = crypto:strong_rand_bytes(1048576),
+    Frame = iolist_to_binary(falco_ws_frame:encode_masked(binary, Payload, fin, false,
+                                                          <<9, 8, 7, 6>>)),
+    ok = send_pieces(Sock, Frame, 8192),
+    ?assertEqual({binary, Payload}, ?WS:recv(Sock, 10000)),
+    {Sock2, Pid2} = open(Port),
+    Text = <<(binary:copy(<<"x">>, 65536))/binary, 16#ff, (binary:copy(<<"y">>, 140000))/binary>>,
+    Frame2 = iolist_to_binary(falco_ws_frame:encode_masked(text, Text, fin, false, <<1, 2, 3, 4>>)),
+    %% the header, the valid 64 KB, then the invalid byte: the rest is never sent
+    ok = send_pieces(Sock2, binary:part(Frame2, 0, 10 + 65536 + 100), 4096),
+    ?assertEqual({[], {close, 1007}}, ?WS:recv_until_close(Sock2, 5000)),
+    ?assertEqual({protocol_error, 1007, invalid_utf8}, terminated(Pid2)).
+
+send_pieces(Sock, Bin, Size) when byte_size(Bin) =< Size ->
+    ?WS:send_raw(Sock, Bin);
+send_pieces(Sock, Bin, Size) ->
+    <<Piece:Size/binary, Rest/binary>> = Bin,
+    ok = ?WS:send_raw(Sock, Piece),
+    timer:sleep(1),
+    send_pieces(Sock, Rest, Size).
 
 %% -- §7 closing ------------------------------------------------------------------
 

@@ -7,7 +7,9 @@
 %%
 %% One loop serves both; only how bytes come in and go out differs (the
 %% `io' of the state): over HTTP/1.1 the socket is read in
-%% `{active, once}' mode; over HTTP/2 the stream's DATA is asked from the
+%% `{active, once}' mode (`{active, 8}' cost more on the socket backend:
+%% ws_echo 46 against 61 k messages/s, an extra failed recv per read
+%% outweighing the setopts saved); over HTTP/2 the stream's DATA is asked from the
 %% connection one read at a time ({@link falco_http2_stream:tunnel_read/2}:
 %% a session that does not ask stops the client by flow control) and sent
 %% with the stream's backpressure ({@link falco_http2_stream:tunnel_send/2},
@@ -50,6 +52,10 @@
 %% what an HTTP/2 session asks for at a time: the stream window grows to it
 -define(H2_READ, 65536).
 
+%% Frames whose payload still lacks at least this many bytes are gathered
+%% as a list of reads rather than appended to one binary (gathering/4).
+-define(GATHER, 16384).
+
 -record(ws, {io :: io(),
              %% a read is asked for (`{active, once}' set, or a `{read, Want}'
              %% sent) and not answered yet
@@ -68,6 +74,10 @@
              %% checked as UTF-8 already, and the state after them (`none':
              %% not checkable text; `unknown': not looked at yet)
              peek = {0, unknown} :: {non_neg_integer(), falco_ws_utf8:state() | none | unknown},
+             %% a large frame being gathered (see gather/2): the byte count
+             %% at which it is whole, the pieces so far (newest first), their
+             %% size, the frame's masking key
+             more = none :: none | {pos_integer(), [binary()], non_neg_integer(), <<_:32>>},
              idle_timeout :: timeout(),
              ping_interval :: timeout(),
              close_timeout :: timeout(),
@@ -108,7 +118,7 @@ start(Io, Parent, Buf, #{handler := Mod, state := HState, opts := Opts, deflate 
                   _ -> falco_ws_deflate:init(Params, compress_config(maps:get(compress, O)))
               end,
     S = #ws{io = Io, parent = Parent,
-            req = Req, handler = Mod, hstate = HState,
+            req = about(Req), handler = Mod, hstate = HState,
             session = falco_ws_session:new(#{max_message_size => maps:get(max_message_size, O),
                                              deflate => Deflate}),
             deflate = Deflate,
@@ -122,6 +132,15 @@ start(Io, Parent, Buf, #{handler := Mod, state := HState, opts := Opts, deflate 
         true -> callback(fun() -> Mod:init(HState) end, S, fun(S1) -> frames(Buf, S1) end);
         false -> frames(Buf, S)
     end.
+
+%% What the session keeps of the upgrading request, for its reports and
+%% sys:get_state: copied, so that an idle session does not hold the read
+%% buffer the request's binaries point into (8 KB per idle connection
+%% with the listener's read buffer, ws_idle in the bench).
+about(Req) ->
+    maps:map(fun(_, V) when is_binary(V) -> binary:copy(V);
+                (_, V) -> V
+             end, maps:with([method, path, peer, listener, version], Req)).
 
 compress_config(Config) when is_map(Config) -> Config;
 compress_config(_) -> #{}.
@@ -139,8 +158,8 @@ frames(Bin, S = #ws{parse = P}) ->
                 false -> frame(Frame, Rest, S1);
                 _ -> closing_frame(Frame, Rest, S1)
             end;
-        {more, _} when S#ws.closing =:= false ->
-            partial(Bin, S);
+        {more, N} when S#ws.closing =:= false ->
+            partial(Bin, N, S);
         {more, _} ->
             wait(S#ws{buf = Bin});
         {error, _} when S#ws.closing =/= false ->
@@ -153,25 +172,60 @@ frames(Bin, S = #ws{parse = P}) ->
 %% fails the connection at once, not when the frame is complete (RFC 6455
 %% §8.1; Autobahn 6.4.3, 6.4.4). Only the new bytes are unmasked and
 %% checked each time.
-partial(Bin, S = #ws{peek = {Done, U0}, session = Session}) ->
+partial(Bin, Need, S = #ws{peek = {Done, U0}, session = Session}) ->
     case falco_ws_frame:peek(Bin) of
         {Op, Rsv1, Key, Part} when byte_size(Part) > Done, U0 =/= none ->
             case U0 of
-                unknown -> partial_check(Bin, Key, Part, Done, falco_ws_session:partial_text(Op, Rsv1, Session), S);
-                _ -> partial_check(Bin, Key, Part, Done, {ok, U0}, S)
+                unknown -> partial_check(Bin, Need, Key, Part, Done, falco_ws_session:partial_text(Op, Rsv1, Session), S);
+                _ -> partial_check(Bin, Need, Key, Part, Done, {ok, U0}, S)
             end;
+        {_, _, Key, _} when U0 =:= none ->
+            wait(gathering(Bin, Need, Key, S));
         _ ->
+            %% only the header so far, or a control frame
             wait(S#ws{buf = Bin})
     end.
 
-partial_check(Bin, _Key, _Part, _Done, none, S) ->
-    wait(S#ws{buf = Bin, peek = {0, none}});
-partial_check(Bin, Key, Part, Done, {ok, U0}, S) ->
+partial_check(Bin, Need, Key, _Part, _Done, none, S) ->
+    wait(gathering(Bin, Need, Key, S#ws{peek = {0, none}}));
+partial_check(Bin, Need, Key, Part, Done, {ok, U0}, S) ->
     New = binary:part(Part, Done, byte_size(Part) - Done),
     case falco_ws_utf8:validate(falco_ws_frame:mask(New, rotate(Key, Done rem 4)), U0) of
-        {ok, U} -> wait(S#ws{buf = Bin, peek = {byte_size(Part), U}});
+        {ok, U} -> wait(gathering(Bin, Need, Key, S#ws{peek = {byte_size(Part), U}}));
         {error, invalid_utf8} -> fail(1007, invalid_utf8, S)
     end.
+
+%% A data frame whose header is in and whose payload still lacks `Need'
+%% bytes: below ?GATHER they are appended to the buffer as they come; a
+%% larger one is gathered as a list of reads and joined once, when it is
+%% whole (appending each read to a 1 MB frame copied what came before it
+%% every time: ws_large 11 MB/s against cowboy's 164).
+gathering(Bin, Need, _Key, S) when Need < ?GATHER ->
+    S#ws{buf = Bin};
+gathering(Bin, Need, Key, S) ->
+    S#ws{buf = <<>>, more = {byte_size(Bin) + Need, [Bin], byte_size(Bin), Key}}.
+
+%% New bytes of a frame being gathered: checked as UTF-8 as they come if
+%% the frame is checkable text (the bytes before it were), joined with the
+%% rest once the frame is whole.
+gather(Data, S = #ws{more = {Whole, Pieces, Size, Key}, peek = {Done, U0}}) ->
+    Size1 = Size + byte_size(Data),
+    case Size1 >= Whole of
+        true ->
+            frames(iolist_to_binary(lists:reverse(Pieces, [Data])), S#ws{more = none});
+        false when U0 =:= none ->
+            wait(S#ws{more = {Whole, [Data | Pieces], Size1, Key}});
+        false ->
+            case falco_ws_utf8:validate(falco_ws_frame:mask(Data, rotate(Key, Done rem 4)), U0) of
+                {ok, U} -> wait(S#ws{more = {Whole, [Data | Pieces], Size1, Key},
+                                     peek = {Done + byte_size(Data), U}});
+                {error, invalid_utf8} -> fail(1007, invalid_utf8, S)
+            end
+    end.
+
+%% Everything received and not parsed yet.
+buffered(#ws{more = none, buf = Buf}) -> Buf;
+buffered(#ws{more = {_, Pieces, _, _}}) -> iolist_to_binary(lists:reverse(Pieces)).
 
 %% The key for a payload that starts `N' bytes into the frame's.
 rotate(Key, N) ->
@@ -239,7 +293,10 @@ message(Msg, S = #ws{io = Io, parent = Parent}) ->
     case input(Msg, Io) of
         {data, Data, Fin} ->
             S1 = S#ws{last_in = now_ms(), ping_sent = false, armed = false, eof = Fin =:= fin},
-            frames(append(S#ws.buf, Data), S1#ws{buf = <<>>});
+            case S1 of
+                #ws{more = none} -> frames(append(S#ws.buf, Data), S1#ws{buf = <<>>});
+                _ -> gather(Data, S1)
+            end;
         {closed, Reason} ->
             finish({error, Reason}, S);
         none ->
@@ -454,6 +511,8 @@ close_io({How, Last}, S = #ws{io = {socket, T, Sock, _}}) ->
         end,
     case How of
         close -> T:close(Sock);
+        %% an armed socket is in {active, once} mode: read through messages
+        linger when S#ws.armed -> falco_transport:linger_close_active(T, Sock);
         linger -> falco_transport:linger_close(T, Sock)
     end;
 close_io({_, Last}, #ws{io = {h2, H2}}) ->
@@ -468,8 +527,9 @@ close(Code, Text, Reason, S) ->
         {error, Why, S1} -> finish({error, Why}, S1)
     end.
 
-close_sent(Reason, S = #ws{close_timeout = T, buf = Buf}) ->
-    frames(Buf, S#ws{closing = at(now_ms(), T), stop_reason = Reason, buf = <<>>}).
+close_sent(Reason, S = #ws{close_timeout = T}) ->
+    frames(buffered(S), S#ws{closing = at(now_ms(), T), stop_reason = Reason, buf = <<>>,
+                             more = none}).
 
 %% The peer broke the protocol: it gets `Code', the connection closes
 %% without waiting for its answer (§7.1.7: fail the connection).
