@@ -15,7 +15,7 @@
 -module(falco).
 
 -export([start_listener/2, stop_listener/1, stop_listener/2, drain/2, child_spec/2, port/1,
-         connections/1, set_routes/2]).
+         connections/1, info/1, connection_list/1, set_routes/2]).
 
 -type drained() :: #{connections := non_neg_integer(), completed := non_neg_integer(),
                      stopped := non_neg_integer()}.
@@ -146,6 +146,71 @@ connections(Name) ->
     case falco_listener_sup:info(Name) of
         {ok, _, Slots} -> {ok, falco_slots:connections(Slots)};
         Error -> Error
+    end.
+
+%% @doc What a running listener is doing: its port, `state' (`running',
+%% `draining', or `stopping' once an immediate stop began), open
+%% connections and `max_connections', its acceptors, and how many
+%% connections each acceptor holds.
+-spec info(atom()) -> {ok, map()} | {error, not_found}.
+info(Name) ->
+    case {falco_listener_sup:info(Name), falco_listener_sup:acceptors(Name)} of
+        {{ok, Port, Slots}, {ok, Flag, Acceptors}} ->
+            States = [S || A <- Acceptors, {ok, S} <- [acceptor_state(A)]],
+            Max = case States of
+                      [#{max_connections := M} | _] -> M;
+                      [] -> undefined
+                  end,
+            {ok, #{port => Port,
+                   state => case falco_drain:mode(Flag) of
+                                immediate -> stopping;
+                                Mode -> Mode
+                            end,
+                   connections => falco_slots:connections(Slots),
+                   max_connections => Max,
+                   acceptors => length(Acceptors),
+                   per_acceptor => [maps:get(connections, S) || S <- States]}};
+        _ ->
+            {error, not_found}
+    end.
+
+acceptor_state(A) ->
+    try {ok, sys:get_state(A, 1000)}
+    catch exit:_ -> error
+    end.
+
+%% @doc The open connections of a listener, one map each: `pid', `age_ms'
+%% (since the accept), and what the connection says of itself through
+%% `sys:get_state/2' within `100' ms (`protocol', `peer', `scheme',
+%% HTTP/1.1 `requests' served, HTTP/2 `streams' open, a WebSocket's
+%% `path'...); a connection busy with a request does not answer then and
+%% is listed with `busy => true'. For observer, each connection is a
+%% process under its acceptor (`supervisor:which_children/1').
+-spec connection_list(atom()) -> {ok, [map()]} | {error, not_found}.
+connection_list(Name) ->
+    case falco_listener_sup:acceptors(Name) of
+        {ok, _, Acceptors} ->
+            Now = erlang:monotonic_time(),
+            Conns = lists:append([accepted(A) || A <- Acceptors]),
+            {ok, [connection(Pid, Now, Since) || {Pid, Since} <- lists:keysort(2, Conns)]};
+        Error ->
+            Error
+    end.
+
+accepted(A) ->
+    try gen:call(A, '$gen_call', falco_connections, 1000) of
+        {ok, L} when is_list(L) -> L;
+        _ -> []
+    catch exit:_ -> []
+    end.
+
+connection(Pid, Now, Since) ->
+    Base = #{pid => Pid, age_ms => erlang:convert_time_unit(Now - Since, native, millisecond)},
+    try sys:get_state(Pid, 100) of
+        State when is_map(State) -> maps:merge(State, Base);
+        _ -> Base#{busy => true}
+    catch
+        exit:_ -> Base#{busy => true}
     end.
 
 %% @doc Replaces the routes of a listener started with `routes', without

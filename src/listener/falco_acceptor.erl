@@ -213,6 +213,9 @@ supervisor_call(which_children, #acc{conns = Conns}) ->
 supervisor_call(count_children, #acc{conns = Conns}) ->
     N = map_size(Conns),
     [{specs, 1}, {active, N}, {supervisors, 0}, {workers, N}];
+supervisor_call(falco_connections, #acc{conns = Conns}) ->
+    %% falco:connection_list/1: each connection and its accept time
+    maps:to_list(Conns);
 supervisor_call(_, _) ->
     {error, not_supported}.
 
