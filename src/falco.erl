@@ -63,11 +63,15 @@ stop_listener(Name) ->
 %% cut (HTTP/2 clients get a GOAWAY, WebSocket peers a 1001).
 -spec stop_listener(atom(), drain | immediate) -> ok | {error, not_found}.
 stop_listener(Name, How) when How =:= drain; How =:= immediate ->
+    Id = {falco_listener, Name},
+    %% only a listener of falco's supervisor is stopped here: one in the
+    %% user's tree must not be left flagged (it would stop accepting)
+    Ours = lists:keymember(Id, 1, supervisor:which_children(falco_sup)),
     case falco_listener_sup:acceptors(Name) of
-        {ok, Flag, _} when How =:= immediate -> ok = falco_drain:set(Flag, immediate);
+        {ok, Flag, _} when How =:= immediate, Ours -> ok = falco_drain:set(Flag, immediate);
         _ -> ok
     end,
-    case supervisor:terminate_child(falco_sup, {falco_listener, Name}) of
+    case supervisor:terminate_child(falco_sup, Id) of
         ok ->
             _ = supervisor:delete_child(falco_sup, {falco_listener, Name}),
             _ = ets:delete(falco_listeners, Name),

@@ -289,6 +289,11 @@ app_stop_drains(Config) ->
     {ok, Sup} = supervisor:start_link(?MODULE, {user_sup, falco:child_spec(Name, Opts)}),
     unlink(Sup),
     {ok, Port} = falco:port(Name),
+    %% falco:stop_listener/2 does not stop (or flag) a listener of the
+    %% user's tree: it goes on accepting
+    ?assertEqual({error, not_found}, falco:stop_listener(Name, immediate)),
+    ?assertMatch(#{status := 200, body := <<"fast">>},
+                 falco_test_http:fetch(http, Port, <<"GET">>, <<"/">>, [], <<>>)),
     Sock = ?C:connect(Port),
     ?C:send(Sock, <<"GET /slow/1000 HTTP/1.1\r\nhost: x\r\n\r\n">>),
     _ = in_handler(),
