@@ -30,6 +30,8 @@
 %% </ul>
 %% Framing errors are reported as `{bad_request, Why}' and friends; the
 %% status each maps to lives in {@link falco_errors}.
+%%
+%% @private internal to falco
 -module(falco_http1).
 
 -export([tables/0]).

@@ -23,6 +23,8 @@
 %% `middleware' chain is composed around
 %% it, and the request events ({@link falco_request_events}) around that when
 %% they go somewhere. Connections receive that one handler, never the routes themselves.
+%%
+%% @private internal to falco
 -module(falco_listener_sup).
 -behaviour(supervisor).
 
