@@ -463,6 +463,11 @@ tls_bad_options(Config) ->
             falco:start_listener(bad2, (base_opts(Config))#{transport => tls,
                                                             tls_opts => [{certfile, "/nonexistent.pem"},
                                                                          {keyfile, "/nonexistent.pem"}]}),
+        %% one that only ssl:listen/2 refuses, in the listener's init
+        {error, {invalid_option, tls_opts, _}} =
+            falco:start_listener(bad10, (base_opts(Config))#{transport => tls,
+                                                             tls_opts => ?config(tls_opts, Config)
+                                                                 ++ [{versions, ['tlsv9.9']}]}),
         timer:sleep(200),
         [] = [E || #{level := L} = E <- falco_test_tree:logged(), L =/= debug, L =/= info]
     after
