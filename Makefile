@@ -5,7 +5,7 @@ EBIN := _build/default/lib/falco/ebin
 export ERL_EPMD_ADDRESS := 127.0.0.1
 
 .PHONY: all compile run test lint xref dialyzer eunit ct cover bench bench-smoke \
-        fuzz soak bootstrap bootstrap-run clean
+        fuzz soak bootstrap bootstrap-run clean docs docs-check
 
 all: compile
 
@@ -30,11 +30,26 @@ run: compile
 ## then line coverage of src/ (at least 90 %), then the bench smoke run.
 test: bootstrap lint tests cover bench-smoke
 
-## make lint: compile with warnings as errors, xref, Dialyzer. The lint
-## profile (rebar.config) adds warnings_as_errors: falco's own erl_opts
-## leave it out for the applications that depend on falco.
+## make lint: compile with warnings as errors, xref, Dialyzer, and the
+## reference docs (docs-check). The lint profile (rebar.config) adds
+## warnings_as_errors: falco's own erl_opts leave it out for the
+## applications that depend on falco.
 lint: bootstrap-run
 	@$(REBAR) as lint do compile, xref, dialyzer
+	@$(MAKE) --no-print-directory docs-check
+
+## make docs: the reference of the public modules (edoc, with
+## docs/overview.edoc as its first page) into doc/index.html.
+docs: bootstrap-run
+	@$(REBAR) edoc
+
+## docs-check: edoc builds the reference with no warning, and every
+## exported function of a public module has a @doc (scripts/doc_check).
+docs-check:
+	@out=$$($(REBAR) edoc 2>&1); rc=$$?; echo "$$out" | grep -v '^===>' | grep -iE 'warning|error|skipping'; \
+	 if [ $$rc -ne 0 ] || echo "$$out" | grep -v '^===>' | grep -qiE 'warning|error|skipping'; then \
+	   echo "docs-check: edoc failed or warned (above)"; exit 1; fi
+	@scripts/doc_check $$(find src -name '*.erl')
 
 xref:
 	@$(REBAR) as lint xref
@@ -84,4 +99,4 @@ bench-smoke:
 
 clean:
 	@$(REBAR) clean
-	@rm -rf _build/examples _build/test _build/fuzz _build/soak
+	@rm -rf _build/examples _build/test _build/fuzz _build/soak doc

@@ -25,6 +25,17 @@
 %% the falco application if needed). falco's supervisor never restarts it:
 %% should it give up, {@link port/1} says `{error, not_found}' and the
 %% listener can be started again.
+%%
+%% Errors, none of them logged as a crash: `{error, {already_started,
+%% Pid}}' for a name in use, the listen socket's own reason for a port it
+%% cannot bind (`{error, eaddrinuse}', `{error, eacces}'...), `{error,
+%% {unknown_option, Key}}' and `{error, {invalid_option, Key, Value}}' for
+%% options, `{error, {invalid_name, Name}}'.
+%%
+%% ```
+%% {ok, _} = falco:start_listener(hello, #{port => 8080,
+%%     handler => fun(_Req) -> {200, [], <<"Hello!">>} end}).
+%% '''
 -spec start_listener(atom(), map()) -> {ok, pid()} | {error, term()}.
 start_listener(Name, Opts) when is_atom(Name) ->
     case application:ensure_all_started(falco) of
@@ -34,12 +45,11 @@ start_listener(Name, Opts) when is_atom(Name) ->
                     Spec = (child_spec(Name, Opts))#{restart => temporary},
                     case supervisor:start_child(falco_sup, Spec) of
                         {ok, Pid} -> {ok, Pid};
-                        {error, {already_started, _}} -> {error, already_started};
-                        {error, already_present} -> {error, already_started};
+                        {error, {already_started, Pid}} -> {error, {already_started, Pid}};
                         %% The supervisor wraps a failed start with its child
-                        %% record; users get the reason alone.
-                        {error, {{listen_failed, _, _} = Reason, _Child}} -> {error, Reason};
-                        {error, {{invalid_option, _, _} = Reason, _Child}} -> {error, Reason};
+                        %% record (a `#child{}' tuple); users get the reason alone.
+                        {error, {Reason, Child}} when element(1, Child) =:= child ->
+                            {error, Reason};
                         {error, Reason} -> {error, Reason}
                     end;
                 {error, _} = Error ->
@@ -123,8 +133,10 @@ drained(Ref, [{Mon, A} | Rest], Total, Left) ->
             drained(Ref, Rest, Total, Left)
     end.
 
-%% @doc A child spec to run listener `Name' in your own supervision tree
-%% (the falco application must be started for its clock). It is
+%% @doc A child spec to run listener `Name' in your own supervision tree.
+%% The falco application must be running (list `falco' in your `.app'
+%% file's `applications'): if it is not, the child fails to start with
+%% `{falco_not_started, Fix}', `Fix' a sentence naming the fix. It is
 %% `permanent': should the listener give up (its supervisor exits with
 %% `shutdown'), your supervisor starts it again, opening its port anew, and
 %% counts that restart against its own intensity; set `restart =>

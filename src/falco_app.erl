@@ -4,6 +4,8 @@
 %% a connection, keeps the first requests fast and keeps the codecs free
 %% of writes (a key already stored, after a restart, is left as it is:
 %% replacing one would force a global GC).
+%%
+%% @private internal to falco
 -module(falco_app).
 -behaviour(application).
 

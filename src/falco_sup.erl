@@ -8,6 +8,8 @@
 %% stops alone; were it restarted here, one listener's restart storm would
 %% use up this supervisor's intensity and stop the falco application with
 %% every listener.
+%%
+%% @private internal to falco
 -module(falco_sup).
 -behaviour(supervisor).
 

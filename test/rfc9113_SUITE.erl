@@ -452,14 +452,27 @@ tls_handshake_timeout(Config) ->
     {error, closed} = gen_tcp:recv(Silent, 0, 6000),
     ok = falco:stop_listener(tlsto_l).
 
-%% Options are checked when the listener starts.
+%% Options are checked when the listener starts; options ssl refuses are
+%% an error for the caller, not a logged crash.
 tls_bad_options(Config) ->
-    {error, {invalid_option, tls_opts, missing_certificate_or_key}} =
-        falco:start_listener(bad1, (base_opts(Config))#{transport => tls}),
-    {error, {invalid_option, tls_opts, {file_not_found, {certfile, "/nonexistent.pem"}}}} =
-        falco:start_listener(bad2, (base_opts(Config))#{transport => tls,
-                                                        tls_opts => [{certfile, "/nonexistent.pem"},
-                                                                     {keyfile, "/nonexistent.pem"}]}),
+    ok = falco_test_tree:capture_log(tls_bad_options_log),
+    try
+        {error, {invalid_option, tls_opts, missing_certificate_or_key}} =
+            falco:start_listener(bad1, (base_opts(Config))#{transport => tls}),
+        {error, {invalid_option, tls_opts, {file_not_found, {certfile, "/nonexistent.pem"}}}} =
+            falco:start_listener(bad2, (base_opts(Config))#{transport => tls,
+                                                            tls_opts => [{certfile, "/nonexistent.pem"},
+                                                                         {keyfile, "/nonexistent.pem"}]}),
+        %% one that only ssl:listen/2 refuses, in the listener's init
+        {error, {invalid_option, tls_opts, _}} =
+            falco:start_listener(bad10, (base_opts(Config))#{transport => tls,
+                                                             tls_opts => ?config(tls_opts, Config)
+                                                                 ++ [{versions, ['tlsv9.9']}]}),
+        timer:sleep(200),
+        [] = [E || #{level := L} = E <- falco_test_tree:logged(), L =/= debug, L =/= info]
+    after
+        logger:remove_handler(tls_bad_options_log)
+    end,
     {error, {invalid_option, transport, udp}} =
         falco:start_listener(bad3, (base_opts(Config))#{transport => udp}),
     {error, {invalid_option, protocols, [h3]}} =

@@ -59,7 +59,7 @@ prepare(Opts) ->
     erlang:error({invalid_option, ?MODULE, Opts}).
 
 %% @doc Runs the rest of the chain and logs its response (see
-%% {@link falco_outcome}, the rule shared with the request events).
+%% `falco_outcome', the rule shared with the request events).
 -spec call(falco_req:req(), falco_middleware:next(), {logger:level(), logger:metadata()}) ->
           falco_handler:response().
 call(Req, Next, Level) ->

@@ -23,6 +23,19 @@
 %% middleware never needs to know which kind of response it got. Response
 %% fields are checked later by the pipeline (RFC 9110 §5.5), as for
 %% handlers.
+%%
+%% A middleware fun that times every request:
+%% ```
+%% Timing = fun(Req, Next) ->
+%%              T0 = erlang:monotonic_time(microsecond),
+%%              Resp = Next(Req),
+%%              Us = erlang:monotonic_time(microsecond) - T0,
+%%              falco_middleware:add_headers(Resp, [{<<"server-timing">>,
+%%                  [<<"app;dur=">>, integer_to_binary(Us div 1000)]}])
+%%          end,
+%% falco:start_listener(my_http, #{port => 8080, handler => my_handler,
+%%                                 middleware => [falco_request_id, Timing]}).
+%% '''
 -module(falco_middleware).
 
 -export([compose/2, check/1, handler_fun/1,

@@ -18,6 +18,8 @@
 %% function returns. A whole-file reply's size is not looked up. A
 %% WebSocket upgrade is complete at the handshake, with the status of a
 %% successful one: 101, or 200 over HTTP/2.
+%%
+%% @private internal to falco
 -module(falco_outcome).
 
 -export([watch/3]).

@@ -5,6 +5,8 @@
 %% `stop' when its response is complete as the client sees it, or
 %% `exception' when the chain raised: the rule of {@link falco_outcome},
 %% shared with the access log.
+%%
+%% @private internal to falco
 -module(falco_request_events).
 
 -export([wrap/2]).

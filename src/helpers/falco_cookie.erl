@@ -23,6 +23,14 @@
 %% bytes, Path at most 1024 (rfc6265bis §5.6, §5.7).
 %% A value that is not cookie-octets can be made so with
 %% {@link falco_uri:encode_query/1}.
+%%
+%% ```
+%% [{<<"sid">>, <<"abc">>}, {<<"theme">>, <<"dark">>}] =
+%%     falco_cookie:parse(<<"sid=abc; theme=dark">>),
+%% {ok, <<"sid=abc; Path=/; Secure; HttpOnly; SameSite=Lax">>} =
+%%     falco_cookie:set_cookie(<<"sid">>, <<"abc">>, #{path => <<"/">>, secure => true,
+%%                                                    http_only => true, same_site => lax}).
+%% '''
 -module(falco_cookie).
 
 -export([parse/1, from_headers/1, set_cookie/3, delete/2]).
@@ -42,7 +50,7 @@
                 | same_site_none_requires_secure | partitioned_requires_secure
                 | secure_prefix_requires_secure | host_prefix_requirements.
 
--include_lib("falco/src/pipeline/falco_grammar.hrl").
+-include("../pipeline/falco_grammar.hrl").
 
 %% cookie-octet (RFC 6265 §4.1.1): visible US-ASCII but DQUOTE, comma,
 %% semicolon and backslash.

@@ -27,6 +27,12 @@
 %% `max_size' bytes of input (default 8 MiB), `max_depth' nested
 %% arrays/objects (default 128, so recursion stays shallow), and number
 %% literals of at most 1024 bytes (binary_to_integer is superlinear).
+%%
+%% ```
+%% <<"{\"name\":\"falco\",\"tags\":[1,2.5,null]}">> =
+%%     falco_json:encode_to_binary(#{name => <<"falco">>, tags => [1, 2.5, null]}),
+%% {ok, #{<<"a">> := [1, true]}} = falco_json:decode(<<"{\"a\":[1,true]}">>).
+%% '''
 -module(falco_json).
 
 -export([encode/1, encode_to_binary/1, decode/1, decode/2]).
@@ -41,7 +47,7 @@
                       | {number_out_of_range, non_neg_integer()}
                       | {duplicate_key, binary()}.
 
--include_lib("falco/src/pipeline/falco_grammar.hrl").
+-include("../pipeline/falco_grammar.hrl").
 %% JSON whitespace (RFC 8259 §2), not HTTP's OWS (?IS_WS)
 -define(IS_JSON_WS(C), (C =:= $\s orelse C =:= $\t orelse C =:= $\n orelse C =:= $\r)).
 -define(MAX_NUMBER, 1024).

@@ -24,6 +24,11 @@
 %%
 %% {@link encode/1} is the WHATWG serializer (§5.2): everything but ASCII
 %% alphanumerics and `*-._' is percent-encoded, and a space becomes `+'.
+%%
+%% ```
+%% {ok, [{<<"q">>, <<"erlang otp">>}, {<<"page">>, <<"2">>}]} =
+%%     falco_qs:parse(<<"q=erlang+otp&page=2">>).
+%% '''
 -module(falco_qs).
 
 -export([parse/1, parse/2, encode/1]).
@@ -40,7 +45,7 @@
             strict :: boolean(),
             utf8 :: keep | replace | reject}).
 
--include_lib("falco/src/pipeline/falco_grammar.hrl").
+-include("../pipeline/falco_grammar.hrl").
 
 %% Left alone by the urlencoded serializer (WHATWG URL §5.2, the
 %% application/x-www-form-urlencoded percent-encode set's complement).

@@ -25,6 +25,15 @@
 %% </ul>
 %% Each event is handed to the protocol as one piece, so it goes out at
 %% once (and {@link falco_compress} flushes after each piece).
+%%
+%% ```
+%% handle(_Req, _State) ->
+%%     falco_sse:stream(fun(Emit) ->
+%%                              ok = Emit(#{event => <<"tick">>, data => <<"1">>}),
+%%                              ok = Emit(#{event => <<"tick">>, data => <<"2">>})
+%%                      end, #{}).
+%% '''
+%% The client receives `event: tick\ndata: 1\n\n' then the second event.
 -module(falco_sse).
 
 -export([encode/1, stream/2, loop/3, headers/0, last_event_id/1, parse/2, init_parser/0]).

@@ -30,6 +30,8 @@
 %% </ul>
 %% Framing errors are reported as `{bad_request, Why}' and friends; the
 %% status each maps to lives in {@link falco_errors}.
+%%
+%% @private internal to falco
 -module(falco_http1).
 
 -export([tables/0]).
@@ -81,7 +83,7 @@
                expect = [] :: [binary()]}).
 -type head() :: #head{}.
 
--include_lib("falco/src/pipeline/falco_grammar.hrl").
+-include("../pipeline/falco_grammar.hrl").
 
 %% @doc The default limits (bytes and counts).
 -spec default_limits() -> limits().

@@ -9,6 +9,8 @@
 %% as the header section (a trailer line is bounded by `max_header_line').
 %% A size line, extensions included, longer than a fixed 4096 bytes
 %% (?MAX_SIZE_LINE) is an error, so a peer cannot make us buffer without end.
+%%
+%% @private internal to falco
 -module(falco_http1_chunked).
 
 -export([init/1, decode/2, data_left/1, encode/1, last/1]).
@@ -24,7 +26,7 @@
                   max_block :: pos_integer()}).
 -opaque state() :: #chunked{}.
 
--include_lib("falco/src/pipeline/falco_grammar.hrl").
+-include("../pipeline/falco_grammar.hrl").
 
 -define(MAX_SIZE_LINE, 4096).
 

@@ -18,6 +18,8 @@
 %% body is read under {@link falco_body_deadline}. A parse error is answered
 %% with its status and the connection is closed: once framing is in doubt
 %% no further byte can be trusted (RFC 9112 §11.2).
+%%
+%% @private internal to falco
 -module(falco_http1_conn).
 
 -export([enter/2]).

@@ -4,6 +4,8 @@
 %% lines for the common codes are literals, so a hot response allocates only
 %% its field list. Field names and values are checked elsewhere
 %% ({@link falco_pipeline:check_fields/1}); this module trusts its input.
+%%
+%% @private internal to falco
 -module(falco_http1_encode).
 
 -export([head/2, status_line/1, reason_phrase/1, continue/0]).

@@ -26,6 +26,8 @@
 %% that is not the latest raises instead of handing out bytes twice or
 %% reading the socket from the wrong place. No process dictionary is used,
 %% so nothing of one request outlives it.
+%%
+%% @private internal to falco
 -module(falco_http1_stream).
 -behaviour(falco_stream).
 

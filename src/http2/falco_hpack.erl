@@ -38,6 +38,8 @@
 %% the peer's SETTINGS_HEADER_TABLE_SIZE changes
 %% ({@link encoder_set_max_table_size/2}) the table is resized at once and the
 %% next block starts with the update(s) §4.2 asks for.
+%%
+%% @private internal to falco
 -module(falco_hpack).
 
 -export([new/0, new/1, decode/2, decode/3, set_max_table_size/2,

@@ -20,6 +20,8 @@
 %% alone) it is built on first use and stored then; two processes doing so
 %% at once store equal values, and a `put' of an equal value is a no-op (no
 %% global GC).
+%%
+%% @private internal to falco
 -module(falco_hpack_huffman).
 
 -export([encode/1, decode/1, encoded_size/1, tables/0]).

@@ -11,6 +11,8 @@
 %% growing binary is never used for the whole body: when a garbage
 %% collection ends its in-place appends, each append copies it, and a
 %% body of megabytes would cost quadratic time.
+%%
+%% @private internal to falco
 -module(falco_http2_buffer).
 
 -export([new/0, add/2, size/1, take/2, to_binary/1]).

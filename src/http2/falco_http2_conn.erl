@@ -32,6 +32,8 @@
 %% finished.
 %% The loop answers `sys' messages (it is entered from {@link falco_conn},
 %% an OTP special process).
+%%
+%% @private internal to falco
 -module(falco_http2_conn).
 
 -export([enter/2]).

@@ -24,6 +24,8 @@
 %% by progress, nor stopped by a moment with nothing queued: at each
 %% `send_timeout' a stream with data queued must have sent `send_min_rate'
 %% bytes per second since the last one, or it is reset (see stalled/2).
+%%
+%% @private internal to falco
 -module(falco_http2_flow).
 
 -export([headers/5, inform/3, data/5, trailers/4, flush_stream/2, flush_blocked/1, stalled/2]).

@@ -20,6 +20,8 @@
 %%
 %% The builders return iodata ready for the socket; {@link header_block/4}
 %% splits a field block into HEADERS and CONTINUATION frames.
+%%
+%% @private internal to falco
 -module(falco_http2_frame).
 
 -export([preface/0, parse/2]).

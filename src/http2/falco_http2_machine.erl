@@ -58,6 +58,8 @@
 %% client's window must get `send_min_rate' bytes per second through,
 %% measured over each `send_timeout': window dribbling (a byte of window
 %% now and then) resets the stream instead of holding it and its handler.
+%%
+%% @private internal to falco
 -module(falco_http2_machine).
 
 -export([new/1, frame/2, frame_error/2, upgrade/2,

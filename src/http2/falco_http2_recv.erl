@@ -19,6 +19,8 @@
 %% streams of what is held, what their windows let the client send and
 %% what is about to be given back stays within `max_receive_buffer'; the
 %% connection window grows with them.
+%%
+%% @private internal to falco
 -module(falco_http2_recv).
 
 -export([conn_received/2, received/3, ready/2, deliver_ready/1, read/3, give_back/3]).

@@ -34,6 +34,8 @@
 %% like the GET of an HTTP/1.1 WebSocket handshake: `method' is `GET',
 %% `protocol' is `<<"websocket">>'. Another `:protocol' is answered 501;
 %% `:protocol' on another method, or without our setting, is malformed.
+%%
+%% @private internal to falco
 -module(falco_http2_request).
 
 -export([request/2, trailers/1, response_fields/1]).
@@ -43,7 +45,7 @@
 -type malformed() :: {malformed, atom()}.
 -type headers() :: [{binary(), binary()}].
 
--include_lib("falco/src/pipeline/falco_grammar.hrl").
+-include("../pipeline/falco_grammar.hrl").
 
 -record(acc, {method :: undefined | binary(),
               scheme :: undefined | binary(),

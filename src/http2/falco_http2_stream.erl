@@ -38,6 +38,8 @@
 %% `{error, send_timeout}'. Files are read in `send_buffer' chunks into
 %% DATA frames (there is no sendfile through HTTP/2 framing).
 %% Connection-specific fields never leave (§8.2.2).
+%%
+%% @private internal to falco
 -module(falco_http2_stream).
 -behaviour(falco_stream).
 

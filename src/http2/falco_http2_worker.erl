@@ -5,6 +5,8 @@
 %% ({@link falco_ws_conn:enter_stream/3}). Kept apart from
 %% falco_http2_stream so that the module graph has no cycle: the session
 %% reads and writes through falco_http2_stream's tunnel functions.
+%%
+%% @private internal to falco
 -module(falco_http2_worker).
 
 -export([start/4, init/4]).

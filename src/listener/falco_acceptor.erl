@@ -31,6 +31,8 @@
 %% (seen here, whatever way it ends). At the limit no process waits, the
 %% kernel backlog holds the queue, and the acceptor looks again every
 %% 10 ms. On `emfile' or `enfile' it backs off 100 ms instead of spinning.
+%%
+%% @private internal to falco
 -module(falco_acceptor).
 
 -export([start_link/5, init/6, conn/5]).

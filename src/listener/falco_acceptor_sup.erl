@@ -4,6 +4,8 @@
 %% the same listen socket. More than 10 acceptor restarts in 10 s and this
 %% supervisor gives up; the listener's supervisor then starts it again
 %% (every connection of the listener ends) and counts that restart.
+%%
+%% @private internal to falco
 -module(falco_acceptor_sup).
 -behaviour(supervisor).
 

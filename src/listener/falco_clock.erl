@@ -4,6 +4,8 @@
 %% process formats it once a second into a protected ETS table and every
 %% connection reads it from there. `persistent_term' is not used on purpose:
 %% updating it every second would trigger a global GC scan.
+%%
+%% @private internal to falco
 -module(falco_clock).
 -behaviour(gen_server).
 

@@ -18,6 +18,8 @@
 %% same process; a loop that ends with an upgrade returns here and the next
 %% loop takes over. The loops are OTP special processes: each answers
 %% `sys' messages and obeys its parent's exit while it waits.
+%%
+%% @private internal to falco
 -module(falco_conn).
 
 -export([init/4]).

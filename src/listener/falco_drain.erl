@@ -10,6 +10,8 @@
 %% each connection with a `{falco_drain, Acceptor}' message (the HTTP/1.1
 %% loop reads the flag instead when it is busy); see falco_acceptor for
 %% what each protocol does with it.
+%%
+%% @private internal to falco
 -module(falco_drain).
 
 -export([new/0, draining/1, mode/1, set/2]).

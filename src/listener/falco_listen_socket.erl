@@ -7,6 +7,8 @@
 %% socket backend: there the socket is not closed with its owner but a
 %% moment later by its own server process, and a listener restarted on the
 %% same port at once would find it still in use.
+%%
+%% @private internal to falco
 -module(falco_listen_socket).
 -behaviour(gen_server).
 

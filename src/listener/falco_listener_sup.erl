@@ -23,6 +23,8 @@
 %% `middleware' chain is composed around
 %% it, and the request events ({@link falco_request_events}) around that when
 %% they go somewhere. Connections receive that one handler, never the routes themselves.
+%%
+%% @private internal to falco
 -module(falco_listener_sup).
 -behaviour(supervisor).
 
@@ -31,13 +33,31 @@
 
 -define(TABLE, falco_listeners).
 
-%% @doc Starts listener `Name' with validated options.
+%% @doc Starts listener `Name' with validated options. The falco
+%% application must be running (its registry and clock): without it this
+%% is `{error, {falco_not_started, Fix}}', `Fix' a sentence saying what to
+%% do. A listen failure is the socket's own reason (`{error, eaddrinuse}',
+%% `{error, eacces}'...), without a crash report: the supervisor's `init'
+%% leaves with `{shutdown, _}', which proc_lib does not report.
 -spec start_link(atom(), map()) -> {ok, pid()} | ignore | {error, term()}.
 start_link(Name, Opts) ->
-    case falco_opts:validate(Opts) of
-        {ok, Conf} -> supervisor:start_link(?MODULE, {Name, Conf});
-        {error, _} = Error -> Error
+    case {falco_running(), falco_opts:validate(Opts)} of
+        {false, _} ->
+            {error, {falco_not_started,
+                     "start the falco application first: list falco in your application's "
+                     "`applications' (or call application:ensure_all_started(falco))"}};
+        {true, {ok, Conf}} ->
+            case supervisor:start_link(?MODULE, {Name, Conf}) of
+                {error, {shutdown, {falco_listener, Reason}}} -> {error, Reason};
+                Other -> Other
+            end;
+        {true, {error, _} = Error} ->
+            Error
     end.
+
+%% falco_sup owns the registry table and supervises the clock.
+falco_running() ->
+    ets:info(?TABLE, owner) =:= whereis(falco_sup) andalso is_pid(whereis(falco_clock)).
 
 %% @doc The listen port and connection slots of a running listener.
 %% A listener in a user's supervision tree is stopped without falco being
@@ -125,10 +145,11 @@ init({Name, Conf0}) ->
                   [Holder, Acceptors]}};
         {error, {tls_opts, Reason}} ->
             %% ssl refused the options: the listener cannot serve anyone.
-            exit({invalid_option, tls_opts, Reason});
+            %% ({shutdown, _}: an error for the caller, not a crash report)
+            exit({shutdown, {falco_listener, {invalid_option, tls_opts, Reason}}});
         {error, Reason} ->
-            %% Makes start_link return {error, {listen_failed, Port, Reason}}.
-            exit({listen_failed, Port, Reason})
+            %% start_link returns {error, Reason}: eaddrinuse, eacces...
+            exit({shutdown, {falco_listener, Reason}})
     end.
 
 sockport(tcp, LSock) -> inet:port(LSock);

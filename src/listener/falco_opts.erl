@@ -8,11 +8,11 @@
 %% 60 s idle keep-alive, 1000 requests per connection.
 %%
 %% Transport and protocols: `transport => tcp | tls' (TLS needs `tls_opts'
-%% with a certificate and key, see {@link falco_transport}), `protocols'
+%% with a certificate and key, see `falco_transport'), `protocols'
 %% (a non-empty list of `http1' and `h2'; over TLS, ALPN prefers h2), the
 %% TLS `handshake_timeout', and the `h2_*' options of HTTP/2 (RFC 9113
 %% §6.5.2 settings we advertise, and the limits of
-%% {@link falco_http2_machine}).
+%% `falco_http2_machine').
 %%
 %% A listener needs either a `handler' or `routes' (compiled here, so a bad
 %% route is an `{invalid_option, routes, Reason}' at start; the compiled
@@ -205,7 +205,7 @@ finish(Conf) ->
     Conf#{limits => Limits#{max_empty_lines =>
                                 maps:get(max_empty_lines, falco_http1:default_limits())}}.
 
-%% @doc The options of {@link falco_http2_machine} from a listener's
+%% @doc The options of `falco_http2_machine' from a listener's
 %% configuration (every default is in {@link defaults/0}, nowhere else).
 -spec http2_machine(map()) -> falco_http2_machine:opts().
 http2_machine(Conf) ->

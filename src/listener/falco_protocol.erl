@@ -31,6 +31,8 @@
 %% TLS requires ALPN. An upgrade request with a body stays HTTP/1.1: the
 %% body would have to be read under HTTP/1.1 framing before switching, and
 %% RFC 7540 §3.2 lets a server ignore the upgrade.
+%%
+%% @private internal to falco
 -module(falco_protocol).
 
 -export([select/3, preface/1, h2c_settings/1]).

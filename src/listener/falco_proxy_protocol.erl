@@ -30,6 +30,8 @@
 %% `MaxSize' bounds a version 2 header (the format allows 16 + 65535
 %% bytes): a longer one is `{error, too_large}' as soon as its length is
 %% known.
+%%
+%% @private internal to falco
 -module(falco_proxy_protocol).
 
 -export([parse/2, crc32c/1]).

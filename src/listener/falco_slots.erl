@@ -11,6 +11,8 @@
 %% acceptor's own share. Should an acceptor die, its connections go with
 %% it, and its successor gives back the share it left ({@link reset/2}), so
 %% no slot is ever lost.
+%%
+%% @private internal to falco
 -module(falco_slots).
 
 -export([new/1, reset/2, claim/3, accepted/2, release/3, connections/1]).

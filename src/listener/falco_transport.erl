@@ -21,6 +21,8 @@
 %% renegotiation, and ALPN advertising the listener's protocols in order
 %% (h2, http/1.1). Any of these can be overridden through `tls_opts', whose
 %% entries win; only defaults that fit the configured `versions' are added.
+%%
+%% @private internal to falco
 -module(falco_transport).
 
 -export([listen/4, accept/2, close/2, handshake/2, tcp_socket/1]).

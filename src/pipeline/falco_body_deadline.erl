@@ -14,6 +14,8 @@
 %% (`RequestReadTimeout body=20,MinRate=500'); nginx (`client_body_timeout',
 %% 60 s) and cowboy (`read_body' period, 15 s) bound only each read, like
 %% `body_timeout'.
+%%
+%% @private internal to falco
 -module(falco_body_deadline).
 
 -export([start/2, timeout/4]).

@@ -13,6 +13,8 @@
 %% {@link response/1} is the reply as a handler returns it; the pipeline
 %% sends the same for the errors falco answers itself, with the fields of a
 %% reply that ends the exchange ({@link falco_pipeline:error_reply/4}).
+%%
+%% @private internal to falco
 -module(falco_errors).
 
 -export([status/1, fields/1, body/1, response/1]).

@@ -17,6 +17,8 @@
 %% which raises on invalid UTF-8, is not used: everything here works on
 %% bytes. The character classes are guard macros in falco_grammar.hrl, for
 %% the modules that match bytes in function heads.
+%%
+%% @private internal to falco
 -module(falco_grammar).
 
 -include("falco_grammar.hrl").

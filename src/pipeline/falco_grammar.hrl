@@ -4,14 +4,13 @@
 %% functions built on them (tokens, lowercase, trimming, #list elements,
 %% quoted-string, authority, origin-form) are in falco_grammar.erl.
 %%
-%% Private to falco. A module includes it with
-%%   -include_lib("falco/src/pipeline/falco_grammar.hrl").
-%% include_lib resolves `falco' through the application's directory, which
-%% every build that compiles falco from source has, as the top-level app
-%% (rebar3 links src/ into _build/PROFILE/lib/falco), as a dependency or a
-%% checkout (rebar3, mix, erlang.mk: deps/falco in ERL_LIBS); a relative
-%% `{i, "src/pipeline"}' in erl_opts would depend on the directory the
-%% build tool compiles a dependency from. It is not in include/, which
+%% Private to falco. A module in another directory of src/ includes it with
+%%   -include("../pipeline/falco_grammar.hrl").
+%% The compiler looks for a relative include next to the source file, which
+%% every build tool that compiles falco has, as the top-level app or a
+%% dependency. `include_lib("falco/...")' did not: Mix compiles a rebar3
+%% dependency in deps/falco while code:lib_dir(falco) is its
+%% _build/ENV/lib/falco, which has no src/. It is not in include/, which
 %% would make these macros part of falco's public interface.
 
 -ifndef(FALCO_GRAMMAR_HRL).

@@ -13,6 +13,18 @@
 %% Headers are `{Name, Value}' pairs, Name a binary (lowercased for you),
 %% Value iodata. A `{<<"connection">>, <<"close">>}' field closes the
 %% connection after the reply. The same handler serves every protocol.
+%%
+%% ```
+%% -module(my_handler).
+%% -behaviour(falco_handler).
+%% -export([handle/2]).
+%%
+%% handle(Req, #{greeting := Greeting}) ->
+%%     {200, [{<<"content-type">>, <<"text/plain">>}],
+%%      [Greeting, <<", ">>, falco_req:path(Req), <<"\n">>]}.
+%% '''
+%% served by `falco:start_listener(my_http, #{port => 8080, handler =>
+%% {my_handler, #{greeting => <<"Hello">>}}})'.
 -module(falco_handler).
 
 -type status() :: 100..999.

@@ -27,6 +27,8 @@
 %% watchdog won); each side moves it with a compare-and-exchange, so a
 %% handler returning at the deadline gets either its own response or the
 %% 503, never both.
+%%
+%% @private internal to falco
 -module(falco_handler_deadline).
 -behaviour(falco_stream).
 

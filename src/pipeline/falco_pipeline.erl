@@ -7,6 +7,8 @@
 %% for HEAD (§9.3.2), 1xx/204/304 (§6.4.1) while HEAD keeps the GET fields.
 %% A handler that crashes gets a 500 and a log line naming the request; one
 %% that hits a limit while reading the body gets that limit's status.
+%%
+%% @private internal to falco
 -module(falco_pipeline).
 
 -export([run/4, run/5, precheck/2, error_reply/4, check_response/1, check_fields/1,

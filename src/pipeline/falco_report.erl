@@ -6,6 +6,8 @@
 %% 5.8 GB of peak memory), so the text is formatted with a bound on its
 %% size, which costs milliseconds whatever the terms hold, and a stack
 %% keeps the arity of each call, not its arguments.
+%%
+%% @private internal to falco
 -module(falco_report).
 
 -export([format/2, format/3, without_args/1]).

@@ -3,7 +3,7 @@
 %% A request is a map; read it through these functions so handlers keep
 %% working as falco grows. Header names are lowercase binaries, values are
 %% binaries as received (without surrounding whitespace), in arrival order.
-%% Body reads go through the protocol's stream ({@link falco_stream}) and
+%% Body reads go through the protocol's stream (`falco_stream') and
 %% may be done in full ({@link read_body/1}, bounded by the listener's
 %% `max_body') or piece by piece ({@link read_body/2}). Each read returns a
 %% new request that carries the body state: use it for the next read and

@@ -12,6 +12,16 @@
 %%
 %% `json/2' encodes with {@link falco_json} (RFC 8259) and labels the body
 %% `application/json'; `text/2' and `html/2' label theirs as UTF-8.
+%%
+%% ```
+%% handle(Req, _State) ->
+%%     case falco_req:binding(id, Req) of
+%%         undefined -> falco_resp:text(404, <<"no such user\n">>);
+%%         Id -> falco_resp:json(200, #{id => Id})
+%%     end.
+%% '''
+%% and `falco_resp:redirect(303, <<"/done">>)' is
+%% `{303, [{<<"location">>, <<"/done">>}], <<>>}'.
 -module(falco_resp).
 
 -export([redirect/2, redirect/3, json/2, json/3, text/2, text/3, html/2, html/3]).

@@ -13,6 +13,8 @@
 %% {@link falco_req:read_body/1} the new request, which must be used for
 %% the next read. No body state lives anywhere else (no process
 %% dictionary), so nothing of one request outlives it.
+%%
+%% @private internal to falco
 -module(falco_stream).
 
 -type state() :: term().

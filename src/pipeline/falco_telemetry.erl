@@ -16,6 +16,8 @@
 %% ({@link falco_request_events}), and every other event site tests one
 %% term from the listener's configuration or one `persistent_term' per
 %% listener.
+%%
+%% @private internal to falco
 -module(falco_telemetry).
 
 -export([emitter/2, forget/1, for/1, execute/4]).

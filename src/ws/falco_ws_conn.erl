@@ -33,6 +33,8 @@
 %% listener stops (the parent exits), the peer gets 1001 and the handler
 %% `terminate(shutdown, ...)'; when it drains, the same 1001 starts a close
 %% handshake.
+%%
+%% @private internal to falco
 -module(falco_ws_conn).
 
 -export([enter/3, enter_stream/3]).

@@ -18,6 +18,8 @@
 %% caller's limit is checked after each, so a small frame can never
 %% inflate past the message size limit ("zip bomb": the session answers
 %% 1009).
+%%
+%% @private internal to falco
 -module(falco_ws_deflate).
 
 -export([negotiate/2, init/2, inflate/4, deflate/2, close/1, default_config/0]).

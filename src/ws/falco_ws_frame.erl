@@ -23,6 +23,8 @@
 %% The encoder writes server frames (never masked) and, for test clients,
 %% masked ones. The close frame's payload has its own parser and builder
 %% (§5.5.1, §7.4).
+%%
+%% @private internal to falco
 -module(falco_ws_frame).
 
 -export([parse/2, peek/1, encode/2, encode/4, encode_masked/5, mask/2,

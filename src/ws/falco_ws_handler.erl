@@ -7,7 +7,7 @@
 %% {websocket, Module, State, Opts}
 %% '''
 %% (or any HTTP response to refuse). falco checks the handshake (a request
-%% that is not one gets 400 or 426, see {@link falco_ws_handshake}),
+%% that is not one gets 400 or 426, see `falco_ws_handshake'),
 %% answers 101 (HTTP/1.1) or 200 (HTTP/2, RFC 8441), and from then on the
 %% connection (or the HTTP/2 stream) runs `Module''s callbacks, in one
 %% process:
@@ -41,16 +41,16 @@
 %% Reason}' (a callback raised: the peer got 1011 and the crash is logged,
 %% bounded like a handler's).
 %%
-%% `Opts' (all optional; defaults in {@link falco_ws_handshake:default_opts/0}):
+%% `Opts' (all optional; defaults in `falco_ws_handshake:default_opts/0'):
 %% `max_frame_size' and `max_message_size' (bytes; past them, 1009),
 %% `idle_timeout' (ms without a byte from the peer before closing with
 %% 1000), `ping_interval' (ms of peer silence before falco sends a ping;
 %% `infinity' for none), `close_timeout' (ms to wait for the peer's close
 %% frame after ours), `compress' (`true', `false' or a
-%% {@link falco_ws_deflate:config()}: accept permessage-deflate),
+%% `falco_ws_deflate:config()': accept permessage-deflate),
 %% `protocols' (the subprotocols spoken, in order of preference: the first
 %% the client offers is selected; a route handler that needs to know which
-%% calls {@link falco_ws_handshake:protocol/2} with the same list and keeps
+%% calls `falco_ws_handshake:protocol/2' with the same list and keeps
 %% the answer in its state).
 -module(falco_ws_handler).
 

@@ -19,6 +19,8 @@
 %% </ul>
 %% Pings are reported; answering them (and the close handshake) is the
 %% connection's business.
+%%
+%% @private internal to falco
 -module(falco_ws_session).
 
 -export([new/1, frame/2, partial_text/3]).

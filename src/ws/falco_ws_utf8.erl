@@ -11,6 +11,8 @@
 %% The bulk of the work is `unicode:characters_to_binary/3', a BIF that
 %% runs at about 1 GB/s on this project's machines, against 60 MB/s for a
 %% code point loop in Erlang (measured on mixed-script text).
+%%
+%% @private internal to falco
 -module(falco_ws_utf8).
 
 -export([new/0, validate/2, complete/1]).
