@@ -1,4 +1,5 @@
-%% @doc falco's top supervisor: the Date clock, the listener registry (an
+%% @doc falco's top supervisor: the Date clock, the rate limiter's tables
+%% ({@link falco_rate_tables}), the listener registry (an
 %% ETS table this process owns) and the listeners started with
 %% {@link falco:start_listener/2}.
 %%
@@ -24,4 +25,5 @@ start_link() ->
 init([]) ->
     _ = ets:new(falco_listeners, [named_table, public, {read_concurrency, true}]),
     Clock = #{id => falco_clock, start => {falco_clock, start_link, []}},
-    {ok, {#{strategy => one_for_one, intensity => 10, period => 10}, [Clock]}}.
+    RateTables = #{id => falco_rate_tables, start => {falco_rate_tables, start_link, []}},
+    {ok, {#{strategy => one_for_one, intensity => 10, period => 10}, [Clock, RateTables]}}.
