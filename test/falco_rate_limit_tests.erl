@@ -72,6 +72,20 @@ never_more_than_rate_test() ->
     %% and it is not starved either: the bucket was always busy
     ?assert(length(Passed) >= (Last - First) div I).
 
+%% The table's one-step update is advance/3: max(Tat, Now) + Interval.
+ops_are_advance_test() ->
+    rand:seed(exsss, {4, 5, 6}),
+    T = ets:new(t, [set]),
+    [begin
+         Now = rand:uniform(2000) - 1000,
+         Tat = Now + rand:uniform(200) - 100,
+         I = rand:uniform(50),
+         true = ets:insert(T, {k, Tat}),
+         ?assertEqual([max(Tat, Now) - 1, ?RL:advance(Now, Tat, I)],
+                      ets:update_counter(T, k, ?RL:ops(Now, I)))
+     end || _ <- lists:seq(1, 2000)],
+    ets:delete(T).
+
 retry_after_test() ->
     S = second(),
     ?assertEqual(1, ?RL:retry_after(1)),
@@ -167,14 +181,20 @@ idle_evicted() ->
     ?assertEqual(ok, ?RL:take(L, 1, erlang:monotonic_time())),
     ?assertEqual(2, ets:info(Tid, size)).
 
-%% Keys that look like match pattern variables are keys like any other.
+%% Odd keys (pattern variables, the overflow key's atom, long ones) are
+%% keys like any other.
 odd_keys() ->
     L = ?RL:prepare(#{rate => 0.001, burst => 1, name => make_ref()}),
     Now = erlang:monotonic_time(),
     [begin
          ?assertEqual(ok, ?RL:take(L, K, Now)),
          ?assertMatch({wait, _}, ?RL:take(L, K, Now))
-     end || K <- ['_', '$1', {'_', '$2'}, overflow, [x], {1, 2, 3, 4}, <<"k">>, 7, 1.5]].
+     end || K <- ['_', '$1', {'_', '$2'}, overflow, [x], {1, 2, 3, 4}, <<"k">>, 7, 1.5,
+                  binary:copy(<<"a">>, 32), binary:copy(<<"a">>, 33), binary:copy(<<"b">>, 8000),
+                  lists:seq(1, 1000)]],
+    %% long keys are hashed, distinct ones kept apart
+    ?assertEqual(ok, ?RL:take(L, binary:copy(<<"b">>, 7999), Now)),
+    ?assertEqual(ok, ?RL:take(L, lists:seq(1, 999), Now)).
 
 answers_429() ->
     Mw = {?RL, #{rate => 0.5, burst => 2, name => make_ref(),

@@ -2,8 +2,8 @@
 %% (the kernel backlog holds the next connections, served as slots free;
 %% beyond the backlog the kernel drops them; never a crash or a restart)
 %% and the rate limit middleware end to end (a burst passes, then 429 with
-%% Retry-After and a rejected event; another client is not affected; after
-%% the refill the client passes again).
+%% Retry-After and a rejected event, its stop event says 429; another
+%% client is not affected; after the refill the client passes again).
 -module(overload_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
@@ -152,6 +152,7 @@ rate_limited(_Config) ->
     Name = rate_limited,
     Test = self(),
     Events = fun([falco, request, rejected] = E, _M, Meta) -> Test ! {event, E, Meta};
+                ([falco, request, stop], _M, #{status := St}) -> Test ! {stop, St};
                 (_, _, _) -> ok
              end,
     {_Sup, Port} = falco_test_tree:listener(
@@ -176,6 +177,9 @@ rate_limited(_Config) ->
                 || 429 <- Statuses],
     [?assertMatch(#{reason := rate_limit, status := 429, listener := Name,
                     peer := {{127, 0, 0, 1}, _}}, M) || M <- Rejected],
+    %% and the request events saw the 429s as any other response
+    Stops = [receive {stop, St} -> St after 5000 -> ct:fail(no_stop) end || _ <- Statuses],
+    ?assertEqual(lists:sort(Statuses), lists:sort(Stops)),
     %% another client (another source address) has its own bucket
     Other = ?C:connect(Port, [{ip, {127, 0, 0, 2}}]),
     ?C:send(Other, ?GET),

@@ -24,11 +24,10 @@
 %% again if nothing else came (the "theoretical arrival time" of the GCRA,
 %% which behaves as a token bucket refilling continuously): {@link bucket/4}
 %% is that arithmetic, pure. Buckets live in a public ETS table owned by
-%% {@link falco_rate_tables}, one per limiter name; a request reads its row,
-%% computes, and writes the new time back only if the row is still the one
-%% it read (`ets:select_replace/2' as a compare-and-swap; a fresh key with
-%% `ets:insert_new/2'), else starts over: two requests can never both take
-%% the last token.
+%% {@link falco_rate_tables}, one per limiter name; a request moves its
+%% row on in one `ets:update_counter/3' (atomic: two requests can never
+%% both take the last token), and gives the token back when it was one too
+%% many.
 %%
 %% Bounded under a spray of addresses: a bucket that has refilled
 %% completely is worth what a missing row is worth and is evicted (every
@@ -45,7 +44,7 @@
 -behaviour(falco_middleware).
 
 -export([prepare/1, call/3]).
--export([bucket/4, retry_after/1, params/2, take/3]).
+-export([bucket/4, advance/3, verdict/3, ops/2, retry_after/1, params/2, take/3]).
 -export_type([limiter/0]).
 
 -record(rl, {name :: term(),
@@ -57,12 +56,12 @@
 
 -define(KEYS, [rate, burst, key, max_keys, name]).
 -define(MAX_KEYS, 100000).
-%% Compare-and-swap attempts before a request is refused as if the bucket
-%% were empty (each failure means another request on the same key won).
--define(TRIES, 100).
-%% The key of the shared bucket; user keys are stored as binaries, integers,
-%% addresses or `{t, Binary}', never as this atom.
+%% The key of the shared bucket; user keys are stored as integers,
+%% addresses, short binaries, `{t, Binary}' or `{h, Hash}' (stored/1),
+%% never as this atom.
 -define(OVERFLOW, overflow).
+%% The longest key stored as it is.
+-define(SHORT, 32).
 
 %% @doc Validates the options and gets the limiter's table. Raises
 %% `error({invalid_option, falco_rate_limit, Key})'.
@@ -132,21 +131,44 @@ params(Rate, Burst) ->
 
 %% @doc One request at `Now' on a bucket whose theoretical arrival time is
 %% `Tat' (`undefined': a full bucket): `{ok, NewTat}' when a token is
-%% there, else `{wait, Native}', the time until one is. The bucket is full
-%% again at `Tat'; each token moves it on by `Interval'; a request passes
-%% if that leaves it at most `Capacity' (burst tokens) ahead of now.
-%% Times are `erlang:monotonic_time()', which never goes back; a `Tat' in
-%% the past counts as now (a full bucket holds no more than its burst).
+%% there, else `{wait, Native}', the time until one is: {@link advance/3}
+%% then {@link verdict/3}.
 -spec bucket(integer(), integer() | undefined, pos_integer(), pos_integer()) ->
           {ok, integer()} | {wait, pos_integer()}.
 bucket(Now, undefined, Interval, Capacity) ->
     bucket(Now, Now, Interval, Capacity);
 bucket(Now, Tat, Interval, Capacity) ->
-    New = max(Tat, Now) + Interval,
+    New = advance(Now, Tat, Interval),
+    case verdict(Now, New, Capacity) of
+        ok -> {ok, New};
+        Wait -> Wait
+    end.
+
+%% @doc The bucket after one token is taken: it is full again at `Tat',
+%% and a token moves that on by `Interval'; a `Tat' in the past counts as
+%% now (a full bucket holds no more than its burst). Times are
+%% `erlang:monotonic_time()', which never goes back. The table does this
+%% in one `ets:update_counter/3' ({@link ops/2}).
+-spec advance(integer(), integer(), pos_integer()) -> integer().
+advance(Now, Tat, Interval) when is_integer(Now), is_integer(Tat), is_integer(Interval) ->
+    max(Tat, Now) + Interval.
+
+%% @doc Whether the token could be taken: the bucket may run at most
+%% `Capacity' (burst tokens) ahead of now; else `{wait, Native}', how long
+%% until it could.
+-spec verdict(integer(), integer(), pos_integer()) -> ok | {wait, pos_integer()}.
+verdict(Now, New, Capacity) ->
     case New - Now of
-        Ahead when Ahead =< Capacity -> {ok, New};
+        Ahead when Ahead =< Capacity -> ok;
         Ahead -> {wait, Ahead - Capacity}
     end.
+
+%% @doc {@link advance/3} as `ets:update_counter/3' operations on a row
+%% `{Key, Tat}': `Tat - 1' set to `Now - 1' when it is below, then
+%% `+ Interval + 1'.
+-spec ops(integer(), pos_integer()) -> [{2, integer()} | {2, -1, integer(), integer()}].
+ops(Now, Interval) ->
+    [{2, -1, Now - 1, Now - 1}, {2, Interval + 1}].
 
 %% @doc `Retry-After' for a wait in native units: whole seconds, rounded up.
 -spec retry_after(pos_integer()) -> pos_integer().
@@ -157,50 +179,56 @@ retry_after(Wait) ->
 %% -- the table -------------------------------------------------------------------
 
 %% @doc Takes a token for `Key' at `Now' from the limiter's table:
-%% `ok' or `{wait, Native}'.
+%% `ok' or `{wait, Native}'. The row is advanced in one atomic update;
+%% when that leaves it too far ahead the token is given back (a request
+%% running at that moment may see one token fewer: a refusal near the
+%% limit, never a token taken twice).
 -spec take(limiter(), term(), integer()) -> ok | {wait, pos_integer()}.
-take(L = #rl{name = Name}, Key, Now) ->
-    take(falco_rate_tables:lookup(Name), L, stored(Key), Now, ?TRIES).
-
-take(_T, #rl{interval = Interval}, _Key, _Now, 0) ->
-    {wait, Interval};
-take(T = {Tid, _}, L = #rl{interval = Interval, capacity = Capacity}, Key, Now, Tries) ->
-    case ets:lookup(Tid, Key) of
-        [] ->
-            new(T, L, Key, Now, Tries);
-        [{_, Tat}] ->
-            case bucket(Now, Tat, Interval, Capacity) of
-                {ok, New} ->
-                    %% Key and Tat are safe in a match pattern (see stored/1).
-                    case ets:select_replace(Tid, [{{Key, Tat}, [], [{const, {Key, New}}]}]) of
-                        1 -> ok;
-                        0 -> take(T, L, Key, Now, Tries - 1)
-                    end;
-                Wait ->
-                    Wait
-            end
+take(L = #rl{name = Name, interval = Interval, capacity = Capacity}, Key0, Now) ->
+    T = {Tid, _} = falco_rate_tables:lookup(Name),
+    Ops = ops(Now, Interval),
+    Key1 = stored(Key0),
+    {Key, New} = try ets:update_counter(Tid, Key1, Ops) of
+                     [_, N] -> {Key1, N}
+                 catch
+                     error:badarg -> fresh(T, L, Key1, Ops, Now)
+                 end,
+    case verdict(Now, New, Capacity) of
+        ok ->
+            ok;
+        Wait ->
+            _ = try ets:update_counter(Tid, Key, {2, -Interval})
+                catch error:badarg -> ok  % evicted meanwhile: nothing to give back
+                end,
+            Wait
     end.
 
-new(T = {Tid, Flag}, L = #rl{interval = Interval, capacity = Capacity, max_keys = MaxKeys},
-    Key, Now, Tries) ->
-    case Key =/= ?OVERFLOW andalso ets:info(Tid, size) >= MaxKeys of
-        true ->
-            ok = falco_rate_tables:full(Tid, Flag),
-            take(T, L, ?OVERFLOW, Now, Tries);
-        false ->
-            {ok, New} = bucket(Now, undefined, Interval, Capacity),
-            case ets:insert_new(Tid, {Key, New}) of
-                true -> ok;
-                false -> take(T, L, Key, Now, Tries - 1)
-            end
-    end.
+%% A key without a row: a new full bucket, or the shared one when the table
+%% holds `max_keys' rows.
+fresh({Tid, Flag}, #rl{max_keys = MaxKeys}, Key1, Ops, Now) ->
+    Key = case Key1 =/= ?OVERFLOW andalso ets:info(Tid, size) >= MaxKeys of
+              true ->
+                  ok = falco_rate_tables:full(Tid, Flag),
+                  ?OVERFLOW;
+              false ->
+                  Key1
+          end,
+    [_, New] = ets:update_counter(Tid, Key, Ops, {Key, Now}),
+    {Key, New}.
 
-%% A key as stored: one that cannot be read as a match pattern variable
-%% (`'_'', `'$1'') nor be the overflow key. Binaries, integers and
-%% addresses as they are, anything else as its external term format.
-stored(K) when is_binary(K); is_integer(K) -> K;
+%% A key as stored: never the overflow key, and small whatever the key fun
+%% returns (a row stays near 100 bytes, so `max_keys' bounds the memory).
+%% Integers and addresses as they are, a binary of up to 32 bytes as it
+%% is, anything else as its external term format, hashed when longer.
+stored(K) when is_integer(K) -> K;
 stored(K = {A, B, C, D}) when is_integer(A), is_integer(B), is_integer(C), is_integer(D) -> K;
 stored(K = {A, B, C, D, E, F, G, H})
   when is_integer(A), is_integer(B), is_integer(C), is_integer(D),
        is_integer(E), is_integer(F), is_integer(G), is_integer(H) -> K;
-stored(K) -> {t, term_to_binary(K)}.
+stored(K) when is_binary(K), byte_size(K) =< ?SHORT -> K;
+stored(K) when is_binary(K) -> {h, crypto:hash(sha256, K)};
+stored(K) ->
+    case term_to_binary(K) of
+        B when byte_size(B) =< ?SHORT -> {t, B};
+        B -> {h, crypto:hash(sha256, B)}
+    end.

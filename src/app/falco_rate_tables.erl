@@ -99,7 +99,8 @@ handle_info(_Msg, S) ->
     {noreply, S}.
 
 new(Name, S = #st{tables = Tables}) ->
-    Tid = ets:new(?MODULE, [set, public, {write_concurrency, true}, {read_concurrency, true},
+    %% No read_concurrency: every read is followed by a write.
+    Tid = ets:new(?MODULE, [set, public, {write_concurrency, true},
                             {decentralized_counters, true}]),
     T = {Tid, atomics:new(1, [])},
     ok = persistent_term:put(?KEY(Name), T),
