@@ -1,6 +1,6 @@
 %% EUnit tests for the application callback module and supervisor
-%% (falco_app, falco_sup): the tree starts once, with its clock and its
-%% listener registry, and stops cleanly.
+%% (falco_app, falco_sup): the tree starts once, with its clock, the rate
+%% limiter's tables and its listener registry, and stops cleanly.
 -module(falco_app_tests).
 -include_lib("eunit/include/eunit.hrl").
 
@@ -8,8 +8,10 @@ app_test() ->
     {ok, _} = application:ensure_all_started(falco),
     Sup = whereis(falco_sup),
     ?assert(is_pid(Sup)),
-    %% The tree holds the clock, and the registry table exists.
-    ?assertMatch([{falco_clock, _, worker, _}], supervisor:which_children(falco_sup)),
+    %% The tree holds the clock and the rate limiter's tables, and the
+    %% registry table exists.
+    ?assertMatch([{falco_clock, _, worker, _}, {falco_rate_tables, _, worker, _}],
+                 lists:sort(supervisor:which_children(falco_sup))),
     ?assertEqual(set, ets:info(falco_listeners, type)),
     %% A second start of the callback finds the registered supervisor.
     ?assertEqual({error, {already_started, Sup}}, falco_app:start(normal, [])),

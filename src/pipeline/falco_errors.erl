@@ -27,7 +27,8 @@
                 | {coding_not_acceptable, Available :: [binary()]}
                 | precondition_failed
                 | {unsupported_content_coding, Accepted :: [binary()]}
-                | {range_not_satisfiable, Size :: non_neg_integer()}.
+                | {range_not_satisfiable, Size :: non_neg_integer()}
+                | {too_many_requests, RetryAfter :: pos_integer()}.
 -export_type([reason/0]).
 
 %% @doc The status code for an error reason.
@@ -44,6 +45,7 @@ status(uri_too_long) -> 414;
 status({unsupported_content_coding, _}) -> 415;
 status({range_not_satisfiable, _}) -> 416;
 status(expectation_failed) -> 417;
+status({too_many_requests, _}) -> 429;
 status({header_too_large, _}) -> 431;
 status(internal_error) -> 500;
 status({not_implemented, _}) -> 501;
@@ -64,6 +66,9 @@ fields({unsupported_content_coding, Accepted}) ->
 fields({range_not_satisfiable, Size}) ->
     %% RFC 9110 §15.5.17, §14.4: the current length of the representation.
     [{<<"content-range">>, <<"bytes */", (integer_to_binary(Size))/binary>>}];
+fields({too_many_requests, Seconds}) ->
+    %% RFC 6585 §4, RFC 9110 §10.2.3: how long to wait, in seconds.
+    [{<<"retry-after">>, integer_to_binary(Seconds)}];
 fields(_) ->
     [].
 

@@ -11,7 +11,7 @@
 %% @private internal to falco
 -module(falco_pipeline).
 
--export([run/4, run/5, precheck/2, error_reply/4, check_response/1, check_fields/1,
+-export([run/4, run/5, precheck/2, error_reply/4, rejected/3, check_response/1, check_fields/1,
          body_size/1, log_crash/4]).
 -export_type([checked/0, checked_body/0]).
 
@@ -90,10 +90,11 @@ error_reply(Reason, Req, Mod, S) ->
                                  {<<"connection">>, <<"close">>}],
                       content(Req, Body), S).
 
-%% `[falco, request, rejected]': a request refused by a limit or as
-%% malformed, with the reason (the limit's name: content_too_large,
-%% {header_too_large, _}, request_timeout, body_timeout, ...). Not for a
-%% handler's crash or timeout, which the request events report.
+%% @doc Emits `[falco, request, rejected]': a request refused by a limit
+%% or as malformed, with the reason (the limit's name: content_too_large,
+%% {header_too_large, _}, request_timeout, body_timeout, rate_limit, ...).
+%% Not for a handler's crash or timeout, which the request events report.
+-spec rejected(term(), 100..599, map()) -> ok.
 rejected(Reason, _Status, _Req) when Reason =:= internal_error; Reason =:= handler_timeout ->
     ok;
 rejected(Reason, Status, Req) ->
