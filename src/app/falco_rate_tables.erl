@@ -13,6 +13,8 @@
 %% raises the table's flag. A bucket is idle when it has refilled
 %% completely (its theoretical arrival time is in the past): it is then
 %% worth exactly what a missing row is worth, so evicting it loses nothing.
+%%
+%% @private internal to falco
 -module(falco_rate_tables).
 -behaviour(gen_server).
 
