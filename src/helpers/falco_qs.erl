@@ -40,7 +40,7 @@
             strict :: boolean(),
             utf8 :: keep | replace | reject}).
 
--include_lib("falco/src/pipeline/falco_grammar.hrl").
+-include("../pipeline/falco_grammar.hrl").
 
 %% Left alone by the urlencoded serializer (WHATWG URL §5.2, the
 %% application/x-www-form-urlencoded percent-encode set's complement).

@@ -81,7 +81,7 @@
                expect = [] :: [binary()]}).
 -type head() :: #head{}.
 
--include_lib("falco/src/pipeline/falco_grammar.hrl").
+-include("../pipeline/falco_grammar.hrl").
 
 %% @doc The default limits (bytes and counts).
 -spec default_limits() -> limits().

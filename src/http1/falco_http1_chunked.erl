@@ -24,7 +24,7 @@
                   max_block :: pos_integer()}).
 -opaque state() :: #chunked{}.
 
--include_lib("falco/src/pipeline/falco_grammar.hrl").
+-include("../pipeline/falco_grammar.hrl").
 
 -define(MAX_SIZE_LINE, 4096).
 

@@ -43,7 +43,7 @@
 -type malformed() :: {malformed, atom()}.
 -type headers() :: [{binary(), binary()}].
 
--include_lib("falco/src/pipeline/falco_grammar.hrl").
+-include("../pipeline/falco_grammar.hrl").
 
 -record(acc, {method :: undefined | binary(),
               scheme :: undefined | binary(),

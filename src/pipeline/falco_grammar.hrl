@@ -4,13 +4,14 @@
 %% functions built on them (tokens, lowercase, trimming, #list elements,
 %% quoted-string, authority, origin-form) are in falco_grammar.erl.
 %%
-%% Private to falco. A module includes it with
-%%   -include_lib("falco/src/pipeline/falco_grammar.hrl").
-%% include_lib resolves `falco' through the application's directory, which
-%% every build that compiles falco from source has, as the top-level app
-%% (rebar3 links src/ into _build/PROFILE/lib/falco), as a dependency or a
-%% checkout (rebar3, mix, erlang.mk: deps/falco in ERL_LIBS); a relative
-%% `{i, "src/pipeline"}' in erl_opts would depend on the directory the
+%% Private to falco. A module under src/ includes it by a path relative to
+%% its own file, which every build tool resolves the same way:
+%%   -include("../pipeline/falco_grammar.hrl").
+%% Not include_lib("falco/src/..."): Mix compiles a path or git dependency
+%% with `rebar3 bare compile' into _build/ENV/lib/falco, which has ebin/
+%% and no src/, so `falco/src' resolved there and the build failed (Elixir
+%% 1.14, a Mix project with a path dependency on falco). Nor a
+%% `{i, "src/pipeline"}' in erl_opts, which depends on the directory the
 %% build tool compiles a dependency from. It is not in include/, which
 %% would make these macros part of falco's public interface.
 
