@@ -26,7 +26,11 @@ req_in_one_line_test() ->
     ?assertEqual(81, falco_req:port(Req)),
     ?assertEqual({{10, 0, 0, 1}, 4000}, falco_req:peer(Req)),
     ?assert(falco_req:has_body(Req)),
-    ?assertNot(falco_req:has_body(?T:req(<<"GET">>, <<"/">>))).
+    ?assertNot(falco_req:has_body(?T:req(<<"GET">>, <<"/">>))),
+    %% the host as a connection reads it (falco_grammar:authority/1)
+    V6 = ?T:req(get, "/", #{headers => [{"host", "[::1]"}]}),
+    ?assertEqual({<<"[::1]">>, undefined}, {falco_req:host(V6), falco_req:port(V6)}),
+    ?assertEqual(<<"localhost">>, falco_req:host(?T:req(get, "/"))).
 
 full_reply_through_the_pipeline_test() ->
     {200, Headers, Body} = ?T:request(fun echo/1, post, "/a?b=c",

@@ -152,9 +152,10 @@ bin(L) when is_list(L) -> unicode:characters_to_binary(L);
 bin(A) when is_atom(A) -> atom_to_binary(A).
 
 host({_, Value}) ->
-    case binary:split(Value, <<":">>) of
-        [H, P] -> {string:lowercase(H), binary_to_integer(P)};
-        [H] -> {string:lowercase(H), undefined}
+    case falco_grammar:authority(Value) of
+        {ok, Host, Port} -> {Host, Port};
+        %% what a connection would refuse with 400: kept as given
+        error -> {Value, undefined}
     end;
 host(false) ->
     {<<"localhost">>, undefined}.
