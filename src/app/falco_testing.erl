@@ -30,7 +30,7 @@
 %% stopped at the call's deadline (`timeout', default 5000 ms: every wait
 %% here has one). Results:
 %% <ul>
-%% <li>{@link request/3,4} and {@link call/2}: `{Status, Headers, Body}',
+%% <li>{@link request/3}, {@link request/4} and {@link call/2}: `{Status, Headers, Body}',
 %%     a streamed body joined, a file reply's body read from the file (the
 %%     bytes the client gets, not the `{file, ...}' term: call the handler
 %%     directly for that);</li>
