@@ -18,13 +18,17 @@ bootstrap-run:
 compile: bootstrap-run
 	@$(REBAR) compile
 
-## make run: build and start the example server on http://127.0.0.1:8080
-## (HTTP/1.1 and h2c) and https://127.0.0.1:8443 (TLS, ALPN h2 and http/1.1)
+## make run: build and start the example server on http://127.0.0.1:$(PORT)
+## (HTTP/1.1 and h2c) and https://127.0.0.1:$(TLS_PORT) (TLS, ALPN h2 and
+## http/1.1); `make run PORT=9080 TLS_PORT=9443' moves them.
+PORT ?= 8080
+TLS_PORT ?= 8443
 run: compile
 	@mkdir -p _build/examples
 	@erlc -o _build/examples -pa $(EBIN) examples/falco_example.erl examples/falco_example_files.erl \
 		examples/falco_example_ws.erl
-	@exec erl +Bd -noshell -pa $(EBIN) _build/examples -eval 'falco_example:main()'
+	@PORT=$(PORT) TLS_PORT=$(TLS_PORT) exec erl +Bd -noshell -pa $(EBIN) _build/examples \
+		-eval 'falco_example:main()'
 
 ## make test: lint (warnings as errors, xref, Dialyzer), then every test,
 ## then line coverage of src/ (at least 90 %), then the bench smoke run.

@@ -2,7 +2,7 @@
 %% each kind of response falco offers, behind the access log, request id
 %% and security headers middleware.
 %%
-%%   GET  /              200 text/plain "Hello from falco!"
+%%   GET  /              an HTML index page linking every demo
 %%   POST /echo          the request body, byte for byte
 %%   GET  /json          a small JSON document
 %%   GET  /stream        a chunked reply sent in pieces
@@ -17,13 +17,46 @@
 %%
 %% `make run' serves it over HTTP/1.1 and h2c on 8080, and over TLS on 8443
 %% (ALPN h2 and http/1.1) with a self-signed certificate made on first run
-%% in _build/examples.
+%% in _build/examples; `make run PORT=9080 TLS_PORT=9443' moves them (the
+%% environment variables PORT and TLS_PORT, read by main/0).
 -module(falco_example).
 
 -export([start/0, start/1, start_tls/1, start_tls/2, main/0, routes/0, middleware/0]).
 
 -define(TEXT, {<<"content-type">>, <<"text/plain">>}).
 -define(GET, #{methods => [<<"GET">>]}).
+-define(INDEX, <<"<!DOCTYPE html>
+<html lang=\"en\">
+<head>
+  <meta charset=\"utf-8\">
+  <title>falco example</title>
+  <link rel=\"stylesheet\" href=\"/static/style.css\">
+</head>
+<body>
+  <h1>falco example</h1>
+  <p>Each demo below is served by a route of <code>examples/falco_example.erl</code>.</p>
+  <h2>In the browser</h2>
+  <ul>
+    <li><a href=\"/static/\">The demo page</a>: all of the below on one page</li>
+    <li><a href=\"/static/#upload\">Upload form</a> (multipart/form-data, <code>POST /upload</code>)</li>
+    <li><a href=\"/static/#events\">Server-Sent Events panel</a> (<code>GET /events</code>)</li>
+    <li><a href=\"/static/#websocket\">WebSocket echo</a> (<code>/ws</code>)</li>
+  </ul>
+  <h2>Plain responses</h2>
+  <ul>
+    <li><a href=\"/json\">JSON</a></li>
+    <li><a href=\"/static/hello.txt\">A static file</a>, with ranges
+        (<code>curl -r 0-4</code>), ETags and conditional requests</li>
+    <li><a href=\"/file\">A file reply</a></li>
+    <li><a href=\"/stream\">A streamed (chunked) reply</a></li>
+    <li><a href=\"/hello/falco\">A route binding</a> (<code>/hello/:name</code>)</li>
+    <li><a href=\"/search?q=falco\">A query string</a></li>
+    <li><a href=\"/events?count=3&amp;interval=500\">The raw event stream</a></li>
+  </ul>
+  <p><code>POST /echo</code> sends the request body back.</p>
+</body>
+</html>
+">>).
 
 %% @doc Starts the example on 127.0.0.1:8080.
 -spec start() -> {ok, pid()} | {error, term()}.
@@ -75,23 +108,48 @@ self_signed(Dir) ->
     end,
     {Cert, Key}.
 
-%% @doc Entry point of `make run': start, print the URLs, run until Ctrl-C.
+%% @doc Entry point of `make run': start on the ports named by the
+%% environment variables PORT and TLS_PORT (default 8080 and 8443), print
+%% the URLs, run until Ctrl-C.
 -spec main() -> no_return().
 main() ->
-    case {start(), start_tls(filename:dirname(code:which(?MODULE)))} of
+    Port0 = env_port("PORT", 8080),
+    TlsPort0 = env_port("TLS_PORT", 8443),
+    case {start(#{port => Port0}),
+          start_tls(filename:dirname(code:which(?MODULE)), #{port => TlsPort0})} of
         {{ok, _}, {ok, _}} ->
             {ok, Port} = falco:port(falco_example),
             {ok, TlsPort} = falco:port(falco_example_tls),
             io:format("falco example listening on http://127.0.0.1:~b/ (HTTP/1.1, h2c) and~n"
                       "https://127.0.0.1:~b/ (HTTP/2 and HTTP/1.1, self-signed: curl -k);~n"
-                      "WebSocket echo at ws://127.0.0.1:~b/ws and wss://127.0.0.1:~b/ws,~n"
-                      "demo page at http://127.0.0.1:~b/static/ (Ctrl-C to stop)~n",
-                      [Port, TlsPort, Port, TlsPort, Port]),
+                      "open either in a browser: the index page links every demo~n"
+                      "(Ctrl-C to stop)~n",
+                      [Port, TlsPort]),
             receive after infinity -> ok end;
         Failed ->
             io:format(standard_error, "falco example failed to start: ~p~n", [Failed]),
             erlang:halt(1)
     end.
+
+%% A port from the environment: a number from 0 (any free port) to 65535.
+env_port(Name, Default) ->
+    case os:getenv(Name) of
+        false -> Default;
+        "" -> Default;
+        Value ->
+            try list_to_integer(Value) of
+                N when N >= 0, N =< 65535 -> N;
+                _ -> bad_port(Name, Value)
+            catch
+                error:badarg -> bad_port(Name, Value)
+            end
+    end.
+
+-spec bad_port(string(), string()) -> no_return().
+bad_port(Name, Value) ->
+    io:format(standard_error, "falco example: ~s=~s is not a port number (0..65535)~n",
+              [Name, Value]),
+    erlang:halt(2).
 
 %% @doc The listener middleware, outermost first. The access log runs
 %% inside the request id so its lines carry the id; `notice' so that OTP's
@@ -121,8 +179,9 @@ routes() ->
      {<<"/events">>, fun falco_example_files:events/1, ?GET},
      {<<"/ws">>, fun falco_example_ws:upgrade/1, ?GET}].
 
+%% The index page: a link to each demo.
 index(_Req) ->
-    {200, [?TEXT], <<"Hello from falco!\n">>}.
+    {200, [{<<"content-type">>, <<"text/html; charset=utf-8">>}], ?INDEX}.
 
 echo(Req) ->
     {ok, Body, _} = falco_req:read_body(Req),

@@ -10,6 +10,13 @@
 %% (falco_example:start/1 and start_tls/2) on free ports, so a `make run'
 %% on 8080 and 8443 does not collide.
 %%
+%% From the index page (`/'), over http:// and over https:// (the pages
+%% then over HTTP/2, which is checked): the index links every demo; the
+%% demo page it links posts its upload form (a file put in the form's file
+%% input by the page's script) and shows the server's answer, the sizes
+%% the server read, and its SSE panel shows the first tick event from
+%% /events.
+%%
 %% Which protocol Chromium's wss:// WebSocket used is logged and shown as
 %% the case's comment, not asserted: an HTTP/1.1 upgrade on a connection
 %% of its own, or RFC 8441 (extended CONNECT on the page's HTTP/2
@@ -31,7 +38,8 @@
 
 -export([suite/0, all/0, init_per_suite/1, end_per_suite/1,
          init_per_testcase/2, end_per_testcase/2]).
--export([ws_round_trip/1, wss_round_trip/1, browser_exits_cleanly/1]).
+-export([ws_round_trip/1, wss_round_trip/1, index_demos_http/1, index_demos_https/1,
+         browser_exits_cleanly/1]).
 
 -define(BROWSER, falco_test_browser).
 %% How long the page may take to load, and to show the echo (ms).
@@ -42,7 +50,7 @@ suite() ->
     [{timetrap, {seconds, 120}}].
 
 all() ->
-    [ws_round_trip, wss_round_trip, browser_exits_cleanly].
+    [ws_round_trip, wss_round_trip, index_demos_http, index_demos_https, browser_exits_cleanly].
 
 init_per_suite(Config) ->
     Exe = ?BROWSER:find(),
@@ -102,6 +110,17 @@ ws_round_trip(Config) ->
 wss_round_trip(Config) ->
     round_trip(Config, "https", ?config(tls_port, Config)).
 
+%% http://127.0.0.1:PORT/: the index, then the demo page it links: the
+%% upload form's answer and an SSE event shown on the page (HTTP/1.1:
+%% browsers do not speak h2c).
+index_demos_http(Config) ->
+    index_demos(Config, "http", ?config(port, Config)).
+
+%% The same from https://127.0.0.1:TLSPORT/, every page and the upload
+%% over HTTP/2.
+index_demos_https(Config) ->
+    index_demos(Config, "https", ?config(tls_port, Config)).
+
 %% Browser.close ends the browser and every process it started (zygote,
 %% renderers, GPU and network processes): none is left running with the
 %% suite's profile directory, so none had to be killed.
@@ -150,6 +169,81 @@ round_trip(Config, Scheme, Port) ->
            end,
     ct:log("Chromium's ~s WebSocket: ~s", [ws_scheme(Scheme), Used]),
     {comment, lists:flatten(io_lib:format("~s over ~s (page over ~s)", [ws_scheme(Scheme), Used, PageProtocol]))}.
+
+index_demos(Config, Scheme, Port) ->
+    Browser = ?config(browser, Config),
+    Origin = Scheme ++ "://127.0.0.1:" ++ integer_to_list(Port),
+    Sock = ?BROWSER:connect(Browser),
+    %% the index: every demo linked
+    {Index, IndexSession} = ?BROWSER:open(Sock, list_to_binary(Origin ++ "/"), ?LOAD_TIMEOUT),
+    {ok, #{<<"links">> := Links, <<"page">> := IndexProtocol}} =
+        ?BROWSER:eval(Sock, IndexSession,
+                      <<"({links: Array.from(document.querySelectorAll('a')).map((a) => a.href),
+                          page: performance.getEntriesByType('navigation')[0].nextHopProtocol})">>),
+    ok = ?BROWSER:close_page(Sock, Index),
+    ct:log("the index over ~ts links:~n~tp", [IndexProtocol, Links]),
+    ?assertEqual(page_protocol(Scheme), IndexProtocol),
+    Demos = [list_to_binary(Origin ++ P) || P <- ["/static/", "/static/#upload", "/static/#events",
+                                                  "/static/#websocket", "/json",
+                                                  "/static/hello.txt"]],
+    ?assertEqual([], Demos -- Links),
+    %% the demo page, at the index's link to its upload form; with a query
+    %% string of its own, or the browser takes it from its cache (the
+    %% WebSocket cases loaded it, falco_static says max-age=60) and the
+    %% load has no protocol to check
+    Upload = list_to_binary([Origin, "/static/?", unique(), "#upload"]),
+    {Target, Session} = ?BROWSER:open(Sock, Upload, ?LOAD_TIMEOUT),
+    Result = ?BROWSER:eval(Sock, Session, upload_and_events()),
+    ok = ?BROWSER:close_page(Sock, Target),
+    #{<<"upload">> := Reply, <<"events">> := Events, <<"page">> := PageProtocol,
+      <<"post">> := PostProtocol} =
+        case Result of
+            {ok, Value} -> Value;
+            {error, Why} -> ct:fail("the ~s demo page failed: ~s", [Scheme, ascii(Why)])
+        end,
+    ct:log("upload shown: ~ts~nevents shown:~n~ts~npage over ~ts, upload over ~ts",
+           [Reply, Events, PageProtocol, PostProtocol]),
+    ?assertEqual(page_protocol(Scheme), PageProtocol),
+    ?assertEqual(page_protocol(Scheme), PostProtocol),
+    %% what the server read: the text field and the file's 2000 bytes
+    <<"200 ", Json/binary>> = Reply,
+    ?assertEqual({ok, #{<<"parts">> => [#{<<"name">> => <<"title">>, <<"size">> => 5},
+                                        #{<<"name">> => <<"file">>, <<"filename">> => <<"falco.txt">>,
+                                          <<"size">> => 2000}]}},
+                 falco_json:decode(Json)),
+    ?assertMatch(<<"tick 1: ", _/binary>>, Events),
+    {comment, lists:flatten(io_lib:format("pages over ~s", [PageProtocol]))}.
+
+%% JavaScript run in the demo page: put a 2000-byte file in the upload
+%% form, submit it, wait (with a deadline) for the answer the page shows
+%% and for the first event in the SSE panel; what the page shows, the
+%% protocol of the page's load and of the upload's POST.
+upload_and_events() ->
+    Timeout = integer_to_binary(?ECHO_TIMEOUT),
+    <<"(async () => {
+        const deadline = Date.now() + ", Timeout/binary, ";
+        const result = document.getElementById('upload-result');
+        const events = document.getElementById('events-log');
+        const until = async (what, ok) => {
+          while (!ok()) {
+            if (Date.now() > deadline) {
+              throw new Error('timed out waiting for ' + what + '; upload: ' +
+                              result.textContent + '; events: ' + events.textContent);
+            }
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          }
+        };
+        const files = new DataTransfer();
+        files.items.add(new File(['x'.repeat(2000)], 'falco.txt', {type: 'text/plain'}));
+        document.querySelector('#upload-form input[type=file]').files = files.files;
+        document.querySelector('#upload-form button').click();
+        await until('the answer to the upload', () => /^[0-9]{3} /.test(result.textContent));
+        await until('an event', () => events.textContent.includes('\\n'));
+        const post = performance.getEntriesByType('resource').find((e) => e.name.endsWith('/upload'));
+        return {upload: result.textContent, events: events.textContent,
+                page: performance.getEntriesByType('navigation')[0].nextHopProtocol,
+                post: post ? post.nextHopProtocol : 'no resource entry for /upload'};
+      })()">>.
 
 ws_scheme("http") -> "ws";
 ws_scheme("https") -> "wss".

@@ -55,19 +55,21 @@ hello_file() ->
 
 %% -- routes ------------------------------------------------------------------
 
-%% GET /: 200, text/plain, the greeting.
+%% GET /: 200, the HTML index page, linking the demo page.
 root_hello(Config) ->
     R = get_path(Config, <<"/">>),
-    #{status := 200, body := <<"Hello from falco!\n">>, framing := length} = R,
-    ?assertEqual(<<"text/plain">>, ?C:header(<<"content-type">>, R)),
-    ?assertEqual(<<"18">>, ?C:header(<<"content-length">>, R)),
+    #{status := 200, body := <<"<!DOCTYPE html>", _/binary>> = Body, framing := length} = R,
+    ?assertEqual(<<"text/html; charset=utf-8">>, ?C:header(<<"content-type">>, R)),
+    ?assertEqual(integer_to_binary(byte_size(Body)), ?C:header(<<"content-length">>, R)),
+    ?assertNotEqual(nomatch, binary:match(Body, <<"href=\"/static/\"">>)),
     ?assertNotEqual(undefined, ?C:header(<<"date">>, R)).
 
 %% HEAD /: the same fields, no body (RFC 9110 §9.3.2).
 root_head(Config) ->
+    #{body := Body} = get_path(Config, <<"/">>),
     R = ask(Config, <<"HEAD / HTTP/1.1\r\n" ?HOST "\r\n">>, #{head => true}),
     #{status := 200, body := <<>>} = R,
-    ?assertEqual(<<"18">>, ?C:header(<<"content-length">>, R)).
+    ?assertEqual(integer_to_binary(byte_size(Body)), ?C:header(<<"content-length">>, R)).
 
 %% POST /echo: the body back, byte for byte, with the request's content type.
 echo_small(Config) ->
@@ -145,7 +147,7 @@ keep_alive_across_routes(Config) ->
                    <<"GET /file HTTP/1.1\r\n" ?HOST "\r\n">>]),
     Rs = [begin {ok, R} = ?C:recv_response(Sock), R end || _ <- lists:seq(1, 5)],
     ?C:close(Sock),
-    [#{status := 200, body := <<"Hello from falco!\n">>}, #{status := 200, body := <<"ping">>},
+    [#{status := 200, body := <<"<!DOCTYPE html>", _/binary>>}, #{status := 200, body := <<"ping">>},
      #{status := 200}, #{status := 200, framing := chunked}, #{status := 200, body := File}] = Rs,
     ?assertEqual(hello_file(), File).
 

@@ -59,6 +59,18 @@ scalars_test_() ->
      ?_assertEqual(42, dec(<<"42">>)),
      ?_assertEqual(null, dec(<<" \t\r\nnull\n">>))].
 
+%% Elixir's nil encodes as null (a map built in Elixir with nil values);
+%% decoding gives null unless the option asks for nil.
+nil_test_() ->
+    [?_assertEqual(<<"null">>, enc(nil)),
+     ?_assertEqual(<<"{\"a\":null,\"b\":[null,1]}">>, enc(#{<<"a">> => nil, <<"b">> => [nil, 1]})),
+     ?_assertEqual({ok, null}, falco_json:decode(<<"null">>)),
+     ?_assertEqual({ok, null}, falco_json:decode(<<"null">>, #{null => null})),
+     ?_assertEqual({ok, #{<<"a">> => nil, <<"b">> => [nil, true]}},
+                   falco_json:decode(<<"{\"a\":null,\"b\":[null,true]}">>, #{null => nil})),
+     ?_assertError({invalid_option, null, undefined},
+                   falco_json:decode(<<"null">>, #{null => undefined}))].
+
 map_members_test() ->
     {ok, Json} = falco_json:encode(#{a => 1, b => <<"two">>, <<"c">> => [3]}),
     ?assertEqual(#{<<"a">> => 1, <<"b">> => <<"two">>, <<"c">> => [3]},

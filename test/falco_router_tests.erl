@@ -131,6 +131,21 @@ req_accessors_test() ->
     ?assertEqual(#{}, falco_req:bindings(req(<<"GET">>, <<"/">>))),
     ?assertEqual(undefined, falco_req:binding(x, req(<<"GET">>, <<"/">>))).
 
+%% A binding read by its name as a binary (Elixir's "id") finds the same
+%% value as the atom; a binary that names no binding, or no atom at all,
+%% gives the default.
+binding_by_binary_name_test() ->
+    R = compile([{<<"/items/:item_id/*rest">>,
+                  fun(Req) ->
+                          {200, [], {falco_req:binding(<<"item_id">>, Req),
+                                     falco_req:binding(<<"rest">>, Req),
+                                     falco_req:binding(<<"y">>, Req, dflt),
+                                     falco_req:binding(<<"no atom is named so 8f3e2a">>, Req),
+                                     falco_req:binding(item_id, Req)}}
+                  end}]),
+    ?assertEqual({<<"7">>, [<<"a">>, <<"b">>], dflt, undefined, <<"7">>},
+                 body(R, <<"/items/7/a/b">>)).
+
 %% -- trailing slash ----------------------------------------------------------------
 
 trailing_slash_strict_test() ->

@@ -375,8 +375,8 @@ example_app(_Config) ->
     {ok, _} = falco_example:start(#{port => 0}),
     {ok, Port} = falco:port(falco_example),
     Root = get(Port, <<"/">>),
-    ?assertMatch(#{status := 200, body := <<"Hello from falco!\n">>}, Root),
-    ?assertEqual(<<"text/plain">>, ?C:header(<<"content-type">>, Root)),
+    ?assertMatch(#{status := 200, body := <<"<!DOCTYPE html>", _/binary>>}, Root),
+    ?assertEqual(<<"text/html; charset=utf-8">>, ?C:header(<<"content-type">>, Root)),
     %% the default middleware
     ?assertEqual(<<"nosniff">>, ?C:header(<<"x-content-type-options">>, Root)),
     ?assertMatch(<<_:32/binary>>, ?C:header(<<"x-request-id">>, Root)),

@@ -10,7 +10,9 @@
 %%     controls U+0000..U+001F are escaped, valid UTF-8 is kept as is, invalid
 %%     UTF-8 is refused (§8.1 requires UTF-8);</li>
 %% <li>integers as they are, floats in the shortest form that reads back to
-%%     the same float (§6), `true', `false' and `null' as literals (§3).</li>
+%%     the same float (§6), `true', `false' and `null' as literals (§3);</li>
+%% <li>`nil' as `null' too: it is Elixir's `nil', so a map built in Elixir
+%%     encodes as Elixir users expect (`%{"a" => nil}' gives `{"a":null}').</li>
 %% </ul>
 %% Anything else (other atoms, tuples, pids, improper lists) is
 %% `{error, {invalid, Term}}' naming the offending term. The output is
@@ -18,7 +20,8 @@
 %%
 %% Decoding is the reverse: objects become maps with binary keys, arrays
 %% lists, strings binaries, numbers integers (no fraction or exponent) or
-%% floats. It takes only what RFC 8259 §2 allows: no BOM (§8.1 permits
+%% floats, `null' the atom `null' (or `nil' with the option `null => nil',
+%% for Elixir). It takes only what RFC 8259 §2 allows: no BOM (§8.1 permits
 %% ignoring one, falco refuses it), no comments, no trailing commas, no
 %% leading zeros, no raw control characters in strings, no lone surrogates
 %% in `\u' escapes, valid UTF-8 only. A repeated object name is an error
@@ -39,8 +42,9 @@
 
 -export_type([json/0, decode_opts/0, decode_error/0]).
 
--type json() :: null | boolean() | number() | binary() | [json()] | #{binary() => json()}.
--type decode_opts() :: #{max_size => non_neg_integer(), max_depth => non_neg_integer()}.
+-type json() :: null | nil | boolean() | number() | binary() | [json()] | #{binary() => json()}.
+-type decode_opts() :: #{max_size => non_neg_integer(), max_depth => non_neg_integer(),
+                         null => null | nil}.
 -type decode_error() :: too_large
                       | {syntax, non_neg_integer()}
                       | {too_deep, non_neg_integer()}
@@ -78,6 +82,7 @@ invalid(Term) ->
 value(true) -> <<"true">>;
 value(false) -> <<"false">>;
 value(null) -> <<"null">>;
+value(nil) -> <<"null">>;
 value(B) when is_binary(B) -> string(B);
 value(I) when is_integer(I) -> integer_to_binary(I);
 value(F) when is_float(F) -> float_to_binary(F, [short]);
@@ -159,13 +164,15 @@ decode(Bin) ->
     decode(Bin, #{}).
 
 %% @doc Decodes JSON text. Error offsets are in bytes from the start.
+%% Options: `max_size' (bytes, default 8 MiB), `max_depth' (default 128),
+%% `null' (the term `null' decodes to: `null', the default, or `nil').
 -spec decode(binary(), decode_opts()) -> {ok, json()} | {error, decode_error()}.
 decode(Bin, Opts) ->
     case byte_size(Bin) > maps:get(max_size, Opts, 8 * 1024 * 1024) of
         true ->
             {error, too_large};
         false ->
-            D = {Bin, maps:get(max_depth, Opts, 128)},
+            D = {Bin, maps:get(max_depth, Opts, 128), null_term(maps:get(null, Opts, null))},
             try value(ws(Bin), D, 0) of
                 {Value, Rest} ->
                     case ws(Rest) of
@@ -178,7 +185,11 @@ decode(Bin, Opts) ->
             end
     end.
 
-offset(Rest, {Orig, _}) ->
+null_term(null) -> null;
+null_term(nil) -> nil;
+null_term(Other) -> erlang:error({invalid_option, null, Other}).
+
+offset(Rest, {Orig, _, _}) ->
     byte_size(Orig) - byte_size(Rest).
 
 -spec fail(atom(), binary()) -> no_return().
@@ -198,14 +209,14 @@ value(<<"true", R/binary>>, _D, _Depth) ->
     {true, R};
 value(<<"false", R/binary>>, _D, _Depth) ->
     {false, R};
-value(<<"null", R/binary>>, _D, _Depth) ->
-    {null, R};
+value(<<"null", R/binary>>, {_, _, Null}, _Depth) ->
+    {Null, R};
 value(<<C, _/binary>> = Bin, _D, _Depth) when C =:= $-; ?IS_DIGIT(C) ->
     number(Bin);
 value(Bin, _D, _Depth) ->
     fail(syntax, Bin).
 
-deeper(Bin, {_, Max}, Depth) when Depth >= Max -> fail(too_deep, Bin);
+deeper(Bin, {_, Max, _}, Depth) when Depth >= Max -> fail(too_deep, Bin);
 deeper(_Bin, _D, Depth) -> Depth + 1.
 
 object(<<$}, R/binary>>, _D, _Depth, Acc) when map_size(Acc) =:= 0 ->

@@ -128,15 +128,25 @@ trailers(#{stream := {Mod, S}}) -> Mod:trailers(S).
 bindings(Req) -> maps:get(bindings, Req, #{}).
 
 %% @doc One binding, or `undefined'.
--spec binding(atom(), req()) -> binary() | [binary()] | undefined.
+-spec binding(atom() | binary(), req()) -> binary() | [binary()] | undefined.
 binding(Name, Req) -> binding(Name, Req, undefined).
 
-%% @doc One binding, or `Default'.
--spec binding(atom(), req(), Default) -> binary() | [binary()] | Default.
-binding(Name, Req, Default) ->
+%% @doc One binding, or `Default'. `Name' is the route's name as an atom
+%% (`id' for `:id') or as a binary (`<<"id">>', Elixir's `"id"'): both
+%% find it.
+-spec binding(atom() | binary(), req(), Default) -> binary() | [binary()] | Default.
+binding(Name, Req, Default) when is_atom(Name) ->
     case Req of
         #{bindings := #{Name := Value}} -> Value;
         _ -> Default
+    end;
+binding(Name, Req, Default) when is_binary(Name) ->
+    %% Bindings are stored under atoms made when the routes were compiled:
+    %% a name with no atom is the name of no binding (and none is made).
+    try binary_to_existing_atom(Name) of
+        Atom -> binding(Atom, Req, Default)
+    catch
+        error:badarg -> Default
     end.
 
 %% @doc The request id set by {@link falco_request_id}, or `undefined'.
