@@ -102,7 +102,8 @@ init({Name, Conf0}) ->
                 %% On the socket backend every recv(0) allocates a whole
                 %% buffer, however few bytes arrived: 8 KB holds a request
                 %% head; large bodies widen it (falco_http1_stream).
-                {buffer, 8192}],
+                {buffer, 8192}]
+        ++ [falco_transport:reuseport() || maps:get(reuseport, Conf)],
     Kind = maps:get(transport, Conf),
     case falco_transport:listen(Kind, Port, SockOpts, maps:get(tls_server_opts, Conf, [])) of
         {ok, LSock} ->

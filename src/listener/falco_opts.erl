@@ -37,6 +37,10 @@ defaults() ->
       max_connections => 16384,
       backlog => 1024,
       nodelay => true,
+      %% SO_REUSEPORT on the listen socket, so that a second listener
+      %% (in this BEAM or another) may bind the same port and take over
+      %% while this one drains (falco_transport:reuseport/0).
+      reuseport => false,
       inet_backend => socket,
       send_timeout => 30000,
       idle_timeout => 60000,
@@ -246,6 +250,8 @@ valid(ip, Ip) -> is_tuple(Ip) andalso (tuple_size(Ip) =:= 4 orelse tuple_size(Ip
                      andalso inet:ntoa(Ip) =/= {error, einval};
 valid(K, B) when K =:= nodelay; K =:= h2_enable_connect_protocol -> is_boolean(B);
 valid(inet_backend, B) -> B =:= socket orelse B =:= inet;
+valid(reuseport, false) -> true;
+valid(reuseport, true) -> falco_transport:reuseport() =/= unsupported;
 valid(K, V) when K =:= max_connections; K =:= max_keep_alive_requests ->
     V =:= infinity orelse (is_integer(V) andalso V > 0);
 valid(handler_timeout, V) -> V =:= infinity orelse (is_integer(V) andalso V > 0);
