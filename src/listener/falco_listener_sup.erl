@@ -26,7 +26,7 @@
 -module(falco_listener_sup).
 -behaviour(supervisor).
 
--export([start_link/2, info/1, acceptors/1]).
+-export([start_link/2, info/1, acceptors/1, drain_flag/1]).
 -export([init/1]).
 
 -define(TABLE, falco_listeners).
@@ -47,6 +47,14 @@ start_link(Name, Opts) ->
 info(Name) ->
     case row(Name) of
         {ok, {_, Port, Slots, _, _}} -> {ok, Port, Slots};
+        Error -> Error
+    end.
+
+%% @doc The drain flag of a running listener (cheap: for health checks).
+-spec drain_flag(atom()) -> {ok, falco_drain:flag()} | {error, not_found}.
+drain_flag(Name) ->
+    case row(Name) of
+        {ok, {_, _, _, _, Drain}} -> {ok, Drain};
         Error -> Error
     end.
 
@@ -109,7 +117,7 @@ init({Name, Conf0}) ->
         {ok, LSock} ->
             {ok, Actual} = sockport(Kind, LSock),
             Slots = falco_slots:new(N),
-            Drain = falco_drain:new(),
+            Drain = falco_drain:new(maps:get(drain_notice, Conf)),
             true = ets:insert(?TABLE, {Name, Actual, Slots, self(), Drain}),
             Events = falco_telemetry:emitter(Name, Conf),
             Conf1 = Conf#{handler => falco_request_events:wrap(Events, handler(Name, Conf0)),
