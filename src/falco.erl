@@ -133,10 +133,10 @@ drain_now(Name, Timeout) ->
 %% moment {@link drain/2} begins (its `drain_notice' included), and for a
 %% listener that is not there. For a health-check route:
 %% ```
-%% {"/health", fun(_) -> case falco:ready(web) of
-%%                           true -> falco_resp:text(200, <<"ok">>);
-%%                           false -> falco_resp:text(503, <<"draining">>)
-%%                       end end}
+%% {<<"/health">>, fun(_) -> case falco:ready(web) of
+%%                                true -> falco_resp:text(200, <<"ok">>);
+%%                                false -> falco_resp:text(503, <<"draining">>)
+%%                            end end}
 %% '''
 -spec ready(atom()) -> boolean().
 ready(Name) ->

@@ -8,8 +8,9 @@
 
 -export([start/1, stop/2, listening/1, free_ports/1]).
 
-%% haproxy -db -f Cfg: the keeper process. Its output is printed if it
-%% exits before stop/2.
+%% haproxy -db -f Cfg: the keeper process. Its output (warnings, and
+%% the log when the configuration sends it to stderr) is printed when it
+%% exits, early or at stop/2.
 -spec start(file:filename()) -> pid().
 start(Cfg) ->
     Exe = os:find_executable("haproxy"),
@@ -29,7 +30,9 @@ keep(Port, OsPid, Out) ->
         {stop, From} ->
             _ = os:cmd("kill " ++ integer_to_list(OsPid)),
             receive
-                {Port, {exit_status, _}} -> From ! {stopped, self()}
+                {Port, {exit_status, _}} ->
+                    _ = [ct:pal("haproxy said: ~s", [lists:reverse(Out)]) || Out =/= []],
+                    From ! {stopped, self()}
             after 5000 ->
                 _ = os:cmd("kill -9 " ++ integer_to_list(OsPid)),
                 From ! {not_stopped, self()}
