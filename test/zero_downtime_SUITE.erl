@@ -22,7 +22,7 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
--export([all/0, init_per_suite/1, end_per_suite/1]).
+-export([all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
 -export([rolling_restart/1, reuseport_takeover/1]).
 -export([node_start/1, handle/1, hits/0]).
 
@@ -204,25 +204,34 @@ rolling_restart(Config) ->
 %% Linux resets the connections waiting in a closed SO_REUSEPORT socket's
 %% accept queue, unless net.ipv4.tcp_migrate_req (Linux 5.14) is 1: then
 %% it moves them to another socket of the group. The case turns it on for
-%% its run when it may (root in its network namespace) and puts it back;
-%% otherwise it runs with the reset window and lets only resets through,
-%% saying how many in its comment.
+%% its run when it may (root in its network namespace) and
+%% end_per_testcase puts it back; otherwise it runs with the reset window
+%% and lets only resets through, saying how many in its comment.
 -define(MIGRATE, "/proc/sys/net/ipv4/tcp_migrate_req").
 
-reuseport_takeover(_Config) ->
+init_per_testcase(reuseport_takeover, Config) ->
     case file:read_file(?MIGRATE) of
+        {ok, <<"1\n">>} ->
+            [{migrate, true} | Config];
         {ok, <<"0\n">>} ->
             case file:write_file(?MIGRATE, <<"1\n">>) of
-                ok ->
-                    try takeover(true) after ok = file:write_file(?MIGRATE, <<"0\n">>) end;
-                {error, _} ->
-                    takeover(false)
+                ok -> [{migrate, true}, {migrate_restore, <<"0\n">>} | Config];
+                {error, _} -> [{migrate, false} | Config]
             end;
-        {ok, <<"1\n">>} ->
-            takeover(true);
         _ ->
-            takeover(false)
+            [{migrate, false} | Config]
+    end;
+init_per_testcase(_, Config) ->
+    Config.
+
+end_per_testcase(_, Config) ->
+    case ?config(migrate_restore, Config) of
+        undefined -> ok;
+        Old -> ok = file:write_file(?MIGRATE, Old)
     end.
+
+reuseport_takeover(Config) ->
+    takeover(?config(migrate, Config)).
 
 takeover(Migrate) ->
     %% each listener counts what it answers
@@ -277,6 +286,7 @@ takeover(Migrate) ->
 
 reset({'EXIT', {{badmatch, {error, econnreset}}, _}}) -> true;
 reset({_, {error, closed}}) -> true;
+reset({_, {error, econnreset}}) -> true;
 reset(_) -> false.
 
 %% A client: a new connection per request until told to stop; the count
