@@ -14,7 +14,7 @@
 %% option and its default, and docs/guide for the handler API.
 -module(falco).
 
--export([start_listener/2, stop_listener/1, stop_listener/2, drain/2, child_spec/2, port/1,
+-export([start_listener/2, stop_listener/1, stop_listener/2, drain/2, ready/1, child_spec/2, port/1,
          connections/1, info/1, connection_list/1, set_routes/2]).
 
 -type drained() :: #{connections := non_neg_integer(), completed := non_neg_integer(),
@@ -92,7 +92,12 @@ stop_listener(Name, How) when How =:= drain; How =:= immediate ->
             {error, not_found}
     end.
 
-%% @doc Drains listener `Name' and stops it: new connections are refused
+%% @doc Drains listener `Name' and stops it. With the listener option
+%% `drain_notice' (ms, 0 by default) it first goes on serving as usual for
+%% that long while {@link ready/1} says false, for a load balancer's
+%% health check to take the node out of rotation before its port closes
+%% (docs/guide/deploying.md); `Timeout' counts from the end of the notice.
+%% Then new connections are refused
 %% at once (the listen socket is closed); each HTTP/1.1 connection
 %% finishes the request in flight, whose response says `Connection: close',
 %% and closes (an idle one closes at once; a new connection's first request
@@ -107,6 +112,20 @@ stop_listener(Name, How) when How =:= drain; How =:= immediate ->
 -spec drain(atom(), timeout()) -> {ok, drained()} | {error, not_found}.
 drain(Name, Timeout) ->
     case falco_listener_sup:acceptors(Name) of
+        {ok, Flag, _} ->
+            case falco_drain:notice(Flag) of
+                0 -> ok;
+                Notice ->
+                    ok = falco_drain:set(Flag, leaving),
+                    timer:sleep(Notice)
+            end,
+            drain_now(Name, Timeout);
+        Error ->
+            Error
+    end.
+
+drain_now(Name, Timeout) ->
+    case falco_listener_sup:acceptors(Name) of
         {ok, Flag, Acceptors} ->
             ok = falco_drain:set(Flag, draining),
             Deadline = falco_transport:deadline(Timeout),
@@ -118,6 +137,22 @@ drain(Name, Timeout) ->
             {ok, #{connections => Total, completed => Total - Left, stopped => Left}};
         Error ->
             Error
+    end.
+
+%% @doc Whether listener `Name' runs and is not leaving: false from the
+%% moment {@link drain/2} begins (its `drain_notice' included), and for a
+%% listener that is not there. For a health-check route:
+%% ```
+%% {<<"/health">>, fun(_) -> case falco:ready(web) of
+%%                                true -> falco_resp:text(200, <<"ok">>);
+%%                                false -> falco_resp:text(503, <<"draining">>)
+%%                            end end}
+%% '''
+-spec ready(atom()) -> boolean().
+ready(Name) ->
+    case falco_listener_sup:drain_flag(Name) of
+        {ok, Flag} -> falco_drain:mode(Flag) =:= running;
+        {error, not_found} -> false
     end.
 
 %% The acceptors' answers (one that dies instead took its connections
@@ -165,7 +200,8 @@ connections(Name) ->
     end.
 
 %% @doc What a running listener is doing: its port, `state' (`running',
-%% `draining', or `stopping' once an immediate stop began), open
+%% `leaving' during a drain's notice, `draining', or `stopping' once an
+%% immediate stop began), open
 %% connections and `max_connections', its acceptors, and how many
 %% connections each acceptor holds.
 -spec info(atom()) -> {ok, map()} | {error, not_found}.

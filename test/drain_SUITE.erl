@@ -12,7 +12,7 @@
 -export([h1_in_flight_completes/1, h1_idle_closes_at_once/1, h1_new_connection_first_request/1,
          h2_two_step_goaway/1, h2_stream_after_first_goaway/1, ws_close_1001/1,
          deadline_stops_the_rest/1, stop_listener_drains/1, stop_listener_immediate/1,
-         app_stop_drains/1]).
+         app_stop_drains/1, notice_keeps_serving/1]).
 
 -define(C, falco_test_client).
 -define(H2, falco_test_h2_client).
@@ -22,7 +22,8 @@
 all() ->
     [h1_in_flight_completes, h1_idle_closes_at_once, h1_new_connection_first_request,
      h2_two_step_goaway, h2_stream_after_first_goaway, ws_close_1001,
-     deadline_stops_the_rest, stop_listener_drains, stop_listener_immediate, app_stop_drains].
+     deadline_stops_the_rest, stop_listener_drains, stop_listener_immediate, app_stop_drains,
+     notice_keeps_serving].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
@@ -265,6 +266,33 @@ stop_listener_drains(Config) ->
     ?assertMatch(#{status := 200, body := <<"slow done">>}, Resp),
     ?assert(?C:has_token(<<"connection">>, <<"close">>, Resp)),
     receive {stopped, ok} -> ok after 10000 -> ct:fail(stop_never_returned) end,
+    no_crash_logged().
+
+%% drain_notice: for that long the listener serves as usual (keep-alive,
+%% new connections) while falco:ready/1 is false and info/1 says
+%% `leaving'; then the drain proper.
+notice_keeps_serving(Config) ->
+    Port = start(Config, #{drain_notice => 1500}),
+    Name = ?config(name, Config),
+    ?assert(falco:ready(Name)),
+    Ref = drain_async(Name, 5000),
+    ok = ?C:wait_until(fun() -> not falco:ready(Name) end, 1000),
+    ?assertMatch({ok, #{state := leaving}}, falco:info(Name)),
+    Sock = ?C:connect(Port),
+    _ = [begin
+             ?C:send(Sock, <<"GET / HTTP/1.1\r\nhost: x\r\n\r\n">>),
+             {ok, Resp} = ?C:recv_response(Sock),
+             ?assertMatch(#{status := 200, body := <<"fast">>}, Resp),
+             ?assertNot(?C:has_token(<<"connection">>, <<"close">>, Resp))
+         end || _ <- [1, 2]],
+    %% the drain proper: the idle connection closes, the port is refused
+    wait_refused(Port),
+    ?assertMatch({error, _}, ?C:recv_response(Sock)),
+    %% ours, and any of wait_refused's probes accepted before the close
+    {{ok, #{connections := N, completed := N, stopped := 0}}, Ms} = drained(Ref),
+    ?assert(N >= 1),
+    ?assert(Ms >= 1500),
+    ?assertNot(falco:ready(Name)),
     no_crash_logged().
 
 %% stop_listener(Name, immediate): the old stop, the request is cut.

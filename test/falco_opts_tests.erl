@@ -53,7 +53,8 @@ accepted_values_test_() ->
                    {h2_send_min_rate, 0}, {h2_send_min_rate, 100000}, {h2_send_buffer, 1024},
                    {min_body_rate, none}, {min_body_rate, #{grace => 0, bytes_per_second => 1}},
                    {h2_max_receive_buffer, 1}, {h2_flood_limits, #{frames => 0}},
-                   {h2_enable_connect_protocol, false}]].
+                   {h2_enable_connect_protocol, false}, {reuseport, true}, {reuseport, false},
+                   {drain_notice, 0}, {drain_notice, 5000}]].
 
 rejected_values_test_() ->
     [?_assertEqual({error, {invalid_option, K, V}}, valid(#{K => V}))
@@ -65,6 +66,7 @@ rejected_values_test_() ->
                    {max_header_line, infinity}, {max_header_block, 0},
                    {h2_send_min_rate, -1}, {h2_send_min_rate, infinity}, {h2_send_buffer, 1023},
                    {h2_send_buffer, 65536.0}, {h2_enable_connect_protocol, 1},
+                   {reuseport, 1}, {drain_notice, -1}, {drain_notice, infinity},
                    {min_body_rate, 500}, {min_body_rate, #{grace => 1000}},
                    {min_body_rate, #{grace => -1, bytes_per_second => 500}},
                    {min_body_rate, #{grace => 1000, bytes_per_second => 0}},

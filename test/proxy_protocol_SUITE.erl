@@ -390,7 +390,7 @@ put_back(Events) ->
 %% per way of sending the header, all to the falco listener.
 haproxy_start(Config) ->
     Priv = ?config(priv_dir, Config),
-    [P1, P2, P3] = free_ports(3),
+    [P1, P2, P3] = falco_test_haproxy:free_ports(3),
     Pem = filename:join(Priv, "haproxy.pem"),
     Opts = ?config(tls_opts, Config),
     {key, {KeyType, KeyDer}} = lists:keyfind(key, 1, Opts),
@@ -411,61 +411,13 @@ haproxy_start(Config) ->
         "backend v2ssl\n  server falco ~s send-proxy-v2-ssl-cn "
         "proxy-v2-options ssl,cert-sig,cert-key,ssl-cipher,authority,unique-id,crc32c\n",
         [P1, Falco, P2, Falco, P3, Pem, Falco])),
-    Keeper = haproxy_keeper(Cfg),
-    ok = falco_test_client:wait_until(fun() -> listening(P3) end, 5000),
+    Keeper = falco_test_haproxy:start(Cfg),
+    ok = falco_test_client:wait_until(fun() -> falco_test_haproxy:listening(P3) end, 5000),
     [{haproxy, Keeper}, {haproxy_cfg, Cfg},
      {v1_port, P1}, {v2_port, P2}, {v2ssl_port, P3} | Config].
 
-%% haproxy in the foreground (-db) under a port owned by a process of its
-%% own (init_per_group's process ends before end_per_group runs).
-haproxy_keeper(Cfg) ->
-    Exe = os:find_executable("haproxy"),
-    spawn(fun() ->
-                  Port = open_port({spawn_executable, Exe}, [{args, ["-db", "-f", Cfg]}, exit_status,
-                                                             stderr_to_stdout, binary]),
-                  {os_pid, OsPid} = erlang:port_info(Port, os_pid),
-                  haproxy_keep(Port, OsPid, [])
-          end).
-
-haproxy_keep(Port, OsPid, Out) ->
-    receive
-        {Port, {data, D}} ->
-            haproxy_keep(Port, OsPid, [D | Out]);
-        {Port, {exit_status, Status}} ->
-            ct:pal("haproxy exited early (~p): ~s", [Status, lists:reverse(Out)]);
-        {stop, From} ->
-            _ = os:cmd("kill " ++ integer_to_list(OsPid)),
-            receive
-                {Port, {exit_status, _}} -> From ! {stopped, self()}
-            after 5000 ->
-                _ = os:cmd("kill -9 " ++ integer_to_list(OsPid)),
-                From ! {not_stopped, self()}
-            end
-    end.
-
 haproxy_stop(Config) ->
-    Keeper = ?config(haproxy, Config),
-    Keeper ! {stop, self()},
-    receive
-        {stopped, Keeper} -> ok;
-        {not_stopped, Keeper} -> ct:fail(haproxy_did_not_stop)
-    after 10000 -> ct:fail(haproxy_did_not_stop)
-    end,
-    %% no stray haproxy of ours: none runs with this suite's config
-    "" = os:cmd("pgrep -f " ++ ?config(haproxy_cfg, Config)),
-    ok.
-
-listening(Port) ->
-    case gen_tcp:connect({127, 0, 0, 1}, Port, [], 200) of
-        {ok, S} -> gen_tcp:close(S), true;
-        {error, _} -> false
-    end.
-
-free_ports(N) ->
-    Ls = [element(2, gen_tcp:listen(0, [{ip, {127, 0, 0, 1}}])) || _ <- lists:seq(1, N)],
-    Ports = [element(2, inet:port(L)) || L <- Ls],
-    _ = [gen_tcp:close(L) || L <- Ls],
-    Ports.
+    falco_test_haproxy:stop(?config(haproxy, Config), ?config(haproxy_cfg, Config)).
 
 %% curl through haproxy: the handler sees curl's own address and port
 %% (what curl reports as %{local_port}).

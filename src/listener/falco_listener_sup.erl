@@ -28,7 +28,7 @@
 -module(falco_listener_sup).
 -behaviour(supervisor).
 
--export([start_link/2, info/1, acceptors/1]).
+-export([start_link/2, info/1, acceptors/1, drain_flag/1]).
 -export([init/1]).
 
 -define(TABLE, falco_listeners).
@@ -67,6 +67,14 @@ falco_running() ->
 info(Name) ->
     case row(Name) of
         {ok, {_, Port, Slots, _, _}} -> {ok, Port, Slots};
+        Error -> Error
+    end.
+
+%% @doc The drain flag of a running listener (cheap: for health checks).
+-spec drain_flag(atom()) -> {ok, falco_drain:flag()} | {error, not_found}.
+drain_flag(Name) ->
+    case row(Name) of
+        {ok, {_, _, _, _, Drain}} -> {ok, Drain};
         Error -> Error
     end.
 
@@ -122,13 +130,14 @@ init({Name, Conf0}) ->
                 %% On the socket backend every recv(0) allocates a whole
                 %% buffer, however few bytes arrived: 8 KB holds a request
                 %% head; large bodies widen it (falco_http1_stream).
-                {buffer, 8192}],
+                {buffer, 8192}]
+        ++ [falco_transport:reuseport() || maps:get(reuseport, Conf)],
     Kind = maps:get(transport, Conf),
     case falco_transport:listen(Kind, Port, SockOpts, maps:get(tls_server_opts, Conf, [])) of
         {ok, LSock} ->
             {ok, Actual} = sockport(Kind, LSock),
             Slots = falco_slots:new(N),
-            Drain = falco_drain:new(),
+            Drain = falco_drain:new(maps:get(drain_notice, Conf)),
             true = ets:insert(?TABLE, {Name, Actual, Slots, self(), Drain}),
             Events = falco_telemetry:emitter(Name, Conf),
             Conf1 = Conf#{handler => falco_request_events:wrap(Events, handler(Name, Conf0)),

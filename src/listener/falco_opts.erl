@@ -37,6 +37,10 @@ defaults() ->
       max_connections => 16384,
       backlog => 1024,
       nodelay => true,
+      %% SO_REUSEPORT on the listen socket, so that a second listener
+      %% (in this BEAM or another) may bind the same port and take over
+      %% while this one drains (falco_transport:reuseport/0).
+      reuseport => false,
       inet_backend => socket,
       send_timeout => 30000,
       idle_timeout => 60000,
@@ -56,6 +60,10 @@ defaults() ->
       tls_opts => [],
       handshake_timeout => 10000,
       shutdown_timeout => 5000,
+      %% ms that falco:drain/2 keeps serving, falco:ready/1 false, before
+      %% it closes the listen socket (falco_drain): a load balancer's
+      %% health check interval times its fall count, and a margin.
+      drain_notice => 0,
       %% PROXY protocol header (falco_proxy_protocol) before anything else:
       %% off | optional | required. Its deadline: the spec asks for at
       %% least 3 s, to cover a TCP retransmit; its size: version 1 is at
@@ -246,6 +254,7 @@ valid(ip, Ip) -> is_tuple(Ip) andalso (tuple_size(Ip) =:= 4 orelse tuple_size(Ip
                      andalso inet:ntoa(Ip) =/= {error, einval};
 valid(K, B) when K =:= nodelay; K =:= h2_enable_connect_protocol -> is_boolean(B);
 valid(inet_backend, B) -> B =:= socket orelse B =:= inet;
+valid(reuseport, V) -> V =:= false orelse (V =:= true andalso falco_transport:reuseport() =/= unsupported);
 valid(K, V) when K =:= max_connections; K =:= max_keep_alive_requests ->
     V =:= infinity orelse (is_integer(V) andalso V > 0);
 valid(handler_timeout, V) -> V =:= infinity orelse (is_integer(V) andalso V > 0);
@@ -256,6 +265,7 @@ valid(max_header_count, V) -> is_integer(V) andalso V >= 0;
 valid(transport, V) -> V =:= tcp orelse V =:= tls;
 valid(tls_opts, V) -> is_list(V) andalso lists:all(fun(O) -> is_tuple(O) andalso tuple_size(O) =:= 2
                                                              andalso is_atom(element(1, O)) end, V);
+valid(drain_notice, V) -> is_integer(V) andalso V >= 0;
 valid(K, V) when K =:= handshake_timeout; K =:= shutdown_timeout ->
     V =:= infinity orelse (is_integer(V) andalso V >= 0);
 valid(protocols, V) -> valid_protocols(V);

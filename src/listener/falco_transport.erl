@@ -28,6 +28,7 @@
 -export([listen/4, accept/2, close/2, handshake/2, tcp_socket/1]).
 -export([tls_options/2, alpn_ids/1, setopts/3, peername/2, messages/1,
          default_ciphers/0, default_ciphers/1]).
+-export([reuseport/0]).
 -export([linger_close/2, linger_close_active/2, deadline/1, remaining/1]).
 
 -define(DEFAULT_VERSIONS, ['tlsv1.3', 'tlsv1.2']).
@@ -40,6 +41,21 @@
 -type socket() :: inet:socket() | ssl:sslsocket().
 -type kind() :: tcp | tls.
 -export_type([transport/0, socket/0, kind/0]).
+
+%% @doc The raw socket option that sets SO_REUSEPORT, for the listener
+%% option `reuseport'. OTP 25's gen_tcp has no option of its own for it
+%% (OTP 26 adds `reuseport'), and a raw option works on both backends
+%% (`inet' and `socket'); its numbers are the OS's: SOL_SOCKET 1 and
+%% SO_REUSEPORT 15 on Linux, 16#ffff and 16#200 on the BSDs and macOS.
+%% `unsupported' elsewhere.
+-spec reuseport() -> {raw, non_neg_integer(), non_neg_integer(), binary()} | unsupported.
+reuseport() ->
+    case os:type() of
+        {unix, linux} -> {raw, 1, 15, <<1:32/native>>};
+        {unix, Bsd} when Bsd =:= darwin; Bsd =:= freebsd; Bsd =:= openbsd; Bsd =:= netbsd ->
+            {raw, 16#ffff, 16#200, <<1:32/native>>};
+        _ -> unsupported
+    end.
 
 %% @doc Opens a listener's listen socket. TLS: `ssl:listen/2' with the
 %% socket options and the full server options ({@link tls_options/2}), so
