@@ -35,6 +35,7 @@
 -module(falco_http2_conn).
 
 -export([enter/2]).
+-export([loop/1]).
 -export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
 
 -define(FLUSH_AFTER, 64).
@@ -77,6 +78,9 @@
             out = [] :: [iodata()],
             out_n = 0 :: non_neg_integer(),
             closing = false :: false | {true, term()},
+            %% how long the connection waits with no request in progress
+            %% before it hibernates
+            hibernate_after :: timeout(),
             debug = [] :: [sys:dbg_opt()]}).
 
 %% @doc Runs HTTP/2 on the connection of `Ctx' ({@link falco_conn}) until
@@ -90,10 +94,11 @@ enter(Ctx = #{socket := Socket, transport := Transport, parent := Parent, conf :
     {M0, Acts0} = falco_http2_machine:new(falco_opts:http2_machine(Conf)),
     %% What each stream process needs, and no more: it is copied at every spawn.
     StreamCtx = (maps:merge(maps:with([listener, handler, peer, scheme, proxy], Ctx),
-                            maps:with([max_body, body_timeout, min_body_rate, handler_timeout],
-                                      Conf)))#{send_buffer => maps:get(h2_send_buffer, Conf)},
+                            maps:with([max_body, body_timeout, min_body_rate, handler_timeout,
+                                       hibernate_after], Conf)))#{send_buffer => maps:get(h2_send_buffer, Conf)},
     C0 = #c{socket = Socket, transport = Transport, tags = falco_transport:messages(Transport),
             ctx = Ctx, stream_ctx = StreamCtx, parent = Parent, machine = M0,
+            hibernate_after = maps:get(hibernate_after, Conf),
             max_frame = falco_http2_machine:max_frame_size(M0)},
     C1 = exec(Acts0, C0),
     {C2, Buf} = case Start of
@@ -135,6 +140,25 @@ bad_preface(C = #c{machine = M0}) ->
 
 %% -- the loop --------------------------------------------------------------------
 
+%% @private The loop, also the entry after hibernation. With nothing to
+%% write and no request in progress (no stream process, or only WebSocket
+%% sessions, which wait on their own), the connection hibernates after
+%% `hibernate_after' with nothing received; its timers (idle_timeout,
+%% SETTINGS) are the machine's, messages that wake it.
+-spec loop(#c{}) -> ok.
+loop(C = #c{out = [], pids = Pids, tunnels = T, hibernate_after = Hib})
+  when map_size(Pids) =< map_size(T) ->
+    case map_size(Pids) =:= 0 orelse lists:all(fun(P) -> is_map_key(P, T) end, maps:keys(Pids)) of
+        true ->
+            receive
+                Msg -> message(Msg, C)
+            after Hib ->
+                %% a partial frame left by the last read is copied out of it
+                falco_hibernate:sleep(?MODULE, loop, [C#c{buf = binary:copy(C#c.buf)}], infinity)
+            end;
+        false ->
+            receive Msg -> message(Msg, C) end
+    end;
 loop(C = #c{out = []}) ->
     receive Msg -> message(Msg, C) end;
 loop(C) ->
