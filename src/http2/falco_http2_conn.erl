@@ -42,7 +42,8 @@
 %% How long the WebSocket sessions have to send their close frame when
 %% the listener stops.
 -define(TUNNEL_GRACE, 1000).
-%% The socket's read buffer: the listener's 8 KB (falco_listener_sup), and
+%% The socket's read buffer: the listener's (falco_transport:read_buffer/1:
+%% 8 KB on the socket backend, the figures below), and
 %% 256 KB while the client sends more than fits, as falco_http1_stream
 %% widens it for large bodies: on the socket backend each read allocates
 %% a whole buffer, so a narrow one suits requests and a wide one a body
@@ -51,7 +52,6 @@
 %% are wide, so that a connection busy with what it has holds at most
 %% about 1 MB of reads it has not handled (100 wide reads took 26 MB under
 %% a 1-byte DATA flood, 2026-11-24).
--define(BUFFER, 8192).
 -define(ACTIVE_N, 100).
 -define(WIDE_BUFFER, 262144).
 -define(WIDE_ACTIVE_N, 4).
@@ -67,6 +67,8 @@
             buf = <<>> :: binary(),
             active = false :: boolean(),
             wide = false :: boolean(),
+            %% the listener's read buffer, the narrow one
+            buffer :: pos_integer(),
             pids = #{} :: #{pid() => pos_integer()},
             ids = #{} :: #{pos_integer() => pid()},
             %% the stream processes running a WebSocket session (RFC 8441),
@@ -99,6 +101,7 @@ enter(Ctx = #{socket := Socket, transport := Transport, parent := Parent, conf :
     C0 = #c{socket = Socket, transport = Transport, tags = falco_transport:messages(Transport),
             ctx = Ctx, stream_ctx = StreamCtx, parent = Parent, machine = M0,
             hibernate_after = maps:get(hibernate_after, Conf),
+            buffer = falco_transport:read_buffer(maps:get(inet_backend, Conf, socket)),
             max_frame = falco_http2_machine:max_frame_size(M0)},
     C1 = exec(Acts0, C0),
     {C2, Buf} = case Start of
@@ -294,12 +297,14 @@ continue_frames(C) -> C.
 %% did not fill the narrow buffer means the burst is over.
 %% Widening also restarts the count of reads the socket may deliver
 %% unasked (`{active, false}' drops what was left of it).
-width(Size, C = #c{wide = false, socket = Sock, transport = T}) when Size >= ?BUFFER ->
+width(Size, C = #c{wide = false, socket = Sock, transport = T, buffer = Buffer})
+  when Size >= Buffer ->
     _ = falco_transport:setopts(T, Sock, [{active, false}, {buffer, ?WIDE_BUFFER}]),
     _ = falco_transport:setopts(T, Sock, [{active, ?WIDE_ACTIVE_N}]),
     C#c{wide = true};
-width(Size, C = #c{wide = true, socket = Sock, transport = T}) when Size < ?BUFFER ->
-    _ = falco_transport:setopts(T, Sock, [{buffer, ?BUFFER}, {active, ?ACTIVE_N}]),
+width(Size, C = #c{wide = true, socket = Sock, transport = T, buffer = Buffer})
+  when Size < Buffer ->
+    _ = falco_transport:setopts(T, Sock, [{buffer, Buffer}, {active, ?ACTIVE_N}]),
     C#c{wide = false};
 width(_, C) ->
     C.
