@@ -106,7 +106,7 @@ new(Socket, Transport, Version, KeepAlive, Conf = #{max_body := MaxBody,
                                                     body_timeout := BodyTimeout,
                                                     limits := Limits}) ->
     #h1s{socket = Socket, transport = Transport, version = Version, keep_alive = KeepAlive,
-         buffer = falco_transport:read_buffer(maps:get(inet_backend, Conf, socket)),
+         buffer = falco_transport:read_buffer(Transport, maps:get(inet_backend, Conf, socket)),
          drain = maps:get(drain, Conf, undefined), max_body = MaxBody, body_timeout = BodyTimeout,
          min_body_rate = maps:get(min_body_rate, Conf, none), limits = Limits}.
 
@@ -472,7 +472,7 @@ pull(B = #body{framing = done}, _S) ->
 
 %% recv(S, 0) returns at most one socket buffer, and on gen_tcp's socket
 %% backend it allocates the whole buffer whatever arrived. The listener's
-%% is 8 KB there (falco_transport:read_buffer/1): with 64 KB, 50 keep-alive connections held
+%% is 8 KB there (falco_transport:read_buffer/2): with 64 KB, 50 keep-alive connections held
 %% 57 -> 350 MB of mostly empty read buffers until their next GC
 %% (pipelined bench, 2026-11-23). A body of more than 64 KB widens the
 %% buffer to 256 KB until the request is done: 7.7 -> 3.1 ms of CPU per

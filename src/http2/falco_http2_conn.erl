@@ -42,7 +42,7 @@
 %% How long the WebSocket sessions have to send their close frame when
 %% the listener stops.
 -define(TUNNEL_GRACE, 1000).
-%% The socket's read buffer: the listener's (falco_transport:read_buffer/1:
+%% The socket's read buffer: the listener's (falco_transport:read_buffer/2:
 %% 8 KB on the socket backend, the figures below), and
 %% 256 KB while the client sends more than fits, as falco_http1_stream
 %% widens it for large bodies: on the socket backend each read allocates
@@ -101,7 +101,7 @@ enter(Ctx = #{socket := Socket, transport := Transport, parent := Parent, conf :
     C0 = #c{socket = Socket, transport = Transport, tags = falco_transport:messages(Transport),
             ctx = Ctx, stream_ctx = StreamCtx, parent = Parent, machine = M0,
             hibernate_after = maps:get(hibernate_after, Conf),
-            buffer = falco_transport:read_buffer(maps:get(inet_backend, Conf, socket)),
+            buffer = falco_transport:read_buffer(Transport, maps:get(inet_backend, Conf, socket)),
             max_frame = falco_http2_machine:max_frame_size(M0)},
     C1 = exec(Acts0, C0),
     {C2, Buf} = case Start of

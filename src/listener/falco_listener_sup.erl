@@ -99,9 +99,9 @@ init({Name, Conf0}) ->
     SockOpts = [{inet_backend, Backend}, binary, Family, {ip, Ip}, {active, false}, {packet, raw}, {reuseaddr, true},
                 {backlog, Backlog}, {nodelay, NoDelay}, {send_timeout, SendTimeout},
                 {send_timeout_close, true}, {keepalive, true},
-                %% The read buffer of the backend (falco_transport); large
+                %% The read buffer (falco_transport:read_buffer/2); large
                 %% bodies widen it (falco_http1_stream, falco_http2_conn).
-                {buffer, falco_transport:read_buffer(Backend)}],
+                {buffer, falco_transport:read_buffer(maps:get(transport, Conf), Backend)}],
     Kind = maps:get(transport, Conf),
     case falco_transport:listen(Kind, Port, SockOpts, maps:get(tls_server_opts, Conf, [])) of
         {ok, LSock} ->
