@@ -138,7 +138,9 @@ ws_tables(R, Servers, Ws) ->
               "and the server has rested 2 s; the difference divided by the connections. Then "
               "every connection must still echo one message. Also: the connections, the time "
               "the generator took to open them (64 handshakes in flight) and the server's "
-              "CPU time per handshake. Bold on BEAM bytes.\n\n",
+              "CPU time per handshake. idle_h1 and idle_h2 are HTTP/1.1 keep-alive and h2c "
+              "connections idle after one GET /hello each, measured the same way, each "
+              "checked with one more GET. Bold on BEAM bytes.\n\n",
               table(R, Servers, Idle, idle_beam_b, low, fun idle_cell/1)]
      end].
 

@@ -24,7 +24,7 @@ names(h1) ->
     [hello, json, echo, headers_heavy, cookies_heavy, qs_xml, large_response,
      upload_1mb, upload_20mb, pipelined, varied_paths_router, gzip_response,
      streaming_response, head, etag_304, connection_storm, short_sessions, slow_handler,
-     ws_echo, ws_large, ws_idle];
+     ws_echo, ws_large, ws_idle, idle_h1, idle_h2];
 names(h2) ->
     [hello, json, echo, headers_heavy, multi_stream, large_response, tls_handshake].
 
@@ -133,6 +133,12 @@ find(ws_idle) ->
     ws(ws_idle, "WebSocket GET /ws: 10,000 idle connections (fewer if the fd limit is lower); "
        "memory per connection", #{mode => idle, size => 64, kind => text}, ?IDLE_CONNS,
        "after a forced GC and 2 s of rest; then every connection must still echo");
+find(idle_h1) ->
+    idle(idle_h1, "HTTP/1.1 keep-alive: 10,000 connections idle after one GET /hello each "
+         "(fewer if the fd limit is lower); memory per connection", h1);
+find(idle_h2) ->
+    idle(idle_h2, "h2c (prior knowledge): 10,000 connections idle after one GET /hello each "
+         "(fewer if the fd limit is lower); memory per connection", h2c);
 find(_) ->
     undefined.
 
@@ -146,6 +152,11 @@ ws(Name) ->
 
 %% @doc `false' when the server can serve the scenario, else the reason.
 -spec unsupported(atom(), atom()) -> false | string().
+unsupported(S, idle_h2) ->
+    case lists:member(S, [falco, falco_inet, cowboy]) of
+        true -> false;
+        false -> "no cleartext HTTP/2 (prior knowledge) in the bench's fixture"
+    end;
 unsupported(S, Name) when Name =:= ws_echo; Name =:= ws_large; Name =:= ws_idle ->
     case S of
         falco -> false;
@@ -177,6 +188,16 @@ ok(Type, Body) -> #{status => 200, type => Type, body => Body}.
 ws(Name, What, Ws, Clients, Note) ->
     (s(Name, What, get, "/ws", #{driver => wsload, ws => Ws, clients => Clients, only => h1},
        #{status => 101, type => any, body => <<>>}))#{note => Note}.
+
+%% An idle-connections scenario over HTTP (bench/wsload -proto h1 | h2c),
+%% measured as ws_idle is (bench_ws:idle/5).
+idle(Name, What, Proto) ->
+    (s(Name, What, get, "/hello", #{driver => wsload, clients => ?IDLE_CONNS, only => h1,
+                                    ws => #{mode => idle, size => 64, kind => text,
+                                            proto => Proto}},
+       ok(<<"text/plain">>, bench_fx:hello())))
+        #{note => "after a forced GC and 2 s of rest; then every connection must answer "
+                  "one more GET"}.
 
 line64() -> <<"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-\n">>.
 

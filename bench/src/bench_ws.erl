@@ -8,10 +8,12 @@
 %%            must come back equal (the parity check of ws scenarios);
 %%   run/4    the closed-loop echo for ws_echo and ws_large, as a map with
 %%            the keys of a wrk result (requests = messages) plus bytes;
-%%   idle/5   ws_idle: the server's memory (forced GC, then erlang:memory
-%%            total and VmRSS) before and after N idle connections are
-%%            open and settled, per connection; then every connection must
-%%            still echo.
+%%   idle/5   ws_idle, idle_h1, idle_h2 (the one place that measures idle
+%%            connections): the server's memory (forced GC, then
+%%            erlang:memory total and VmRSS) before and after N idle
+%%            connections are open and settled, per connection; then every
+%%            connection must still echo (WebSocket) or answer one more GET
+%%            (HTTP/1.1 keep-alive, h2c: the scenario's `proto').
 -module(bench_ws).
 
 -export([tool/0, check/3, run/4, idle/5, idle_conns/1]).
@@ -48,8 +50,8 @@ idle_conns(Wanted) ->
 
 %% @doc The parity check of a WebSocket scenario.
 -spec check(map(), inet:port_number(), map()) -> ok | {error, string()}.
-check(#{ws := #{size := Size, kind := Kind}}, Port, Ctx) ->
-    Args = args(Port, check, 1, Size, Kind) ++ ["-duration", "0"],
+check(Sc, Port, Ctx) ->
+    Args = args(Sc, Port, check, 1) ++ ["-duration", "0"],
     case exec(Args, 60000, Ctx) of
         {ok, _, _} -> ok;
         {error, Why} -> {error, Why}
@@ -57,8 +59,8 @@ check(#{ws := #{size := Size, kind := Kind}}, Port, Ctx) ->
 
 %% @doc One closed-loop echo run of Seconds with Clients connections.
 -spec run(map(), inet:port_number(), map(), map()) -> {ok, map()} | {error, string()}.
-run(#{ws := #{size := Size, kind := Kind}}, Port, #{seconds := Secs, clients := Clients}, Ctx) ->
-    Args = args(Port, echo, Clients, Size, Kind) ++ ["-duration", integer_to_list(Secs)],
+run(Sc, Port, #{seconds := Secs, clients := Clients}, Ctx) ->
+    Args = args(Sc, Port, echo, Clients) ++ ["-duration", integer_to_list(Secs)],
     case exec(Args, (Secs + 90) * 1000, Ctx) of
         {ok, R, Ticks} ->
             Lat = [P || K <- [<<"p50">>, <<"p90">>, <<"p99">>, <<"p999">>, <<"max">>],
@@ -81,10 +83,10 @@ run(#{ws := #{size := Size, kind := Kind}}, Port, #{seconds := Secs, clients := 
 %% connections opened, settled, forced GC, memory after; the generator
 %% then checks every connection with one echo. Returns the cell's map.
 -spec idle(map(), map(), inet:port_number(), pos_integer(), map()) -> map().
-idle(#{ws := #{size := Size, kind := Kind}}, H = #{os_pid := Pid}, Port, N, Ctx) ->
+idle(Sc, H = #{os_pid := Pid}, Port, N, Ctx) ->
     Before = settled(H, Pid, 500),
     Ticks0 = bench_proc:cpu_ticks(Pid),
-    Args = pinned(args(Port, idle, N, Size, Kind) ++ ["-hold", "300", "-parallel", "64"], Ctx),
+    Args = pinned(args(Sc, Port, idle, N) ++ ["-hold", "300", "-parallel", "64"], Ctx),
     P = open_port({spawn_executable, hd(Args)},
                   [{args, tl(Args)}, {line, 65536}, binary, exit_status, stderr_to_stdout,
                    use_stdio]),
@@ -171,8 +173,9 @@ finish_exit(P, M, Timeout) ->
         {error, "wsload did not exit"}
     end.
 
-args(Port, Mode, Conns, Size, Kind) ->
-    [tool(), "-addr", "127.0.0.1:" ++ integer_to_list(Port), "-path", "/ws",
+args(#{path := Path, ws := Ws = #{size := Size, kind := Kind}}, Port, Mode, Conns) ->
+    [tool(), "-addr", "127.0.0.1:" ++ integer_to_list(Port), "-path", Path,
+            "-proto", atom_to_list(maps:get(proto, Ws, ws)),
             "-mode", atom_to_list(Mode), "-conns", integer_to_list(Conns),
             "-size", integer_to_list(Size), "-kind", atom_to_list(Kind), "-timeout", ?WAIT_S].
 

@@ -16,6 +16,10 @@
 //	       wait for a line on stdin (or its end, or -hold seconds), then
 //	       send one 64-byte message on every connection and check its
 //	       echo, so every connection is known to have stayed open.
+//	       With -proto h1 or h2c (idle.go) the connections are HTTP/1.1
+//	       keep-alive or HTTP/2 prior-knowledge ones instead, each after
+//	       one GET of -path, and the check is one more GET; check mode
+//	       then opens one such connection and checks it.
 //
 // Every wait has a deadline (-timeout), and the whole run another: the
 // program always stops by itself. The last line of output is one JSON
@@ -57,6 +61,7 @@ type config struct {
 	timeout  time.Duration
 	hold     time.Duration
 	parallel int
+	proto    string
 }
 
 // A wrong answer from the server: the run is void.
@@ -86,11 +91,16 @@ func main() {
 	timeout := flag.Float64("timeout", 10, "seconds any single wait may take")
 	hold := flag.Float64("hold", 300, "idle: longest wait for the go-ahead on stdin, seconds")
 	flag.IntVar(&cfg.parallel, "parallel", 64, "idle: handshakes in flight at once")
+	flag.StringVar(&cfg.proto, "proto", "ws", "idle and check: ws, h1 or h2c connections")
 	flag.Parse()
 	cfg.binary = kind == "binary"
 	cfg.duration = secs(*duration)
 	cfg.timeout = secs(*timeout)
 	cfg.hold = secs(*hold)
+	if cfg.proto != "ws" && cfg.proto != "h1" && cfg.proto != "h2c" {
+		fmt.Fprintln(os.Stderr, "wsload: -proto ws|h1|h2c")
+		os.Exit(1)
+	}
 	if (kind != "text" && kind != "binary") || cfg.conns < 1 || cfg.size < 16 || cfg.parallel < 1 {
 		fmt.Fprintln(os.Stderr, "wsload: bad arguments (kind text|binary, conns >= 1, size >= 16)")
 		os.Exit(1)
@@ -415,6 +425,16 @@ func opcode(cfg config) byte {
 // ------------------------------------------------------------ check
 
 func runCheck(cfg config) (map[string]interface{}, error) {
+	if cfg.proto != "ws" {
+		c, err := openIdle(cfg, 0, nil)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := c.check(0); err != nil {
+			return nil, err
+		}
+		return map[string]interface{}{"mode": "check", "proto": cfg.proto, "requests": 2}, nil
+	}
 	rnd := rand.New(rand.NewSource(time.Now().UnixNano()))
 	w, err := dial(cfg, rnd)
 	if err != nil {
@@ -564,11 +584,11 @@ func summary(lat []int64, elapsed time.Duration) map[string]interface{} {
 // ------------------------------------------------------------ idle
 
 func runIdle(cfg config) (map[string]interface{}, error) {
-	conns := make([]*wsConn, cfg.conns)
+	conns := make([]idler, cfg.conns)
 	errs := make([]error, cfg.conns)
 	t0 := time.Now()
 	each(cfg, func(i int) {
-		conns[i], errs[i] = dial(cfg, rand.New(rand.NewSource(t0.UnixNano()+int64(i))))
+		conns[i], errs[i] = openIdle(cfg, i, rand.New(rand.NewSource(t0.UnixNano()+int64(i))))
 	})
 	openTime := time.Since(t0)
 	opened, firstErr := 0, error(nil)
@@ -579,12 +599,12 @@ func runIdle(cfg config) (map[string]interface{}, error) {
 			firstErr = fmt.Errorf("connection %d: %v", i, e)
 		}
 	}
-	res := map[string]interface{}{"mode": "idle", "conns": cfg.conns, "opened": opened,
+	res := map[string]interface{}{"mode": "idle", "proto": cfg.proto, "conns": cfg.conns, "opened": opened,
 		"open_us": openTime.Microseconds()}
 	if firstErr != nil {
 		for _, c := range conns {
 			if c != nil {
-				c.c.Close()
+				c.close()
 			}
 		}
 		res["first_error"] = firstErr.Error()
@@ -606,15 +626,8 @@ func runIdle(cfg config) (map[string]interface{}, error) {
 	alive, closed := make([]bool, cfg.conns), make([]bool, cfg.conns)
 	msgErrs := make([]error, cfg.conns)
 	each(cfg, func(i int) {
-		msg := make([]byte, 64)
-		fill(msg)
-		stamp(msg, i, 0)
-		if msgErrs[i] = conns[i].roundTrip(0x1, msg); msgErrs[i] != nil {
-			conns[i].c.Close()
-			return
-		}
-		alive[i] = true
-		closed[i] = conns[i].closeHandshake() == nil
+		closed[i], msgErrs[i] = conns[i].check(i)
+		alive[i] = msgErrs[i] == nil
 	})
 	nAlive, nClosed := 0, 0
 	for i := range alive {

@@ -23,6 +23,7 @@
 -module(falco_http1_conn).
 
 -export([enter/2]).
+-export([idle/2]).
 -export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
 
 %% How long a connection between requests reads passively before it waits
@@ -41,6 +42,8 @@
                max_requests :: pos_integer() | infinity,
                idle_timeout :: timeout(),
                request_timeout :: timeout(),
+               %% how long an idle connection waits before it hibernates
+               hibernate_after :: timeout(),
                %% the first request's deadline (request_timeout from the
                %% accept); `undefined' once it has been read
                first :: integer() | infinity | undefined,
@@ -62,6 +65,7 @@ enter(Ctx = #{socket := Socket, transport := T, parent := Parent, handler := Han
               max_requests = maps:get(max_keep_alive_requests, Conf),
               idle_timeout = maps:get(idle_timeout, Conf),
               request_timeout = maps:get(request_timeout, Conf),
+              hibernate_after = maps:get(hibernate_after, Conf),
               first = First,
               tracker = falco_http1_stream:tracker()},
     wait(C, Buf).
@@ -293,6 +297,14 @@ go_idle(C, Deadline) ->
     _ = erlang:garbage_collect(),
     idle_again(C, Deadline).
 
+%% @private The wait in `{active, once}' mode, also the entry after
+%% hibernation. After `hibernate_after' with nothing received the process
+%% hibernates (its heap collected and shrunk to its live data) and wakes
+%% on the next message; `Deadline' is absolute, so the wait for the next
+%% request keeps its idle_timeout whether or not it hibernated.
+-spec idle(#conn{}, integer() | infinity) ->
+          closed | {upgrade, h2c, falco_http2_frame:settings(), map(), binary()}
+        | {upgrade, websocket, map(), binary()}.
 idle(C = #conn{socket = Sock, tags = {DataTag, ClosedTag, ErrorTag, _}, parent = Parent},
      Deadline) ->
     receive
@@ -316,9 +328,12 @@ idle(C = #conn{socket = Sock, tags = {DataTag, ClosedTag, ErrorTag, _}, parent =
             exit(Reason);
         _ ->
             idle(C, Deadline)
-    after falco_transport:remaining(Deadline) ->
-        %% Nothing was asked, nothing is owed: a plain close.
-        quick_close(C)
+    after min(falco_transport:remaining(Deadline), C#conn.hibernate_after) ->
+        case falco_transport:remaining(Deadline) of
+            %% Nothing was asked, nothing is owed: a plain close.
+            0 -> quick_close(C);
+            _ -> falco_hibernate:sleep(?MODULE, idle, [C, Deadline], Deadline)
+        end
     end.
 
 idle_again(C = #conn{socket = Sock, transport = T}, Deadline) ->

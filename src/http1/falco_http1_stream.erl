@@ -54,6 +54,8 @@
 
 -record(h1s, {socket :: inet:socket() | ssl:sslsocket(),
               transport :: gen_tcp | ssl,
+              %% the listener's read buffer, restored after a wide body
+              buffer = 8192 :: pos_integer(),
               version :: {1, 0} | {1, 1},
               keep_alive :: boolean(),
               %% the listener's drain flag: a response while it drains closes
@@ -74,7 +76,6 @@
 -opaque state() :: #h1s{}.
 -export_type([state/0, tracker/0]).
 
--define(BUFFER, 8192).
 -define(WIDEN_ABOVE, 65536).
 -define(WIDE_BUFFER, 262144).
 %% An unread body up to this size is read and dropped to keep the
@@ -107,6 +108,7 @@ new(Socket, Transport, Version, KeepAlive, Conf = #{max_body := MaxBody,
                                                     body_timeout := BodyTimeout,
                                                     limits := Limits}) ->
     #h1s{socket = Socket, transport = Transport, version = Version, keep_alive = KeepAlive,
+         buffer = falco_transport:read_buffer(Transport, maps:get(inet_backend, Conf, socket)),
          drain = maps:get(drain, Conf, undefined), max_body = MaxBody, body_timeout = BodyTimeout,
          min_body_rate = maps:get(min_body_rate, Conf, none), limits = Limits}.
 
@@ -472,7 +474,7 @@ pull(B = #body{framing = done}, _S) ->
 
 %% recv(S, 0) returns at most one socket buffer, and on gen_tcp's socket
 %% backend it allocates the whole buffer whatever arrived. The listener's
-%% is 8 KB (falco_listener_sup): with 64 KB, 50 keep-alive connections held
+%% is 8 KB there (falco_transport:read_buffer/2): with 64 KB, 50 keep-alive connections held
 %% 57 -> 350 MB of mostly empty read buffers until their next GC
 %% (pipelined bench, 2026-11-23). A body of more than 64 KB widens the
 %% buffer to 256 KB until the request is done: 7.7 -> 3.1 ms of CPU per
@@ -485,8 +487,8 @@ widen(Left, B = #body{wide = false}, #h1s{transport = T, socket = Sock})
 widen(_Left, B, _S) ->
     B.
 
-narrow(#body{wide = true}, #h1s{transport = T, socket = Sock}) ->
-    _ = setopts(T, Sock, [{buffer, ?BUFFER}]),
+narrow(#body{wide = true}, #h1s{transport = T, socket = Sock, buffer = Buffer}) ->
+    _ = setopts(T, Sock, [{buffer, Buffer}]),
     ok;
 narrow(#body{wide = false}, _S) ->
     ok.

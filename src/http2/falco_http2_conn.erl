@@ -37,13 +37,15 @@
 -module(falco_http2_conn).
 
 -export([enter/2]).
+-export([loop/1]).
 -export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
 
 -define(FLUSH_AFTER, 64).
 %% How long the WebSocket sessions have to send their close frame when
 %% the listener stops.
 -define(TUNNEL_GRACE, 1000).
-%% The socket's read buffer: the listener's 8 KB (falco_listener_sup), and
+%% The socket's read buffer: the listener's (falco_transport:read_buffer/2:
+%% 8 KB on the socket backend, the figures below), and
 %% 256 KB while the client sends more than fits, as falco_http1_stream
 %% widens it for large bodies: on the socket backend each read allocates
 %% a whole buffer, so a narrow one suits requests and a wide one a body
@@ -52,7 +54,6 @@
 %% are wide, so that a connection busy with what it has holds at most
 %% about 1 MB of reads it has not handled (100 wide reads took 26 MB under
 %% a 1-byte DATA flood, 2026-11-24).
--define(BUFFER, 8192).
 -define(ACTIVE_N, 100).
 -define(WIDE_BUFFER, 262144).
 -define(WIDE_ACTIVE_N, 4).
@@ -68,6 +69,8 @@
             buf = <<>> :: binary(),
             active = false :: boolean(),
             wide = false :: boolean(),
+            %% the listener's read buffer, the narrow one
+            buffer :: pos_integer(),
             pids = #{} :: #{pid() => pos_integer()},
             ids = #{} :: #{pos_integer() => pid()},
             %% the stream processes running a WebSocket session (RFC 8441),
@@ -79,6 +82,9 @@
             out = [] :: [iodata()],
             out_n = 0 :: non_neg_integer(),
             closing = false :: false | {true, term()},
+            %% how long the connection waits with no request in progress
+            %% before it hibernates
+            hibernate_after :: timeout(),
             debug = [] :: [sys:dbg_opt()]}).
 
 %% @doc Runs HTTP/2 on the connection of `Ctx' ({@link falco_conn}) until
@@ -92,10 +98,12 @@ enter(Ctx = #{socket := Socket, transport := Transport, parent := Parent, conf :
     {M0, Acts0} = falco_http2_machine:new(falco_opts:http2_machine(Conf)),
     %% What each stream process needs, and no more: it is copied at every spawn.
     StreamCtx = (maps:merge(maps:with([listener, handler, peer, scheme, proxy], Ctx),
-                            maps:with([max_body, body_timeout, min_body_rate, handler_timeout],
-                                      Conf)))#{send_buffer => maps:get(h2_send_buffer, Conf)},
+                            maps:with([max_body, body_timeout, min_body_rate, handler_timeout,
+                                       hibernate_after], Conf)))#{send_buffer => maps:get(h2_send_buffer, Conf)},
     C0 = #c{socket = Socket, transport = Transport, tags = falco_transport:messages(Transport),
             ctx = Ctx, stream_ctx = StreamCtx, parent = Parent, machine = M0,
+            hibernate_after = maps:get(hibernate_after, Conf),
+            buffer = falco_transport:read_buffer(Transport, maps:get(inet_backend, Conf, socket)),
             max_frame = falco_http2_machine:max_frame_size(M0)},
     C1 = exec(Acts0, C0),
     {C2, Buf} = case Start of
@@ -137,6 +145,25 @@ bad_preface(C = #c{machine = M0}) ->
 
 %% -- the loop --------------------------------------------------------------------
 
+%% @private The loop, also the entry after hibernation. With nothing to
+%% write and no request in progress (no stream process, or only WebSocket
+%% sessions, which wait on their own), the connection hibernates after
+%% `hibernate_after' with nothing received; its timers (idle_timeout,
+%% SETTINGS) are the machine's, messages that wake it.
+-spec loop(#c{}) -> ok.
+loop(C = #c{out = [], pids = Pids, tunnels = T, hibernate_after = Hib})
+  when map_size(Pids) =< map_size(T) ->
+    case map_size(Pids) =:= 0 orelse lists:all(fun(P) -> is_map_key(P, T) end, maps:keys(Pids)) of
+        true ->
+            receive
+                Msg -> message(Msg, C)
+            after Hib ->
+                %% a partial frame left by the last read is copied out of it
+                falco_hibernate:sleep(?MODULE, loop, [C#c{buf = binary:copy(C#c.buf)}], infinity)
+            end;
+        false ->
+            receive Msg -> message(Msg, C) end
+    end;
 loop(C = #c{out = []}) ->
     receive Msg -> message(Msg, C) end;
 loop(C) ->
@@ -272,12 +299,14 @@ continue_frames(C) -> C.
 %% did not fill the narrow buffer means the burst is over.
 %% Widening also restarts the count of reads the socket may deliver
 %% unasked (`{active, false}' drops what was left of it).
-width(Size, C = #c{wide = false, socket = Sock, transport = T}) when Size >= ?BUFFER ->
+width(Size, C = #c{wide = false, socket = Sock, transport = T, buffer = Buffer})
+  when Size >= Buffer ->
     _ = falco_transport:setopts(T, Sock, [{active, false}, {buffer, ?WIDE_BUFFER}]),
     _ = falco_transport:setopts(T, Sock, [{active, ?WIDE_ACTIVE_N}]),
     C#c{wide = true};
-width(Size, C = #c{wide = true, socket = Sock, transport = T}) when Size < ?BUFFER ->
-    _ = falco_transport:setopts(T, Sock, [{buffer, ?BUFFER}, {active, ?ACTIVE_N}]),
+width(Size, C = #c{wide = true, socket = Sock, transport = T, buffer = Buffer})
+  when Size < Buffer ->
+    _ = falco_transport:setopts(T, Sock, [{buffer, Buffer}, {active, ?ACTIVE_N}]),
     C#c{wide = false};
 width(_, C) ->
     C.

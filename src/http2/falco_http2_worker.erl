@@ -23,7 +23,9 @@ start(Conn, Id, Req, Ctx) ->
 init(Conn, Id, Req, Ctx) ->
     case falco_http2_stream:init(Conn, Id, Req, Ctx) of
         {websocket, S, Upgrade} ->
-            closed = falco_ws_conn:enter_stream(Conn, S, Upgrade),
+            closed = falco_ws_conn:enter_stream(
+                       Conn, S, Upgrade#{hibernate_after => maps:get(hibernate_after, Ctx,
+                                                                     infinity)}),
             ok;
         Result ->
             Result

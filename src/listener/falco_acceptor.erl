@@ -38,6 +38,8 @@
 -export([start_link/5, init/6, conn/5]).
 -export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
 
+-define(CONF_KEY(Name), {?MODULE, conf, Name}).
+
 -record(acc, {parent :: pid(),
               name :: atom(),
               lsock :: falco_transport:socket(),
@@ -69,6 +71,7 @@ start_link(Name, LSock, Conf, Slots, Index) ->
 init(Parent, Name, LSock, Conf, Slots, Index) ->
     process_flag(trap_exit, true),
     ok = falco_slots:reset(Slots, Index),
+    ok = share_conf(Name, Conf),
     proc_lib:init_ack(Parent, {ok, self()}),
     S = #acc{parent = Parent, name = Name, lsock = LSock, conf = Conf, slots = Slots,
              index = Index, max = maps:get(max_connections, Conf),
@@ -93,23 +96,38 @@ next(S) ->
 %% proc_lib's crash report of an exception is not bounded, and the exit
 %% comes here anyway; the process gets proc_lib's `$ancestors' and
 %% `$initial_call' so tools see it as they would.
-start_conn(#acc{name = Name, lsock = LSock, conf = Conf}) ->
+start_conn(#acc{name = Name, lsock = LSock}) ->
     Ancestors = [self() | case get('$ancestors') of
                               L when is_list(L) -> L;
                               undefined -> []
                           end],
-    spawn_opt(?MODULE, conn, [Ancestors, self(), Name, LSock, Conf], [link]).
+    spawn_opt(?MODULE, conn, [Ancestors, self(), Name, LSock, ?CONF_KEY(Name)], [link]).
+
+%% The listener's configuration, in `persistent_term' for its connection
+%% processes: a term read from there is a literal, never copied into the
+%% reader's heap, so thousands of connections share one copy instead of
+%% holding about 2 KB each (the validated options; most of a hibernated
+%% HTTP/1.1 connection, 2026-11-25). Putting a term equal to the one
+%% stored is free, so the acceptors of a listener (and its restarts with
+%% the same options) share one entry; a listener started again under the
+%% same name with other options replaces it, at the cost of one scan of
+%% every process (persistent_term's rule), as falco_router's swaps do.
+share_conf(Name, Conf) ->
+    case persistent_term:get(?CONF_KEY(Name), undefined) of
+        Conf -> ok;
+        _ -> persistent_term:put(?CONF_KEY(Name), Conf)
+    end.
 
 %% @private The entry of a connection process: {@link falco_conn:init/4},
 %% with an error or throw turned into the exit it would have been, the
 %% arguments of its stack dropped (they can hold a whole request), so that
 %% neither the runtime nor proc_lib writes a report: we do, once.
--spec conn([pid()], pid(), atom(), falco_transport:socket(), map()) -> ok.
-conn(Ancestors, Parent, Name, LSock, Conf) ->
+-spec conn([pid()], pid(), atom(), falco_transport:socket(), {?MODULE, conf, atom()}) -> ok.
+conn(Ancestors, Parent, Name, LSock, ConfKey) ->
     put('$ancestors', Ancestors),
     put('$initial_call', {falco_conn, init, 4}),
     try
-        falco_conn:init(Parent, Name, LSock, Conf)
+        falco_conn:init(Parent, Name, LSock, persistent_term:get(ConfKey))
     catch
         error:Reason:Stack -> exit({Reason, falco_report:without_args(Stack)});
         throw:Value:Stack -> exit({{nocatch, Value}, falco_report:without_args(Stack)})

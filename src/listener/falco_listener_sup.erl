@@ -127,10 +127,9 @@ init({Name, Conf0}) ->
     SockOpts = [{inet_backend, Backend}, binary, Family, {ip, Ip}, {active, false}, {packet, raw}, {reuseaddr, true},
                 {backlog, Backlog}, {nodelay, NoDelay}, {send_timeout, SendTimeout},
                 {send_timeout_close, true}, {keepalive, true},
-                %% On the socket backend every recv(0) allocates a whole
-                %% buffer, however few bytes arrived: 8 KB holds a request
-                %% head; large bodies widen it (falco_http1_stream).
-                {buffer, 8192}]
+                %% The read buffer (falco_transport:read_buffer/2); large
+                %% bodies widen it (falco_http1_stream, falco_http2_conn).
+                {buffer, falco_transport:read_buffer(maps:get(transport, Conf), Backend)}]
         ++ [falco_transport:reuseport() || maps:get(reuseport, Conf)],
     Kind = maps:get(transport, Conf),
     case falco_transport:listen(Kind, Port, SockOpts, maps:get(tls_server_opts, Conf, [])) of
@@ -186,3 +185,4 @@ handler(Name, Conf) ->
         [] -> Base;
         Middleware -> falco_middleware:compose(Middleware, Base)
     end.
+

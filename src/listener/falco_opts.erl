@@ -44,6 +44,11 @@ defaults() ->
       inet_backend => socket,
       send_timeout => 30000,
       idle_timeout => 60000,
+      %% An idle keep-alive connection (HTTP/1.1 between requests, HTTP/2
+      %% with no stream open, a WebSocket session waiting) hibernates after
+      %% this long with nothing received: a second is past any gap of a
+      %% busy client, so the hot path never pays for a wake-up.
+      hibernate_after => 1000,
       request_timeout => 10000,
       body_timeout => 30000,
       handler_timeout => infinity,
@@ -259,7 +264,7 @@ valid(K, V) when K =:= max_connections; K =:= max_keep_alive_requests ->
     V =:= infinity orelse (is_integer(V) andalso V > 0);
 valid(handler_timeout, V) -> V =:= infinity orelse (is_integer(V) andalso V > 0);
 valid(K, V) when K =:= send_timeout; K =:= idle_timeout; K =:= request_timeout;
-                 K =:= body_timeout ->
+                 K =:= body_timeout; K =:= hibernate_after ->
     V =:= infinity orelse (is_integer(V) andalso V >= 0);
 valid(max_header_count, V) -> is_integer(V) andalso V >= 0;
 valid(transport, V) -> V =:= tcp orelse V =:= tls;

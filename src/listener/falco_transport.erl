@@ -30,6 +30,7 @@
          default_ciphers/0, default_ciphers/1]).
 -export([reuseport/0]).
 -export([linger_close/2, linger_close_active/2, deadline/1, remaining/1]).
+-export([read_buffer/2]).
 
 -define(DEFAULT_VERSIONS, ['tlsv1.3', 'tlsv1.2']).
 %% Lingering close: how long, and how many bytes at most, are read and
@@ -301,3 +302,18 @@ deadline(Ms) when is_integer(Ms) -> erlang:monotonic_time(millisecond) + Ms.
 remaining(infinity) -> infinity;
 remaining(Deadline) when is_integer(Deadline) ->
     max(0, Deadline - erlang:monotonic_time(millisecond)).
+
+%% @doc The socket's read buffer (`{buffer, N}') while no large body is
+%% read, by transport and gen_tcp backend. On the socket backend every
+%% `recv(Sock, 0)' allocates the whole buffer however few bytes arrived:
+%% 8 KB holds a request head in one read. The inet driver allocates its
+%% buffer once and keeps it between reads (it is freed only by a delivery
+%% in `{active, N}' mode that empties it), so an idle HTTP/1.1 or
+%% WebSocket connection holds one: with 8 KB, 8 KB of the 13 KB of an
+%% idle keep-alive connection (bench idle_h1, 2026-11-25). 1460 bytes is
+%% the driver's own default (and so the peers' on it); a larger head
+%% takes a read or two more. TLS keeps 8 KB on both: a TLS record is up
+%% to 16 KB, and an idle TLS connection's ssl processes dwarf the buffer.
+-spec read_buffer(kind() | transport(), socket | inet) -> pos_integer().
+read_buffer(Kind, inet) when Kind =:= tcp; Kind =:= gen_tcp -> 1460;
+read_buffer(_, _) -> 8192.

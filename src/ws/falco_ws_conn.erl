@@ -42,7 +42,8 @@
 -export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
 
 -type upgrade() :: #{handler := module(), state := term(), opts := map(),
-                     deflate := undefined | falco_ws_deflate:params(), req := map()}.
+                     deflate := undefined | falco_ws_deflate:params(), req := map(),
+                     hibernate_after => timeout()}.
 -export_type([upgrade/0]).
 
 %% Where the bytes come from and go to: the socket (HTTP/1.1) or an
@@ -83,6 +84,9 @@
              idle_timeout :: timeout(),
              ping_interval :: timeout(),
              close_timeout :: timeout(),
+             %% the listener's: how long the session waits with nothing
+             %% received before it hibernates
+             hibernate_after = infinity :: timeout(),
              %% the monotonic ms of the last byte from the peer
              last_in :: integer(),
              ping_sent = false :: boolean(),
@@ -96,8 +100,9 @@
 %% whose 101 has been sent; `Buf' holds bytes already read after the
 %% request. Returns when the connection is closed.
 -spec enter(falco_conn:ctx(), binary(), upgrade()) -> closed.
-enter(#{socket := Sock, transport := T, parent := Parent}, Buf, Upgrade) ->
-    start({socket, T, Sock, falco_transport:messages(T)}, Parent, Buf, Upgrade).
+enter(#{socket := Sock, transport := T, parent := Parent, conf := Conf}, Buf, Upgrade) ->
+    start({socket, T, Sock, falco_transport:messages(T)}, Parent, Buf,
+          Upgrade#{hibernate_after => maps:get(hibernate_after, Conf)}).
 
 %% @doc Runs the session on HTTP/2 stream `H2' of connection `Conn', whose
 %% 200 has been sent (RFC 8441 §5). Returns when the stream is done.
@@ -105,8 +110,8 @@ enter(#{socket := Sock, transport := T, parent := Parent}, Buf, Upgrade) ->
 enter_stream(Conn, H2, Upgrade) ->
     start({h2, H2}, Conn, <<>>, Upgrade).
 
-start(Io, Parent, Buf, #{handler := Mod, state := HState, opts := Opts, deflate := Params,
-                         req := Req}) ->
+start(Io, Parent, Buf, Upgrade = #{handler := Mod, state := HState, opts := Opts,
+                                   deflate := Params, req := Req}) ->
     O = Opts,
     %% the optional callbacks are looked up with function_exported/3, which
     %% is false for a module not loaded yet
@@ -129,6 +134,7 @@ start(Io, Parent, Buf, #{handler := Mod, state := HState, opts := Opts, deflate 
             idle_timeout = maps:get(idle_timeout, O),
             ping_interval = maps:get(ping_interval, O),
             close_timeout = maps:get(close_timeout, O),
+            hibernate_after = maps:get(hibernate_after, Upgrade, infinity),
             last_in = now_ms()},
     case erlang:function_exported(Mod, init, 1) of
         true -> callback(fun() -> Mod:init(HState) end, S, fun(S1) -> frames(Buf, S1) end);
@@ -282,13 +288,25 @@ wait(S) ->
         {error, Reason} -> finish({error, Reason}, S)
     end.
 
-%% @private The receive loop, also the entry after hibernation.
+%% @private The receive loop, also the entry after hibernation. With
+%% nothing received for `hibernate_after' (and no deadline before it) the
+%% session hibernates; its deadlines count from the last byte in, so
+%% hibernating moves none of them.
 -spec loop(#ws{}) -> closed.
-loop(S) ->
-    receive
-        Msg -> message(Msg, S)
-    after timeout(S) ->
-        deadline(S)
+loop(S = #ws{hibernate_after = Hib}) ->
+    case timeout(S) of
+        T when Hib < T ->
+            receive
+                Msg -> message(Msg, S)
+            after Hib ->
+                sleep(S)
+            end;
+        T ->
+            receive
+                Msg -> message(Msg, S)
+            after T ->
+                deadline(S)
+            end
     end.
 
 message(Msg, S = #ws{io = Io, parent = Parent}) ->
@@ -307,6 +325,9 @@ message(Msg, S = #ws{io = Io, parent = Parent}) ->
                     sys:handle_system_msg(Request, From, Parent, ?MODULE, S#ws.debug, S);
                 {'EXIT', Parent, Reason} ->
                     parent_exit(Reason, S);
+                {timeout, _, falco_hibernate} ->
+                    %% the wake-up of a hibernation that ended before it
+                    loop(S);
                 {falco_drain, _} when S#ws.closing =:= false ->
                     %% The listener drains: the close handshake with 1001
                     %% (going away), within close_timeout.
@@ -451,9 +472,19 @@ hibernate(S = #ws{eof = true}) ->
     finish({error, closed}, S);
 hibernate(S) ->
     case arm(S) of
-        {ok, S1} -> proc_lib:hibernate(?MODULE, loop, [S1]);
+        {ok, S1} -> sleep(S1);
         {error, Reason} -> finish({error, Reason}, S)
     end.
+
+%% Hibernates until the next message or the next deadline (timeout/1),
+%% whichever comes first; a partial frame left by the last read is copied
+%% out of it first.
+sleep(S = #ws{buf = Buf}) ->
+    Deadline = case timeout(S) of
+                   infinity -> infinity;
+                   T -> now_ms() + T
+               end,
+    falco_hibernate:sleep(?MODULE, loop, [S#ws{buf = binary:copy(Buf)}], Deadline).
 
 %% -- writing -----------------------------------------------------------------
 

@@ -1,0 +1,178 @@
+%% Idle connections and hibernation (the listener's `hibernate_after'):
+%% an idle HTTP/1.1 keep-alive connection, an HTTP/2 connection with no
+%% stream open and a WebSocket session hibernate once nothing has come
+%% for `hibernate_after', serve the next request (message) when it comes,
+%% and are still closed by their idle timeout on time, the hibernation
+%% moving no deadline. With `hibernate_after => infinity' they do not
+%% hibernate.
+-module(idle_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, init_per_suite/1, end_per_suite/1, end_per_testcase/2]).
+-export([http1_hibernates/1, h2_hibernates/1, websocket_hibernates/1, h2_websocket_hibernates/1,
+         never_with_infinity/1, option_validated/1]).
+
+-define(C, falco_test_client).
+-define(H2, falco_test_h2_client).
+-define(WS, falco_test_ws_client).
+%% Short enough for a fast suite, long enough for a loaded machine.
+-define(HIBERNATE_AFTER, 200).
+-define(IDLE, 2500).
+
+all() ->
+    [http1_hibernates, h2_hibernates, websocket_hibernates, h2_websocket_hibernates,
+     never_with_infinity, option_validated].
+
+init_per_suite(Config) ->
+    {ok, _} = application:ensure_all_started(falco),
+    Config.
+
+end_per_suite(_Config) ->
+    ok.
+
+end_per_testcase(Case, _Config) ->
+    _ = falco:stop_listener(Case, immediate),
+    ok.
+
+handler(Test) ->
+    fun(Req) ->
+            case falco_req:path(Req) of
+                <<"/ws">> ->
+                    {websocket, falco_test_ws_handler, #{test => Test},
+                     #{idle_timeout => ?IDLE}};
+                _ ->
+                    {200, [], <<"ok">>}
+            end
+    end.
+
+listener(Name, Opts) ->
+    falco_test_tree:listener(Name, handler(self()),
+                             maps:merge(#{hibernate_after => ?HIBERNATE_AFTER,
+                                          idle_timeout => ?IDLE}, Opts)).
+
+hibernated(Pid) ->
+    process_info(Pid, current_function) =:= {current_function, {erlang, hibernate, 3}}.
+
+%% Waits for `Pid' to hibernate; fails if it does not within 3 s.
+await_hibernated(Pid) ->
+    case ?C:wait_until(fun() -> hibernated(Pid) end, 3000) of
+        ok -> ok;
+        _ -> ct:fail({not_hibernated, Pid, process_info(Pid, [current_function, memory])})
+    end.
+
+%% How long after `Since' the server closed `Sock' (a raw TCP socket),
+%% data before the close (a GOAWAY, a close frame) read and dropped.
+closed_after(Sock, Since) ->
+    closed_after(Sock, Since, ?IDLE + 5000).
+
+closed_after(Sock, Since, Timeout) ->
+    case gen_tcp:recv(Sock, 0, Timeout) of
+        {ok, _} -> closed_after(Sock, Since, Timeout);
+        {error, closed} -> erlang:monotonic_time(millisecond) - Since;
+        {error, Other} -> ct:fail({not_closed, Other})
+    end.
+
+%% Closed at the idle timeout counted from `Since' (the last exchange),
+%% not later: a hibernation that reset or lost the timer would make it
+%% late (or never).
+on_time(Elapsed) ->
+    ct:log("closed ~b ms after the last exchange (idle_timeout ~b)", [Elapsed, ?IDLE]),
+    ?assert(Elapsed >= ?IDLE - 100),
+    ?assert(Elapsed =< ?IDLE + 1500).
+
+get_ok(Sock) ->
+    ?C:send(Sock, <<"GET / HTTP/1.1\r\nhost: x\r\n\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Sock).
+
+http1_hibernates(_Config) ->
+    {Sup, Port} = listener(http1_hibernates, #{}),
+    Sock = ?C:connect(Port),
+    get_ok(Sock),
+    Pid = falco_test_tree:one_conn(Sup),
+    await_hibernated(Pid),
+    %% it wakes for the next request, and hibernates again after it
+    get_ok(Sock),
+    Last = erlang:monotonic_time(millisecond),
+    ?assertNot(hibernated(Pid)),
+    await_hibernated(Pid),
+    {memory, Mem} = process_info(Pid, memory),
+    ct:log("hibernated HTTP/1.1 connection: ~b bytes", [Mem]),
+    ?assertEqual(<<>>, ?C:take_buffer(Sock)),
+    on_time(closed_after(Sock, Last)).
+
+h2_hibernates(_Config) ->
+    {Sup, Port} = listener(h2_hibernates, #{}),
+    C0 = ?H2:connect(Port, #{}),
+    {Id, C1} = ?H2:request(C0, <<"GET">>, <<"/">>),
+    {ok, #{status := 200}, C2} = ?H2:response(C1, Id),
+    Pid = falco_test_tree:one_conn(Sup),
+    await_hibernated(Pid),
+    {Id2, C3} = ?H2:request(C2, <<"GET">>, <<"/">>),
+    {ok, #{status := 200}, #{sock := Sock}} = ?H2:response(C3, Id2),
+    Last = erlang:monotonic_time(millisecond),
+    await_hibernated(Pid),
+    on_time(closed_after(Sock, Last)).
+
+websocket_hibernates(_Config) ->
+    {_, Port} = listener(websocket_hibernates, #{}),
+    {Sock, #{status := 101}} = ?WS:connect(Port, <<"/ws">>),
+    Pid = falco_test_ws_handler:await_init(),
+    await_hibernated(Pid),
+    ok = ?WS:send(Sock, text, <<"after hibernation">>),
+    ?assertEqual({text, <<"after hibernation">>}, ?WS:recv(Sock)),
+    Last = erlang:monotonic_time(millisecond),
+    await_hibernated(Pid),
+    %% a message from another process wakes it too, and it sleeps again
+    Pid ! {send, [{text, <<"pushed">>}]},
+    ?assertEqual({text, <<"pushed">>}, ?WS:recv(Sock)),
+    await_hibernated(Pid),
+    %% the idle timeout (from the last byte received) closes it: 1000
+    ?assertMatch({close, <<1000:16, _/binary>>}, ?WS:recv(Sock, ?IDLE + 5000)),
+    on_time(erlang:monotonic_time(millisecond) - Last).
+
+%% RFC 8441: the session on an HTTP/2 stream hibernates, and so does the
+%% connection that holds only sessions.
+h2_websocket_hibernates(_Config) ->
+    {Sup, Port} = listener(h2_websocket_hibernates, #{}),
+    C0 = ?H2:connect(Port, #{}),
+    Fields = [{<<":method">>, <<"CONNECT">>}, {<<":protocol">>, <<"websocket">>},
+              {<<":scheme">>, <<"http">>}, {<<":path">>, <<"/ws">>},
+              {<<":authority">>, <<"localhost">>}, {<<"sec-websocket-version">>, <<"13">>}],
+    C1 = ?H2:headers_frame(C0, 1, Fields, nofin),
+    {ok, {fields, 1, nofin, Resp}, C2} =
+        ?H2:until(C1, fun({fields, 1, _, _}) -> true; (_) -> false end, 5000),
+    ?assertEqual(<<"200">>, proplists:get_value(<<":status">>, Resp)),
+    Session = falco_test_ws_handler:await_init(),
+    Conn = falco_test_tree:one_conn(Sup),
+    await_hibernated(Session),
+    await_hibernated(Conn),
+    %% a masked text frame wakes both; the echo comes back
+    Key = <<1, 2, 3, 4>>,
+    Frame = <<1:1, 0:3, 1:4, 1:1, 5:7, Key/binary, (falco_ws_frame:mask(<<"hello">>, Key))/binary>>,
+    C3 = ?H2:send_frame(C2, falco_http2_frame:data(1, nofin, Frame)),
+    {ok, {data, 1, nofin, Echo, _}, C4} =
+        ?H2:until(C3, fun({data, 1, _, _, _}) -> true; (_) -> false end, 5000),
+    ?assertEqual(<<1:1, 0:3, 1:4, 0:1, 5:7, "hello">>, iolist_to_binary(Echo)),
+    await_hibernated(Session),
+    await_hibernated(Conn),
+    ?H2:close(C4).
+
+never_with_infinity(_Config) ->
+    {Sup, Port} = listener(never_with_infinity, #{hibernate_after => infinity}),
+    Sock = ?C:connect(Port),
+    get_ok(Sock),
+    Pid = falco_test_tree:one_conn(Sup),
+    timer:sleep(5 * ?HIBERNATE_AFTER),
+    ?assertNot(hibernated(Pid)),
+    get_ok(Sock),
+    ?C:close(Sock).
+
+option_validated(_Config) ->
+    H = fun(_) -> {200, [], <<>>} end,
+    ?assertEqual({error, {invalid_option, hibernate_after, -1}},
+                 falco_opts:validate(#{handler => H, hibernate_after => -1})),
+    ?assertEqual({error, {invalid_option, hibernate_after, soon}},
+                 falco_opts:validate(#{handler => H, hibernate_after => soon})),
+    {ok, #{hibernate_after := 1000}} = falco_opts:validate(#{handler => H}).
