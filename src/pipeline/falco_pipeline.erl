@@ -38,9 +38,17 @@ precheck(_Request, _Conf) ->
 %% `infinity': no deadline, no cost): see {@link falco_handler_deadline}.
 -spec run(falco_req:req(), falco_handler:handler(), module(), falco_stream:state(), timeout()) ->
           {ok, falco_stream:state()} | {error, term()}.
-run(Req, Handler, Mod, S, infinity) ->
-    run(Req, Handler, Mod, S);
 run(Req, Handler, Mod, S, Timeout) ->
+    %% The request in progress, for falco:connection_list/1 (read with
+    %% process_info/2: a process inside a handler cannot answer sys).
+    ok = falco_stats:mark(Req),
+    Result = run_in(Req, Handler, Mod, S, Timeout),
+    ok = falco_stats:unmark(),
+    Result.
+
+run_in(Req, Handler, Mod, S, infinity) ->
+    run(Req, Handler, Mod, S);
+run_in(Req, Handler, Mod, S, Timeout) ->
     %% The watchdog keeps only what the 503 and the log line need.
     About = maps:with([method, path, peer], Req),
     G = falco_handler_deadline:start(
@@ -95,14 +103,20 @@ error_reply(Reason, Req, Mod, S) ->
 rejected(Reason, _Status, _Req) when Reason =:= internal_error; Reason =:= handler_timeout ->
     ok;
 rejected(Reason, Status, Req) ->
-    case falco_telemetry:for(maps:get(listener, Req, undefined)) of
+    Listener = maps:get(listener, Req, undefined),
+    {Kind, Name} = case Reason of
+                       {max_requests_in_flight, _} -> {shed, max_requests_in_flight};
+                       _ -> {limits, Reason}
+                   end,
+    ok = falco_stats:rejected(falco_stats:for(Listener), Kind),
+    case falco_telemetry:for(Listener) of
         none ->
             ok;
         E ->
             falco_telemetry:execute(E, [falco, request, rejected],
                                     #{monotonic_time => erlang:monotonic_time()},
                                     (maps:with([listener, method, path, peer], Req))#{
-                                      reason => Reason, status => Status})
+                                      reason => Name, status => Status})
     end.
 
 content(#{method := <<"HEAD">>}, _Body) -> <<>>;
