@@ -93,6 +93,10 @@ shed_http1(_Config) ->
     await_in_flight(Name, 0),
     After = get(Port, <<"/">>),
     {ok, #{status := 200}} = ?C:recv_response(After),
+    %% the shed request's connection was kept: it is served now
+    ?assertNotEqual(<<"close">>, ?C:header(<<"connection">>, Resp)),
+    ?C:send(Over, <<"GET / HTTP/1.1\r\nhost: x\r\n\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Over),
     ?assertMatch(#{requests_in_flight := 0, rejected := #{shed := 1}}, info(Name)),
     _ = [?C:close(S) || S <- [Over, After | Held]].
 

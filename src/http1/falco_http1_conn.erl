@@ -166,15 +166,17 @@ serve(C = #conn{stats = Stats, cell = Cell, max_in_flight = MaxInFlight,
     %% in its middle has its count given back by its acceptor.
     case falco_stats:request_start(Stats, Cell, MaxInFlight, RetryAfter) of
         ok ->
-            Result = serve_counted(C, Request, Rest),
+            Result = serve(C, Request, Rest, handler),
             ok = falco_stats:request_end(Stats, Cell),
             after_serve(C, Result);
         {shed, Reason} ->
-            reject(C, Reason, Request)
+            %% answered like any response, so a keep-alive connection stays
+            %% (an unread body is discarded or closes it, as after a handler)
+            after_serve(C, serve(C, Request, Rest, {shed, Reason}))
     end.
 
-serve_counted(C = #conn{socket = Sock, transport = T, conf = Conf, served = Served,
-                        max_requests = Max, tracker = Tracker}, Request, Rest) ->
+serve(C = #conn{socket = Sock, transport = T, conf = Conf, served = Served,
+                max_requests = Max, tracker = Tracker}, Request, Rest, Run) ->
     #{version := Version, keep_alive := KeepAlive0, body := Framing,
       expect_continue := Continue} = Request,
     put(?SERVED_KEY, Served),
@@ -182,8 +184,14 @@ serve_counted(C = #conn{socket = Sock, transport = T, conf = Conf, served = Serv
     S0 = falco_http1_stream:with_body(Framing, Rest, Continue, Tracker,
                                       falco_http1_stream:new(Sock, T, Version, KeepAlive, Conf)),
     Req = (with_connection(Request, C))#{stream => {falco_http1_stream, S0}},
-    {falco_pipeline:run(Req, C#conn.handler, falco_http1_stream, S0,
-                        maps:get(handler_timeout, Conf)), KeepAlive0}.
+    Result = case Run of
+                 handler ->
+                     falco_pipeline:run(Req, C#conn.handler, falco_http1_stream, S0,
+                                        maps:get(handler_timeout, Conf));
+                 {shed, Reason} ->
+                     falco_pipeline:shed(Reason, Req, falco_http1_stream, S0)
+             end,
+    {Result, KeepAlive0}.
 
 after_serve(C, {{ok, S}, KeepAlive0}) ->
     case falco_http1_stream:switched(S) of

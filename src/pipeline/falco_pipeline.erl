@@ -9,7 +9,7 @@
 %% that hits a limit while reading the body gets that limit's status.
 -module(falco_pipeline).
 
--export([run/4, run/5, precheck/2, error_reply/4, check_response/1, check_fields/1,
+-export([run/4, run/5, shed/4, precheck/2, error_reply/4, check_response/1, check_fields/1,
          body_size/1, log_crash/4]).
 -export_type([checked/0, checked_body/0]).
 
@@ -95,6 +95,19 @@ error_reply(Reason, Req, Mod, S) ->
                                  {<<"date">>, falco_clock:date()},
                                  {<<"connection">>, <<"close">>}],
                       content(Req, Body), S).
+
+%% @doc Answers a request shed by load shedding (`{max_requests_in_flight,
+%% RetryAfter}', {@link falco_stats}) with falco_errors' 503 and its
+%% Retry-After, counted and reported as rejected, as an ordinary response:
+%% unlike {@link error_reply/4} it does not ask to close, so over HTTP/1.1
+%% a keep-alive connection goes on (a shed client that retries at once
+%% does not pay for a new connection each time).
+-spec shed(falco_errors:reason(), falco_req:req(), module(), falco_stream:state()) ->
+          {ok, falco_stream:state()} | {error, term()}.
+shed(Reason, Req, Mod, S) ->
+    {Status, _, _} = Resp = falco_errors:response(Reason),
+    ok = rejected(Reason, Status, Req),
+    respond(Resp, Req, Mod, S).
 
 %% `[falco, request, rejected]': a request refused by a limit or as
 %% malformed, with the reason (the limit's name: content_too_large,
