@@ -248,7 +248,10 @@ shed_event(_Config) ->
                                          #{max_requests_in_flight => 1, event_handler => Events}),
     Held = get(Port, <<"/hold">>),
     [P] = held(1),
-    Over = get(Port, <<"/over">>),
+    %% a request with a body: the 503 is sent, its body discarded, and
+    %% the connection serves the next request
+    Over = ?C:connect(Port),
+    ?C:send(Over, <<"POST /over HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\n\r\nhello">>),
     {ok, #{status := 503}} = ?C:recv_response(Over),
     receive
         {event, [falco, request, rejected], _, Meta} ->
@@ -259,6 +262,9 @@ shed_event(_Config) ->
     end,
     P ! release,
     {ok, #{status := 200}} = ?C:recv_response(Held),
+    ok = ?C:wait_until(fun() -> in_flight(Name) =:= 0 end, 5000),
+    ?C:send(Over, <<"GET /again HTTP/1.1\r\nhost: x\r\n\r\n">>),
+    {ok, #{status := 200, body := <<"ok">>}} = ?C:recv_response(Over),
     ?C:close(Held),
     ?C:close(Over).
 
