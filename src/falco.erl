@@ -87,6 +87,7 @@ stop_listener(Name, How) when How =:= drain; How =:= immediate ->
             _ = ets:delete(falco_listeners, Name),
             ok = falco_router:uninstall(Name),
             ok = falco_telemetry:forget(Name),
+            ok = falco_stats:forget(Name),
             ok;
         {error, _} ->
             {error, not_found}
@@ -203,25 +204,37 @@ connections(Name) ->
 %% `leaving' during a drain's notice, `draining', or `stopping' once an
 %% immediate stop began), open
 %% connections and `max_connections', its acceptors, and how many
-%% connections each acceptor holds.
+%% connections each acceptor holds; and its counters since it started
+%% ({@link falco_stats}): `accepted' connections, `requests_in_flight'
+%% (HTTP/1.1 requests and HTTP/2 streams), `max_requests_in_flight',
+%% `connections_by_protocol' (`http1', `h2', `websocket'; a WebSocket over
+%% HTTP/2 is a stream of an `h2' connection) and `rejected' (`shed': 503
+%% over max_requests_in_flight; `limits': requests refused over a limit
+%% or as malformed; `flood': HTTP/2 connections closed for a flood).
 -spec info(atom()) -> {ok, map()} | {error, not_found}.
 info(Name) ->
     case {falco_listener_sup:info(Name), falco_listener_sup:acceptors(Name)} of
         {{ok, Port, Slots}, {ok, Flag, Acceptors}} ->
             States = [S || A <- Acceptors, {ok, S} <- [acceptor_state(A)]],
-            Max = case States of
-                      [#{max_connections := M} | _] -> M;
-                      [] -> undefined
-                  end,
-            {ok, #{port => Port,
-                   state => case falco_drain:mode(Flag) of
-                                immediate -> stopping;
-                                Mode -> Mode
-                            end,
-                   connections => falco_slots:connections(Slots),
-                   max_connections => Max,
-                   acceptors => length(Acceptors),
-                   per_acceptor => [maps:get(connections, S) || S <- States]}};
+            {Max, MaxInFlight} = case States of
+                                     [#{max_connections := M, max_requests_in_flight := MF} | _] ->
+                                         {M, MF};
+                                     [] -> {undefined, undefined}
+                                 end,
+            Counters = case falco_stats:for(Name) of
+                           undefined -> #{};
+                           Stats -> falco_stats:info(Stats)
+                       end,
+            {ok, Counters#{port => Port,
+                           state => case falco_drain:mode(Flag) of
+                                        immediate -> stopping;
+                                        Mode -> Mode
+                                    end,
+                           connections => falco_slots:connections(Slots),
+                           max_connections => Max,
+                           max_requests_in_flight => MaxInFlight,
+                           acceptors => length(Acceptors),
+                           per_acceptor => [maps:get(connections, S) || S <- States]}};
         _ ->
             {error, not_found}
     end.
@@ -235,8 +248,13 @@ acceptor_state(A) ->
 %% (since the accept), and what the connection says of itself through
 %% `sys:get_state/2' within `100' ms (`protocol', `peer', `scheme',
 %% HTTP/1.1 `requests' served, HTTP/2 `streams' open, a WebSocket's
-%% `path'...); a connection busy with a request does not answer then and
-%% is listed with `busy => true'. For observer, each connection is a
+%% `path'...). An HTTP/1.1 connection inside a request cannot answer
+%% `sys': it is read from its process dictionary instead (no wait), and
+%% listed with `busy => true' and the `request' in progress (`method',
+%% `path', `duration_ms'); an HTTP/2 connection lists its streams'
+%% requests under `requests_in_progress' (read the same way from the
+%% stream processes). Anything else that does not answer within 100 ms is
+%% listed with `busy => true'. For observer, each connection is a
 %% process under its acceptor (`supervisor:which_children/1').
 -spec connection_list(atom()) -> {ok, [map()]} | {error, not_found}.
 connection_list(Name) ->
@@ -258,12 +276,26 @@ accepted(A) ->
 
 connection(Pid, Now, Since) ->
     Base = #{pid => Pid, age_ms => erlang:convert_time_unit(Now - Since, native, millisecond)},
-    try sys:get_state(Pid, 100) of
-        State when is_map(State) -> maps:merge(State, Base);
-        _ -> Base#{busy => true}
-    catch
-        exit:_ -> Base#{busy => true}
+    case falco_stats:in_progress(Pid) of
+        {Req = #{}, Dict} ->
+            case falco_http1_conn:busy_state(Dict) of
+                undefined -> Base#{busy => true, request => Req};
+                State -> maps:merge(State, Base#{busy => true, request => Req})
+            end;
+        {undefined, _} ->
+            try sys:get_state(Pid, 100) of
+                State when is_map(State) -> streams(maps:merge(State, Base));
+                _ -> Base#{busy => true}
+            catch
+                exit:_ -> Base#{busy => true}
+            end
     end.
+
+%% An HTTP/2 connection's streams: the request each process runs.
+streams(Conn = #{stream_processes := Pids}) ->
+    Conn#{requests_in_progress => [R || P <- Pids, {R = #{}, _} <- [falco_stats:in_progress(P)]]};
+streams(Conn) ->
+    Conn.
 
 %% @doc Replaces the routes of a listener started with `routes', without
 %% closing any connection: each connection uses the new routes from its

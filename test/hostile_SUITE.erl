@@ -317,7 +317,8 @@ connection_crash_logged_once(_Config) ->
     {ok, LSock} = gen_tcp:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
     {ok, Port} = inet:port(LSock),
     Conf = #{transport => tcp, max_connections => infinity, shutdown_timeout => 1000,
-             handler => fun handler/1, drain => falco_drain:new(), padding => binary:copy(<<"p">>, 1024 * 1024)},
+             handler => fun handler/1, drain => falco_drain:new(), stats => falco_stats:new(),
+             padding => binary:copy(<<"p">>, 1024 * 1024)},
     ok = falco_test_tree:capture_log(Name, error),
     {ok, Acc} = falco_acceptor:start_link(Name, LSock, Conf, falco_slots:new(1), 1),
     try

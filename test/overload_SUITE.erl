@@ -180,6 +180,9 @@ rate_limited(_Config) ->
     %% and the request events saw the 429s as any other response
     Stops = [receive {stop, St} -> St after 5000 -> ct:fail(no_stop) end || _ <- Statuses],
     ?assertEqual(lists:sort(Statuses), lists:sort(Stops)),
+    %% and falco:info/1 counts them apart from the other rejections
+    {ok, #{rejected := #{rate_limit := NLimited, limits := 0, shed := 0}}} = falco:info(Name),
+    ?assertEqual(length([429 || 429 <- Statuses]), NLimited),
     %% another client (another source address) has its own bucket
     Other = ?C:connect(Port, [{ip, {127, 0, 0, 2}}]),
     ?C:send(Other, ?GET),

@@ -78,7 +78,10 @@ handle(<<"/other">>, Req) ->
 %% What the process holds for the next request: dictionary keys beyond
 %% proc_lib's, and messages.
 handle(<<"/leftovers">>, _Req) ->
-    Keys = [K || {K, _} <- get(), K =/= '$ancestors', K =/= '$initial_call'],
+    %% falco's own marks (falco_stats: the connection and the request in
+    %% progress, for falco:connection_list/1) are not leftovers
+    Keys = [K || {K, _} <- get(), K =/= '$ancestors', K =/= '$initial_call',
+                 not (is_atom(K) andalso lists:prefix("$falco_", atom_to_list(K)))],
     {message_queue_len, Queue} = process_info(self(), message_queue_len),
     {200, [], term_to_binary({Keys, Queue})};
 handle(<<"/trailers">>, Req) ->

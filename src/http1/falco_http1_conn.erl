@@ -22,13 +22,18 @@
 %% @private internal to falco
 -module(falco_http1_conn).
 
--export([enter/2]).
+-export([enter/2, busy_state/1]).
 -export([idle/2]).
 -export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
 
 %% How long a connection between requests reads passively before it waits
 %% in `receive' (see idle/1).
 -define(BUSY_WAIT, 100).
+%% What falco:connection_list/1 reads from the process dictionary of a
+%% connection busy with a request: the connection's listener and peer,
+%% and how many requests it served before this one.
+-define(BUSY_KEY, '$falco_connection').
+-define(SERVED_KEY, '$falco_served').
 
 -record(conn, {socket :: falco_transport:socket(),
                transport :: falco_transport:transport(),
@@ -48,6 +53,12 @@
                %% accept); `undefined' once it has been read
                first :: integer() | infinity | undefined,
                tracker :: falco_http1_stream:tracker(),
+               %% falco_stats: the listener's counters, this connection's cell,
+               %% max_requests_in_flight and its Retry-After
+               stats :: falco_stats:stats(),
+               cell :: falco_stats:cell(),
+               max_in_flight :: pos_integer() | infinity,
+               retry_after :: pos_integer(),
                debug = [] :: [sys:dbg_opt()]}).
 
 %% @doc Serves HTTP/1.1 on the connection of `Ctx' ({@link falco_conn}),
@@ -58,7 +69,7 @@
           closed | {upgrade, h2c, falco_http2_frame:settings(), map(), binary()}
         | {upgrade, websocket, map(), binary()}.
 enter(Ctx = #{socket := Socket, transport := T, parent := Parent, handler := Handler,
-              conf := Conf, deadline := First}, Buf) ->
+              conf := Conf = #{stats := Stats}, deadline := First, cell := Cell}, Buf) ->
     C = #conn{socket = Socket, transport = T, tags = falco_transport:messages(T),
               parent = Parent, ctx = Ctx, handler = Handler, conf = Conf,
               limits = maps:get(limits, Conf),
@@ -67,7 +78,14 @@ enter(Ctx = #{socket := Socket, transport := T, parent := Parent, handler := Han
               request_timeout = maps:get(request_timeout, Conf),
               hibernate_after = maps:get(hibernate_after, Conf),
               first = First,
-              tracker = falco_http1_stream:tracker()},
+              tracker = falco_http1_stream:tracker(),
+              stats = Stats, cell = Cell,
+              max_in_flight = maps:get(max_requests_in_flight, Conf),
+              retry_after = maps:get(shed_retry_after, Conf)},
+    ok = falco_stats:protocol(Stats, Cell, http1),
+    %% For falco:connection_list/1 while a request keeps this process from
+    %% answering sys (the request in progress is the pipeline's mark).
+    put(?BUSY_KEY, maps:with([listener, peer, scheme, proxy], Ctx)),
     wait(C, Buf).
 
 %% Between requests: the next head may already be buffered (pipelining).
@@ -142,29 +160,52 @@ upgrade_h2c(C = #conn{socket = Sock, transport = T}, Request, Settings, Rest) ->
     case T:send(Sock, <<"HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\n"
                         "upgrade: h2c\r\n\r\n">>) of
         ok ->
+            ok = forget_busy(),
             {upgrade, h2c, Settings, with_connection(Request, C), Rest};
         {error, _} ->
             close(C)
     end.
 
+serve(C = #conn{stats = Stats, cell = Cell, max_in_flight = MaxInFlight,
+                retry_after = RetryAfter}, Request, Rest) ->
+    %% Counted in flight around the pipeline (falco_stats): a process killed
+    %% in its middle has its count given back by its acceptor.
+    case falco_stats:request_start(Stats, Cell, MaxInFlight, RetryAfter) of
+        ok ->
+            Result = serve(C, Request, Rest, handler),
+            ok = falco_stats:request_end(Stats, Cell),
+            after_serve(C, Result);
+        {shed, Reason} ->
+            %% answered like any response, so a keep-alive connection stays
+            %% (an unread body is discarded or closes it, as after a handler)
+            after_serve(C, serve(C, Request, Rest, {shed, Reason}))
+    end.
+
 serve(C = #conn{socket = Sock, transport = T, conf = Conf, served = Served,
-                  max_requests = Max, tracker = Tracker}, Request, Rest) ->
+                max_requests = Max, tracker = Tracker}, Request, Rest, Run) ->
     #{version := Version, keep_alive := KeepAlive0, body := Framing,
       expect_continue := Continue} = Request,
+    put(?SERVED_KEY, Served),
     KeepAlive = KeepAlive0 andalso Served + 1 < Max,
     S0 = falco_http1_stream:with_body(Framing, Rest, Continue, Tracker,
                                       falco_http1_stream:new(Sock, T, Version, KeepAlive, Conf)),
     Req = (with_connection(Request, C))#{stream => {falco_http1_stream, S0}},
-    case falco_pipeline:run(Req, C#conn.handler, falco_http1_stream, S0,
-                            maps:get(handler_timeout, Conf)) of
-        {ok, S} ->
-            case falco_http1_stream:switched(S) of
-                undefined -> next(C, S, KeepAlive0);
-                Upgrade -> switch(C, S, Upgrade)
-            end;
-        {error, _} ->
-            close(C)
-    end.
+    Result = case Run of
+                 handler ->
+                     falco_pipeline:run(Req, C#conn.handler, falco_http1_stream, S0,
+                                        maps:get(handler_timeout, Conf));
+                 {shed, Reason} ->
+                     falco_pipeline:shed(Reason, Req, falco_http1_stream, S0)
+             end,
+    {Result, KeepAlive0}.
+
+after_serve(C, {{ok, S}, KeepAlive0}) ->
+    case falco_http1_stream:switched(S) of
+        undefined -> next(C, S, KeepAlive0);
+        Upgrade -> switch(C, S, Upgrade)
+    end;
+after_serve(C, {{error, _}, _}) ->
+    close(C).
 
 %% The response is out: on to the next request, or close.
 next(C = #conn{served = Served}, S, KeepAlive0) ->
@@ -181,9 +222,18 @@ next(C = #conn{served = Served}, S, KeepAlive0) ->
 %% session's, with the bytes that followed the request.
 switch(C, S, Upgrade) ->
     case falco_http1_stream:body_finish(S) of
-        {ok, Buf} -> ok = drop_strays(C), {upgrade, websocket, Upgrade, Buf};
+        {ok, Buf} ->
+            ok = drop_strays(C),
+            ok = forget_busy(),
+            {upgrade, websocket, Upgrade, Buf};
         {close, _} -> close(C)
     end.
+
+%% The connection speaks another protocol now.
+forget_busy() ->
+    _ = erase(?BUSY_KEY),
+    _ = erase(?SERVED_KEY),
+    ok.
 
 %% An error status, then close: framing is in doubt (RFC 9112 §11.2). The
 %% reply is the pipeline's, as for every protocol; `Request' is what is
@@ -362,6 +412,17 @@ system_terminate(Reason, _Parent, _Debug, {idle, _, C}) ->
 -spec system_code_change(term(), module(), term(), term()) -> {ok, term()}.
 system_code_change(State, _Module, _OldVsn, _Extra) ->
     {ok, State}.
+
+%% @doc What a connection busy with a request says of itself, from its
+%% process dictionary `Dict' (see falco:connection_list/1): as
+%% system_get_state/1 would, `undefined' for a process that is not an
+%% HTTP/1.1 connection.
+-spec busy_state([{term(), term()}]) -> map() | undefined.
+busy_state(Dict) ->
+    case {lists:keyfind(?BUSY_KEY, 1, Dict), lists:keyfind(?SERVED_KEY, 1, Dict)} of
+        {{_, Info}, {_, Served}} -> Info#{protocol => http1, phase => request, requests => Served};
+        _ -> undefined
+    end.
 
 %% @private
 -spec system_get_state({idle, integer() | infinity, #conn{}}) -> {ok, map()}.

@@ -76,6 +76,13 @@
             %% the stream processes running a WebSocket session (RFC 8441),
             %% until they exit: told of a reset instead of killed
             tunnels = #{} :: #{pid() => pos_integer()},
+            %% the stream processes counted in flight (falco_stats): from
+            %% their start to their exit, or until they become a tunnel
+            counted = #{} :: #{pid() => true},
+            stats :: falco_stats:stats(),
+            cell :: falco_stats:cell(),
+            max_in_flight :: pos_integer() | infinity,
+            retry_after :: pos_integer(),
             %% the parent's exit reason while the tunnels send their 1001
             stopping = false :: false | {true, term()},
             timers = #{} :: #{term() => reference()},
@@ -93,8 +100,11 @@
 %% `{upgrade, Settings, Req, Buf}' after a 101 to an `Upgrade: h2c' request.
 -spec enter(falco_conn:ctx(),
             {preface, binary()} | {upgrade, falco_http2_frame:settings(), map(), binary()}) -> ok.
-enter(Ctx = #{socket := Socket, transport := Transport, parent := Parent, conf := Conf}, Start) ->
+enter(Ctx = #{socket := Socket, transport := Transport, parent := Parent, conf := Conf,
+              cell := Cell}, Start) ->
     process_flag(trap_exit, true),
+    Stats = maps:get(stats, Conf),
+    ok = falco_stats:protocol(Stats, Cell, h2),
     {M0, Acts0} = falco_http2_machine:new(falco_opts:http2_machine(Conf)),
     %% What each stream process needs, and no more: it is copied at every spawn.
     StreamCtx = (maps:merge(maps:with([listener, handler, peer, scheme, proxy], Ctx),
@@ -104,6 +114,9 @@ enter(Ctx = #{socket := Socket, transport := Transport, parent := Parent, conf :
             ctx = Ctx, stream_ctx = StreamCtx, parent = Parent, machine = M0,
             hibernate_after = maps:get(hibernate_after, Conf),
             buffer = falco_transport:read_buffer(Transport, maps:get(inet_backend, Conf, socket)),
+            stats = Stats, cell = Cell,
+            max_in_flight = maps:get(max_requests_in_flight, Conf),
+            retry_after = maps:get(shed_retry_after, Conf),
             max_frame = falco_http2_machine:max_frame_size(M0)},
     C1 = exec(Acts0, C0),
     {C2, Buf} = case Start of
@@ -248,8 +261,8 @@ handle({'EXIT', Pid, _}, C = #c{pids = Pids, ids = Ids, machine = M0, tunnels = 
   when is_map_key(Pid, Pids) ->
     Id = maps:get(Pid, Pids),
     {M, Acts} = falco_http2_machine:stream_exited(Id, M0),
-    exec(Acts, C#c{machine = M, pids = maps:remove(Pid, Pids), ids = maps:remove(Id, Ids),
-                   tunnels = maps:remove(Pid, T)});
+    exec(Acts, uncount(Pid, C#c{machine = M, pids = maps:remove(Pid, Pids),
+                                ids = maps:remove(Id, Ids), tunnels = maps:remove(Pid, T)}));
 handle({'EXIT', Pid, _}, C = #c{tunnels = T}) when is_map_key(Pid, T) ->
     %% a session whose stream was reset
     C#c{tunnels = maps:remove(Pid, T)};
@@ -337,7 +350,7 @@ stream_command(Id, Cmd, C = #c{machine = M0}) ->
 
 tunnel(Id, C = #c{ids = Ids, tunnels = T}) ->
     case Ids of
-        #{Id := Pid} -> C#c{tunnels = T#{Pid => Id}};
+        #{Id := Pid} -> uncount(Pid, C#c{tunnels = T#{Pid => Id}});
         #{} -> C
     end.
 
@@ -386,7 +399,8 @@ exec([{reset, Id, Reason} | Rest], C = #c{ids = Ids, pids = Pids, tunnels = T}) 
             %% The stream is gone: so is the work done for it (this is what
             %% makes a rapid reset cost the client as much as it costs us).
             exit(Pid, kill),
-            exec(Rest, C#c{ids = maps:remove(Id, Ids), pids = maps:remove(Pid, Pids)});
+            exec(Rest, uncount(Pid, C#c{ids = maps:remove(Id, Ids),
+                                        pids = maps:remove(Pid, Pids)}));
         #{} ->
             exec(Rest, C)
     end;
@@ -406,9 +420,22 @@ exec([{close, Reason} | _], C) ->
     ok = flood_event(Reason, C),
     C#c{closing = {true, Reason}}.
 
+%% A stream process that ran a request (spawn_stream/3) ended or became a
+%% tunnel: its request is no longer in flight.
+uncount(Pid, C = #c{counted = Counted, stats = Stats, cell = Cell}) ->
+    case maps:take(Pid, Counted) of
+        {true, Rest} ->
+            ok = falco_stats:request_end(Stats, Cell),
+            C#c{counted = Rest};
+        error ->
+            C
+    end.
+
 %% `[falco, connection, flood]' (falco_telemetry) when a flood budget ended
 %% the connection, with the budget's name.
-flood_event({_, {flood, Key}}, #c{ctx = #{conf := Conf, listener := Name, peer := Peer}}) ->
+flood_event({_, {flood, Key}}, #c{ctx = #{conf := Conf, listener := Name, peer := Peer},
+                                  stats = Stats}) ->
+    ok = falco_stats:rejected(Stats, flood),
     case maps:get(telemetry, Conf, none) of
         none ->
             ok;
@@ -426,7 +453,22 @@ cancel(Name, Timers) ->
         #{} -> ok
     end.
 
-spawn_stream(Id, Req, C = #c{stream_ctx = Ctx, pids = Pids, ids = Ids}) ->
+%% A request is counted in flight here, by the connection, which sees its
+%% process's exit however it ends (falco_stats); over
+%% max_requests_in_flight the stream's process answers 503 instead.
+spawn_stream(Id, Req = #{method := Method}, C = #c{stats = Stats, cell = Cell,
+                                                  max_in_flight = Max, retry_after = RA}) ->
+    case falco_stats:request_start(Stats, Cell, Max, RA) of
+        ok ->
+            C1 = #c{counted = Counted} = start_stream(Id, Req, C),
+            C1#c{counted = Counted#{maps:get(Id, C1#c.ids) => true}};
+        {shed, Reason} ->
+            start_stream(Id, {error, Reason, Method}, C)
+    end;
+spawn_stream(Id, Error, C) ->
+    start_stream(Id, Error, C).
+
+start_stream(Id, Req, C = #c{stream_ctx = Ctx, pids = Pids, ids = Ids}) ->
     Pid = falco_http2_worker:start(self(), Id, Req, Ctx),
     C#c{pids = Pids#{Pid => Id}, ids = Ids#{Id => Pid}}.
 

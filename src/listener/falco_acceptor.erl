@@ -20,7 +20,7 @@
 %% `max_heap_size', an exception in falco's own code) is reported here,
 %% once, as one line of at most 4096 characters naming the listener, the
 %% process and the reason; a connection process does not write a crash
-%% report of its own: {@link conn/5} starts it without proc_lib's and turns
+%% report of its own: {@link conn/6} starts it without proc_lib's and turns
 %% an exception into an exit with the stack's arguments dropped. `normal',
 %% `shutdown', `{shutdown, _}' and `closed' are silent, and so is a
 %% handler's crash: the pipeline answered it with a 500 and reported it,
@@ -35,7 +35,7 @@
 %% @private internal to falco
 -module(falco_acceptor).
 
--export([start_link/5, init/6, conn/5]).
+-export([start_link/5, init/6, conn/6]).
 -export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
 
 -define(CONF_KEY(Name), {?MODULE, conf, Name}).
@@ -51,6 +51,10 @@
               retry :: reference() | undefined,
               %% each connection's accept time (native monotonic)
               conns = #{} :: #{pid() => integer()},
+              %% each process's cell of counts (falco_stats), the waiting
+              %% one's included: given back when the process ends
+              cells = #{} :: #{pid() => falco_stats:cell()},
+              stats :: falco_stats:stats(),
               events :: falco_telemetry:emitter(),
               drain :: falco_drain:flag()}).
 
@@ -75,7 +79,7 @@ init(Parent, Name, LSock, Conf, Slots, Index) ->
     proc_lib:init_ack(Parent, {ok, self()}),
     S = #acc{parent = Parent, name = Name, lsock = LSock, conf = Conf, slots = Slots,
              index = Index, max = maps:get(max_connections, Conf),
-             drain = maps:get(drain, Conf),
+             drain = maps:get(drain, Conf), stats = maps:get(stats, Conf),
              events = maps:get(telemetry, Conf, falco_telemetry:for(undefined))},
     loop(next(S), []).
 
@@ -85,7 +89,9 @@ next(S = #acc{waiting = undefined, retry = undefined, slots = Slots, index = I, 
               drain = Drain}) ->
     case not falco_drain:draining(Drain) andalso falco_slots:claim(Slots, I, Max) of
         true ->
-            S#acc{waiting = start_conn(S)};
+            Cell = falco_stats:cell(),
+            Pid = start_conn(S, Cell),
+            S#acc{waiting = Pid, cells = (S#acc.cells)#{Pid => Cell}};
         false ->
             retry(?FULL_RETRY, S)
     end;
@@ -96,12 +102,12 @@ next(S) ->
 %% proc_lib's crash report of an exception is not bounded, and the exit
 %% comes here anyway; the process gets proc_lib's `$ancestors' and
 %% `$initial_call' so tools see it as they would.
-start_conn(#acc{name = Name, lsock = LSock}) ->
+start_conn(#acc{name = Name, lsock = LSock}, Cell) ->
     Ancestors = [self() | case get('$ancestors') of
                               L when is_list(L) -> L;
                               undefined -> []
                           end],
-    spawn_opt(?MODULE, conn, [Ancestors, self(), Name, LSock, ?CONF_KEY(Name)], [link]).
+    spawn_opt(?MODULE, conn, [Ancestors, self(), Name, LSock, ?CONF_KEY(Name), Cell], [link]).
 
 %% The listener's configuration, in `persistent_term' for its connection
 %% processes: a term read from there is a literal, never copied into the
@@ -118,16 +124,17 @@ share_conf(Name, Conf) ->
         _ -> persistent_term:put(?CONF_KEY(Name), Conf)
     end.
 
-%% @private The entry of a connection process: {@link falco_conn:init/4},
+%% @private The entry of a connection process: {@link falco_conn:init/5},
 %% with an error or throw turned into the exit it would have been, the
 %% arguments of its stack dropped (they can hold a whole request), so that
 %% neither the runtime nor proc_lib writes a report: we do, once.
--spec conn([pid()], pid(), atom(), falco_transport:socket(), {?MODULE, conf, atom()}) -> ok.
-conn(Ancestors, Parent, Name, LSock, ConfKey) ->
+-spec conn([pid()], pid(), atom(), falco_transport:socket(), {?MODULE, conf, atom()},
+           falco_stats:cell()) -> ok.
+conn(Ancestors, Parent, Name, LSock, ConfKey, Cell) ->
     put('$ancestors', Ancestors),
-    put('$initial_call', {falco_conn, init, 4}),
+    put('$initial_call', {falco_conn, init, 5}),
     try
-        falco_conn:init(Parent, Name, LSock, persistent_term:get(ConfKey))
+        falco_conn:init(Parent, Name, LSock, persistent_term:get(ConfKey), Cell)
     catch
         error:Reason:Stack -> exit({Reason, falco_report:without_args(Stack)});
         throw:Value:Stack -> exit({{nocatch, Value}, falco_report:without_args(Stack)})
@@ -165,6 +172,7 @@ loop(S = #acc{parent = Parent, retry = Retry}, Debug) ->
 %% The waiting process has a connection: it holds a slot as a connection now.
 accepted(Pid, S = #acc{slots = Slots, index = I, conns = Conns, name = Name, events = E}) ->
     ok = falco_slots:accepted(Slots, I),
+    ok = falco_stats:accepted(S#acc.stats),
     Now = erlang:monotonic_time(),
     ok = falco_telemetry:execute(E, [falco, connection, accepted],
                                  #{monotonic_time => Now, system_time => erlang:system_time()},
@@ -193,14 +201,25 @@ accept_failed_closed(S) ->
 exited(Pid, Reason, S = #acc{waiting = Pid, slots = Slots, index = I}) ->
     ok = falco_slots:release(Slots, I, waiting),
     ok = report_exit(Pid, Reason, S),
-    S#acc{waiting = undefined};
+    settle(Pid, S#acc{waiting = undefined});
 exited(Pid, Reason, S = #acc{conns = Conns, slots = Slots, index = I}) ->
     case maps:take(Pid, Conns) of
         {Since, Rest} ->
             ok = falco_slots:release(Slots, I, connection),
             ok = report_exit(Pid, Reason, S),
             ok = closed(Pid, Since, Reason, S),
-            S#acc{conns = Rest};
+            settle(Pid, S#acc{conns = Rest});
+        error ->
+            S
+    end.
+
+%% The process is gone, killed or not: the requests in flight and the
+%% protocol it was counted under are given back (falco_stats).
+settle(Pid, S = #acc{cells = Cells, stats = Stats}) ->
+    case maps:take(Pid, Cells) of
+        {Cell, Rest} ->
+            ok = falco_stats:settle(Stats, Cell),
+            S#acc{cells = Rest};
         error ->
             S
     end.
@@ -295,7 +314,8 @@ drain_loop(Deadline, S = #acc{parent = Parent, conns = Conns}, Total) ->
 release_all(S = #acc{waiting = Waiting, conns = Conns, slots = Slots, index = I}) ->
     _ = [falco_slots:release(Slots, I, waiting) || is_pid(Waiting)],
     _ = [falco_slots:release(Slots, I, connection) || _ <- maps:keys(Conns)],
-    S#acc{waiting = undefined, conns = #{}}.
+    _ = [falco_stats:settle(S#acc.stats, Cell) || Cell <- maps:values(S#acc.cells)],
+    S#acc{waiting = undefined, conns = #{}, cells = #{}}.
 
 %% Stops the listener's part held here: its connections drain first, for
 %% at most shutdown_timeout, unless the stop is `immediate'
@@ -360,7 +380,8 @@ system_code_change(S, _Module, _OldVsn, _Extra) ->
 %% @private
 -spec system_get_state(#acc{}) -> {ok, map()}.
 system_get_state(#acc{name = Name, index = I, waiting = Waiting, conns = Conns, max = Max,
-                      retry = Retry}) ->
+                      retry = Retry, conf = Conf}) ->
     {ok, #{listener => Name, acceptor => I, waiting => Waiting,
            connections => map_size(Conns), max_connections => Max,
+           max_requests_in_flight => maps:get(max_requests_in_flight, Conf),
            backing_off => Retry =/= undefined}}.

@@ -22,7 +22,7 @@
 %% @private internal to falco
 -module(falco_conn).
 
--export([init/4]).
+-export([init/5]).
 
 -include_lib("kernel/include/logger.hrl").
 
@@ -35,13 +35,14 @@
                  scheme := http | https,
                  peer := {inet:ip_address(), inet:port_number()} | undefined,
                  deadline := integer() | infinity,
+                 cell := falco_stats:cell(),
                  proxy => falco_proxy_protocol:info()}.
 -export_type([ctx/0]).
 
 %% @doc The connection process (started by its acceptor, {@link
-%% falco_acceptor:conn/5}): accepts one connection on `LSock' and serves it.
--spec init(pid(), atom(), falco_transport:socket(), map()) -> ok.
-init(Parent, Name, LSock, Conf = #{transport := Kind}) ->
+%% falco_acceptor:conn/6}): accepts one connection on `LSock' and serves it.
+-spec init(pid(), atom(), falco_transport:socket(), map(), falco_stats:cell()) -> ok.
+init(Parent, Name, LSock, Conf = #{transport := Kind}, Cell) ->
     case falco_transport:accept(Kind, LSock) of
         {ok, Socket} ->
             Parent ! {falco_accepted, self()},
@@ -49,7 +50,7 @@ init(Parent, Name, LSock, Conf = #{transport := Kind}) ->
             %% handshake, protocol detection and the first request's head
             %% all count toward it.
             Ctx = #{parent => Parent, listener => Name, handler => maps:get(handler, Conf),
-                    conf => Conf, socket => Socket,
+                    conf => Conf, socket => Socket, cell => Cell,
                     deadline => falco_transport:deadline(maps:get(request_timeout, Conf))},
             proxy_header(Kind, Ctx);
         {error, Reason} ->

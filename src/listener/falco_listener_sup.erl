@@ -139,8 +139,10 @@ init({Name, Conf0}) ->
             Drain = falco_drain:new(maps:get(drain_notice, Conf)),
             true = ets:insert(?TABLE, {Name, Actual, Slots, self(), Drain}),
             Events = falco_telemetry:emitter(Name, Conf),
+            Stats = falco_stats:new(),
+            ok = falco_stats:register(Name, Stats),
             Conf1 = Conf#{handler => falco_request_events:wrap(Events, handler(Name, Conf0)),
-                          drain => Drain, telemetry => Events},
+                          drain => Drain, telemetry => Events, stats => Stats},
             %% First child: on shutdown it goes last and closes the socket.
             Holder = #{id => listen_socket,
                        start => {falco_listen_socket, start_link, [Kind, LSock]},

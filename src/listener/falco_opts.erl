@@ -108,6 +108,11 @@ defaults() ->
       h2_flood_limits => #{frames => 10000, rst_stream => 500, ping => 1000, settings => 100,
                            priority => 10000, window_update => 10000, empty_data => 1000,
                            stream_errors => 10},
+      %% Load shedding (falco_stats): above this many requests in flight on
+      %% the listener (HTTP/1.1 requests and HTTP/2 streams), a new request
+      %% is answered 503 with Retry-After: shed_retry_after (seconds).
+      max_requests_in_flight => infinity,
+      shed_retry_after => 1,
       middleware => [],
       router_opts => #{},
       %% falco_telemetry: a fun/3 or {Module, Function} given every event
@@ -263,6 +268,7 @@ valid(reuseport, V) -> V =:= false orelse (V =:= true andalso falco_transport:re
 valid(K, V) when K =:= max_connections; K =:= max_keep_alive_requests ->
     V =:= infinity orelse (is_integer(V) andalso V > 0);
 valid(handler_timeout, V) -> V =:= infinity orelse (is_integer(V) andalso V > 0);
+valid(max_requests_in_flight, V) -> V =:= infinity orelse (is_integer(V) andalso V > 0);
 valid(K, V) when K =:= send_timeout; K =:= idle_timeout; K =:= request_timeout;
                  K =:= body_timeout; K =:= hibernate_after ->
     V =:= infinity orelse (is_integer(V) andalso V >= 0);

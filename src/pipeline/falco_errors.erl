@@ -22,6 +22,7 @@
 -type reason() :: falco_http1:reason() | content_too_large | request_timeout | body_timeout
                 | internal_error
                 | handler_timeout
+                | {max_requests_in_flight, RetryAfter :: pos_integer()}
                 | not_found
                 | {method_not_allowed, Allowed :: [binary()]}
                 | {coding_not_acceptable, Available :: [binary()]}
@@ -50,6 +51,7 @@ status({header_too_large, _}) -> 431;
 status(internal_error) -> 500;
 status({not_implemented, _}) -> 501;
 status(handler_timeout) -> 503;
+status({max_requests_in_flight, _}) -> 503;
 status(version_not_supported) -> 505.
 
 %% @doc The fields a reason's reply carries besides Content-Type.
@@ -63,6 +65,9 @@ fields({coding_not_acceptable, _}) ->
 fields({unsupported_content_coding, Accepted}) ->
     %% RFC 9110 §15.5.16, §12.5.3: say which content codings would do.
     [{<<"accept-encoding">>, join(Accepted)}];
+fields({max_requests_in_flight, RetryAfter}) ->
+    %% Load shedding (falco_stats): RFC 9110 §10.2.3, when to try again.
+    [{<<"retry-after">>, integer_to_binary(RetryAfter)}];
 fields({range_not_satisfiable, Size}) ->
     %% RFC 9110 §15.5.17, §14.4: the current length of the representation.
     [{<<"content-range">>, <<"bytes */", (integer_to_binary(Size))/binary>>}];

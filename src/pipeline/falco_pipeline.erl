@@ -11,7 +11,7 @@
 %% @private internal to falco
 -module(falco_pipeline).
 
--export([run/4, run/5, precheck/2, error_reply/4, rejected/3, check_response/1, check_fields/1,
+-export([run/4, run/5, precheck/2, error_reply/4, rejected/3, shed/4, check_response/1, check_fields/1,
          body_size/1, log_crash/4]).
 -export_type([checked/0, checked_body/0]).
 
@@ -40,9 +40,17 @@ precheck(_Request, _Conf) ->
 %% `infinity': no deadline, no cost): see {@link falco_handler_deadline}.
 -spec run(falco_req:req(), falco_handler:handler(), module(), falco_stream:state(), timeout()) ->
           {ok, falco_stream:state()} | {error, term()}.
-run(Req, Handler, Mod, S, infinity) ->
-    run(Req, Handler, Mod, S);
 run(Req, Handler, Mod, S, Timeout) ->
+    %% The request in progress, for falco:connection_list/1 (read with
+    %% process_info/2: a process inside a handler cannot answer sys).
+    ok = falco_stats:mark(Req),
+    Result = run_in(Req, Handler, Mod, S, Timeout),
+    ok = falco_stats:unmark(),
+    Result.
+
+run_in(Req, Handler, Mod, S, infinity) ->
+    run(Req, Handler, Mod, S);
+run_in(Req, Handler, Mod, S, Timeout) ->
     %% The watchdog keeps only what the 503 and the log line need.
     About = maps:with([method, path, peer], Req),
     G = falco_handler_deadline:start(
@@ -90,6 +98,19 @@ error_reply(Reason, Req, Mod, S) ->
                                  {<<"connection">>, <<"close">>}],
                       content(Req, Body), S).
 
+%% @doc Answers a request shed by load shedding (`{max_requests_in_flight,
+%% RetryAfter}', {@link falco_stats}) with falco_errors' 503 and its
+%% Retry-After, counted and reported as rejected, as an ordinary response:
+%% unlike {@link error_reply/4} it does not ask to close, so over HTTP/1.1
+%% a keep-alive connection goes on (a shed client that retries at once
+%% does not pay for a new connection each time).
+-spec shed(falco_errors:reason(), falco_req:req(), module(), falco_stream:state()) ->
+          {ok, falco_stream:state()} | {error, term()}.
+shed(Reason, Req, Mod, S) ->
+    {Status, _, _} = Resp = falco_errors:response(Reason),
+    ok = rejected(Reason, Status, Req),
+    respond(Resp, Req, Mod, S).
+
 %% @doc Emits `[falco, request, rejected]': a request refused by a limit
 %% or as malformed, with the reason (the limit's name: content_too_large,
 %% {header_too_large, _}, request_timeout, body_timeout, rate_limit, ...).
@@ -98,14 +119,21 @@ error_reply(Reason, Req, Mod, S) ->
 rejected(Reason, _Status, _Req) when Reason =:= internal_error; Reason =:= handler_timeout ->
     ok;
 rejected(Reason, Status, Req) ->
-    case falco_telemetry:for(maps:get(listener, Req, undefined)) of
+    Listener = maps:get(listener, Req, undefined),
+    {Kind, Name} = case Reason of
+                       {max_requests_in_flight, _} -> {shed, max_requests_in_flight};
+                       rate_limit -> {rate_limit, rate_limit};
+                       _ -> {limits, Reason}
+                   end,
+    ok = falco_stats:rejected(falco_stats:for(Listener), Kind),
+    case falco_telemetry:for(Listener) of
         none ->
             ok;
         E ->
             falco_telemetry:execute(E, [falco, request, rejected],
                                     #{monotonic_time => erlang:monotonic_time()},
                                     (maps:with([listener, method, path, peer], Req))#{
-                                      reason => Reason, status => Status})
+                                      reason => Name, status => Status})
     end.
 
 content(#{method := <<"HEAD">>}, _Body) -> <<>>;

@@ -100,7 +100,9 @@
 %% whose 101 has been sent; `Buf' holds bytes already read after the
 %% request. Returns when the connection is closed.
 -spec enter(falco_conn:ctx(), binary(), upgrade()) -> closed.
-enter(#{socket := Sock, transport := T, parent := Parent, conf := Conf}, Buf, Upgrade) ->
+enter(#{socket := Sock, transport := T, parent := Parent, conf := Conf = #{stats := Stats},
+        cell := Cell}, Buf, Upgrade) ->
+    ok = falco_stats:protocol(Stats, Cell, websocket),
     start({socket, T, Sock, falco_transport:messages(T)}, Parent, Buf,
           Upgrade#{hibernate_after => maps:get(hibernate_after, Conf)}).
 
