@@ -10,7 +10,7 @@ new_is_zero_test() ->
     S = falco_stats:new(),
     ?assertEqual(#{accepted => 0, requests_in_flight => 0,
                    connections_by_protocol => #{http1 => 0, h2 => 0, websocket => 0},
-                   rejected => #{shed => 0, limits => 0, flood => 0}},
+                   rejected => #{shed => 0, rate_limit => 0, limits => 0, flood => 0}},
                  falco_stats:info(S)).
 
 start_end_test() ->
@@ -57,7 +57,7 @@ settle_test() ->
     ok = falco_stats:settle(S, A),
     ?assertEqual(#{accepted => 0, requests_in_flight => 0,
                    connections_by_protocol => #{http1 => 0, h2 => 0, websocket => 0},
-                   rejected => #{shed => 0, limits => 0, flood => 0}},
+                   rejected => #{shed => 0, rate_limit => 0, limits => 0, flood => 0}},
                  falco_stats:info(S)).
 
 %% A connection that switches (h1 -> WebSocket) counts under one protocol.
@@ -80,8 +80,9 @@ accepted_rejected_test() ->
     ok = falco_stats:rejected(S, limits),
     ok = falco_stats:rejected(S, limits),
     ok = falco_stats:rejected(S, flood),
+    [ok = falco_stats:rejected(S, rate_limit) || _ <- [1, 2, 3]],
     ok = falco_stats:rejected(undefined, shed),
-    ?assertMatch(#{accepted := 2, rejected := #{shed := 1, limits := 2, flood := 1}},
+    ?assertMatch(#{accepted := 2, rejected := #{shed := 1, rate_limit := 3, limits := 2, flood := 1}},
                  falco_stats:info(S)).
 
 register_test() ->
