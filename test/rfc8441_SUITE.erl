@@ -14,7 +14,7 @@
          init_per_testcase/2, end_per_testcase/2]).
 -export([settings_enable_connect_protocol/1, echo_text_binary_fragmented/1,
          echo_compressed/1, server_close_ends_stream/1, client_end_stream_is_close/1,
-         client_reset_ends_session/1, listener_stop_1001/1, protocol_on_get_malformed/1,
+         client_reset_ends_session/1, listener_stop_1001/1, drain_1001/1, protocol_on_get_malformed/1,
          protocol_without_setting_malformed/1, connect_without_path_malformed/1,
          refused_requests/1, send_blocked_by_window_resets/1, not_reading_bounds_client/1,
          many_streams_and_requests/1, idle_stream_memory/1, chromium_over_h2/1,
@@ -35,7 +35,7 @@ groups() ->
                             client_reset_ends_session, many_streams_and_requests,
                             idle_stream_memory, idle_timeout_and_ping,
                             quiet_stream_outlives_body_deadlines, oversize_message_1009]},
-     {flow, [], [listener_stop_1001, connection_error_ends_sessions,
+     {flow, [], [listener_stop_1001, drain_1001, connection_error_ends_sessions,
                  send_blocked_by_window_resets,
                  not_reading_bounds_client, chromium_over_h2]}].
 
@@ -96,7 +96,7 @@ py(Config, Port, Scenario) ->
 open(Config, Port, Scenario) ->
     open_port({spawn_executable, ?PY},
               [{args, [script(Config), integer_to_list(Port), Scenario]}, {line, 1048576},
-               binary, exit_status, use_stdio]).
+               binary, exit_status, use_stdio, stderr_to_stdout]).
 
 lines(P, Acc) ->
     receive
@@ -326,6 +326,30 @@ listener_stop_1001(Config) ->
     ct:log("~p", [R]),
     ?assertMatch(#{<<"close">> := 1001, <<"ended">> := true, <<"goaway">> := 0}, R),
     ?assertEqual(shutdown, terminated()).
+
+%% A drain (issue 15) over HTTP/2: the session on the stream closes with
+%% 1001 and a close handshake, the stream ends, the connection sends its
+%% GOAWAY (NO_ERROR) and the drain counts the connection as completed,
+%% none stopped at its deadline.
+drain_1001(Config) ->
+    Name = ?config(listener, Config),
+    Port = start(Config, #{}),
+    P = open(Config, Port, "drain"),
+    ?assertEqual(<<"ready">>, line(P)),
+    _ = init(),
+    Test = self(),
+    _ = spawn_link(fun() -> Test ! {drained, falco:drain(Name, 10000)} end),
+    {ok, R} = falco_json:decode(lists:last(lines(P, []))),
+    ct:log("~p", [R]),
+    ?assertMatch(#{<<"server_close">> := 1001, <<"ended">> := true, <<"reset">> := null,
+                   <<"goaway">> := 0, <<"goaways">> := [16#7fffffff, 1]}, R),
+    ?assertEqual(shutdown, terminated()),
+    receive
+        {drained, Drained} ->
+            ?assertMatch({ok, #{connections := 1, completed := 1, stopped := 0}}, Drained)
+    after 15000 ->
+        ct:fail(drain_did_not_return)
+    end.
 
 %% RFC 9113 §5.4.1, §6.8: a connection error ends the connection with
 %% GOAWAY, and with it the sessions on its streams: `{error, closed}',

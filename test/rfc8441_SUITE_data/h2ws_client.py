@@ -101,6 +101,19 @@ class Client:
         self.streams = {}
         self.settings = None
         self.goaway = None
+        self.goaways = []
+        self.reopen = False
+        # python-h2 takes any GOAWAY for the end of the connection and
+        # refuses every frame after it; a graceful one (RFC 9113 §6.8) lets
+        # open streams go on: with `reopen', frames are taken after it
+        sm = self.conn.state_machine
+        process = sm.process_input
+
+        def process_input(input_):
+            if self.reopen and sm.state == h2.connection.ConnectionState.CLOSED:
+                sm.state = h2.connection.ConnectionState.CLIENT_OPEN
+            return process(input_)
+        sm.process_input = process_input
         self.closed = False
         self.until(lambda: self.settings is not None)
 
@@ -153,6 +166,8 @@ class Client:
             s.reset = int(ev.error_code)
         elif isinstance(ev, h2.events.ConnectionTerminated):
             self.goaway = int(ev.error_code)
+            self.goaways.append(ev.last_stream_id)
+
 
     def frames(self, s):
         if s.status != 200:
@@ -334,6 +349,19 @@ def scenario(c, name):
         sys.stdin.readline()
         c.until(lambda: c.streams[sid].ended and c.goaway is not None)
         c.report(sid, goaway=c.goaway)
+    elif name == "drain":
+        # a drain: the session closes with 1001, we answer the close
+        # handshake, the stream ends and the connection says GOAWAY
+        c.reopen = True
+        sid = c.websocket()
+        c.send_message(sid, "text", "up")
+        c.wait_messages(sid, 1)
+        ready()
+        c.until(lambda: c.streams[sid].close is not None)
+        closed_first = c.streams[sid].close
+        c.send(sid, close_frame(1000), end=True)
+        c.until(lambda: c.streams[sid].ended and len(c.goaways) == 2)
+        c.report(sid, server_close=closed_first, goaway=c.goaway, goaways=c.goaways)
     elif name == "no_ack":
         # the client never gives window back: the server's sends block
         sid = c.websocket()
