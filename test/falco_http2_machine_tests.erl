@@ -831,6 +831,32 @@ frame_flood_test() ->
     ?assertEqual([{enhance_your_calm, {flood, frames}}],
                  closed(lists:foldl(Small, T20, lists:seq(1, 11)))).
 
+%% A WebSocket tunnel's small DATA frames (its messages) are not counted
+%% in `frames' (a chat may send many, as it may over HTTP/1.1); the same
+%% frames on a request stream are, and empty DATA on a tunnel still counts
+%% in `empty_data'.
+tunnel_data_not_counted_test() ->
+    Opts = #{flood_limits => #{frames => 12, empty_data => 5}},
+    Connect = [{<<":method">>, <<"CONNECT">>}, {<<":protocol">>, <<"websocket">>},
+               {<<":scheme">>, <<"http">>}, {<<":path">>, <<"/ws">>},
+               {<<":authority">>, <<"example.com">>}],
+    T1 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end,
+              headers(1, Connect, nofin, start(Opts))),
+    %% every close any of the frames caused (once closing, the machine
+    %% answers nothing more)
+    Closes = fun(Frame, N, T) ->
+                     lists:foldl(fun(_, {Acc, Ti}) ->
+                                         Tj = feed(Frame, Ti),
+                                         {Acc ++ closed(Tj), Tj}
+                                 end, {[], T}, lists:seq(1, N))
+             end,
+    ?assertMatch({[], _}, Closes({data, 1, nofin, <<16#81, 1, "a">>, 3}, 200, T1)),
+    ?assertMatch({[{enhance_your_calm, {flood, empty_data}}], _},
+                 Closes({data, 1, nofin, <<>>, 0}, 6, T1)),
+    T3 = headers(3, post(5000), nofin, T1),
+    ?assertMatch({[{enhance_your_calm, {flood, frames}}], _},
+                 Closes({data, 3, nofin, <<"a">>, 1}, 11, T3)).
+
 %% Streams we are made to reset (malformed requests, refused streams...).
 stream_error_flood_test() ->
     Opts = #{flood_limits => #{stream_errors => 5}},

@@ -188,10 +188,19 @@ frame(Frame, M) ->
 %% Whether a frame counts in the `frames' budget: all do but those that
 %% carry requests forward (a HEADERS opening a stream: the stream budgets
 %% and max_concurrent_streams bound those; DATA ending its stream or
-%% carrying at least ?FULL_DATA bytes: flow control bounds those).
+%% carrying at least ?FULL_DATA bytes: flow control bounds those), and the
+%% DATA of a WebSocket tunnel, each frame of which is a message or part of
+%% one: a chat or a game sends many small ones, as it may over HTTP/1.1,
+%% where nothing counts them (flow control bounds their bytes, the session
+%% its message sizes; empty DATA frames still count in `empty_data').
 counted({headers, Id, _, _, _, _}, #m{last_id = Last}) when Id > Last -> false;
 counted({data, _, fin, _, _}, _) -> false;
 counted({data, _, nofin, Data, _}, _) when byte_size(Data) >= ?FULL_DATA -> false;
+counted({data, Id, nofin, _, _}, #m{streams = Streams}) ->
+    case Streams of
+        #{Id := #stream{tunnel = true}} -> false;
+        #{} -> true
+    end;
 counted(_, _) -> true.
 
 %% @doc Handles an error the frame codec reported.
@@ -363,7 +372,7 @@ method(Fields) ->
     end.
 
 start_stream(Id, Fin, Expected, Req, M = #m{streams = Streams}) ->
-    S = (new_stream(Id, Fin, Expected, M)),
+    S = (new_stream(Id, Fin, Expected, M))#stream{tunnel = is_map(Req) andalso is_map_key(protocol, Req)},
     act({request, Id, Req}, M#m{streams = Streams#{Id => S}}).
 
 new_stream(Id, Fin, Expected, #m{local_window = LW, remote_window = RW}) ->

@@ -32,6 +32,9 @@
                  expected :: undefined | non_neg_integer(),
                  received = 0 :: non_neg_integer(),
                  lingering = false :: boolean(),
+                 %% an extended CONNECT (RFC 8441): its DATA is a
+                 %% WebSocket's bytes, not a request body
+                 tunnel = false :: boolean(),
                  %% request body received and not yet handed to the stream's
                  %% process (a few bytes of memory per body byte, whatever
                  %% the frame sizes), the read it asked for (0: none
