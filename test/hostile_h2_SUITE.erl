@@ -290,7 +290,8 @@ server_resets_budgeted(_Config) ->
 %% -- windows ----------------------------------------------------------------------------
 
 %% A 10 MB upload with curl over h2c takes at most twice its time over
-%% HTTP/1.1 (the best of seven each): the stream window grows with what
+%% HTTP/1.1 (the best of fifteen each, interleaved; seven left a CI run at
+%% 2.4x once, the fastest HTTP/1.1 upload being 6 ms): the stream window grows with what
 %% the handler asks to read (before: fixed at 64 KB, 5.5 s against 0.01 s).
 %% The server runs on a node of its own: cover's instrumentation (make
 %% test) slows HTTP/2's per-frame work far more than HTTP/1.1's one read of
@@ -322,8 +323,8 @@ upload_window_grows(Config, Peer) ->
                    list_to_float(T)
            end,
     %% interleaved, so that a busy moment of the machine weighs on both
-    Runs = [{Time("--http1.1"), Time("--http2-prior-knowledge")} || _ <- lists:seq(1, 7)],
+    Runs = [{Time("--http1.1"), Time("--http2-prior-knowledge")} || _ <- lists:seq(1, 15)],
     H1 = lists:min([T || {T, _} <- Runs]),
     H2 = lists:min([T || {_, T} <- Runs]),
-    ct:pal("10 MB upload, best of seven: HTTP/1.1 ~.3f s, h2c ~.3f s", [H1, H2]),
+    ct:pal("10 MB upload, best of 15: HTTP/1.1 ~.3f s, h2c ~.3f s; all ~p", [H1, H2, Runs]),
     ?assert(H2 =< 2 * H1).
