@@ -19,7 +19,7 @@
          idle_timeout_between_requests/1,
          slow_post_ends_http/1, slow_post_ends_h2c/1, steady_upload_passes/1,
          unread_body_close_announced/1, unread_body_discard_time_capped/1,
-         send_timeout_covers_files/1,
+         send_timeout_covers_files/1, send_timeout_covers_one_large_reply/1,
          handler_timeout_http/1, handler_timeout_h2c/1]).
 
 -define(C, falco_test_client).
@@ -34,7 +34,7 @@ groups() ->
                       idle_timeout_between_requests,
                       slow_post_ends_http, slow_post_ends_h2c, steady_upload_passes,
                       unread_body_close_announced, unread_body_discard_time_capped,
-                      send_timeout_covers_files,
+                      send_timeout_covers_files, send_timeout_covers_one_large_reply,
                       handler_timeout_http, handler_timeout_h2c]}].
 
 init_per_suite(Config) ->
@@ -298,6 +298,33 @@ send_timeout_covers_files(Config) ->
     {ok, #{status := 200, body := Body}} = ?C:recv_response(Reader, #{timeout => 20000}),
     ?assertEqual(32 * 1024 * 1024, byte_size(Body)),
     ?C:close(Reader).
+
+%% One 32 MB reply, sent with one send, to five clients that never read,
+%% on both socket backends: each connection is closed within
+%% send_timeout (1 s) of the stall, well before idle_timeout (60 s). The
+%% inet driver takes a whole send into its queue and answers `ok' at once;
+%% without the wait for its queue (falco_transport:send/3) nothing timed
+%% out and the 32 MB stayed queued until idle_timeout.
+send_timeout_covers_one_large_reply(_Config) ->
+    Body = binary:copy(<<"0123456789abcdef">>, 2 * 1024 * 1024),
+    Name = send_timeout_covers_one_large_reply,
+    lists:foreach(
+      fun(Backend) ->
+              _ = falco:stop_listener(Name),
+              {_Sup, Port} = start(Name, #{send_timeout => 1000, inet_backend => Backend,
+                                           handler => fun(_) -> {200, [], Body} end}),
+              Socks = [?C:connect(Port, [{recbuf, 4096}]) || _ <- lists:seq(1, 5)],
+              [ok = ?C:send(S, <<"GET /big HTTP/1.1\r\n" ?HOST "\r\n">>) || S <- Socks],
+              T0 = now_ms(),
+              ok = ?C:wait_until(fun() -> falco:connections(Name) =:= {ok, 0} end, 10000),
+              ct:log("~p: 5 stalled 32 MB replies closed after ~p ms", [Backend, now_ms() - T0]),
+              [?C:close(S) || S <- Socks],
+              Reader = ?C:connect(Port),
+              ok = ?C:send(Reader, <<"GET /big HTTP/1.1\r\n" ?HOST "\r\n">>),
+              {ok, #{status := 200, body := Got}} = ?C:recv_response(Reader, #{timeout => 20000}),
+              ?assertEqual(Body, Got),
+              ?C:close(Reader)
+      end, [inet, socket]).
 
 %% -- handler_timeout ---------------------------------------------------------------
 

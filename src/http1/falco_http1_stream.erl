@@ -108,7 +108,7 @@ new(Socket, Transport, Version, KeepAlive, Conf = #{max_body := MaxBody,
                                                     body_timeout := BodyTimeout,
                                                     limits := Limits}) ->
     #h1s{socket = Socket, transport = Transport, version = Version, keep_alive = KeepAlive,
-         buffer = falco_transport:read_buffer(Transport, maps:get(inet_backend, Conf, socket)),
+         buffer = falco_transport:read_buffer(Transport, maps:get(inet_backend, Conf, inet)),
          drain = maps:get(drain, Conf, undefined), max_body = MaxBody, body_timeout = BodyTimeout,
          min_body_rate = maps:get(min_body_rate, Conf, none), limits = Limits}.
 
@@ -271,10 +271,10 @@ send_headers(Status, Fields0, S0 = #h1s{version = Version}) ->
 send_data(Data, #h1s{mode = chunked, transport = T, socket = Sock}) ->
     case falco_http1_chunked:encode(Data) of
         [] -> ok;
-        Chunk -> T:send(Sock, Chunk)
+        Chunk -> falco_transport:send(T, Sock, Chunk)
     end;
 send_data(Data, #h1s{transport = T, socket = Sock}) ->
-    T:send(Sock, Data).
+    falco_transport:send(T, Sock, Data).
 
 %% @private
 -spec send_end(falco_stream:headers(), state()) -> {ok, state()} | {error, term()}.
@@ -309,7 +309,7 @@ file_body(Fd, Offset, Length, S = #h1s{transport = T, socket = Sock}) ->
     Chunk = min(Length, ?FILE_CHUNK),
     case file:pread(Fd, Offset, Chunk) of
         {ok, Data} ->
-            case T:send(Sock, Data) of
+            case falco_transport:send(T, Sock, Data) of
                 ok when byte_size(Data) >= Length -> {ok, S};
                 ok -> file_body(Fd, Offset + byte_size(Data), Length - byte_size(Data), S);
                 Error -> Error
@@ -366,7 +366,7 @@ unread(S = #h1s{tracker = {_, _, Reports, _}}) ->
     end.
 
 send(S = #h1s{transport = T, socket = Sock}, Data) ->
-    case T:send(Sock, Data) of
+    case falco_transport:send(T, Sock, Data) of
         ok -> {ok, S};
         {error, _} = Error -> Error
     end.

@@ -113,7 +113,7 @@ enter(Ctx = #{socket := Socket, transport := Transport, parent := Parent, conf :
     C0 = #c{socket = Socket, transport = Transport, tags = falco_transport:messages(Transport),
             ctx = Ctx, stream_ctx = StreamCtx, parent = Parent, machine = M0,
             hibernate_after = maps:get(hibernate_after, Conf),
-            buffer = falco_transport:read_buffer(Transport, maps:get(inet_backend, Conf, socket)),
+            buffer = falco_transport:read_buffer(Transport, maps:get(inet_backend, Conf, inet)),
             stats = Stats, cell = Cell,
             max_in_flight = maps:get(max_requests_in_flight, Conf),
             retry_after = maps:get(shed_retry_after, Conf),
@@ -475,7 +475,7 @@ start_stream(Id, Req, C = #c{stream_ctx = Ctx, pids = Pids, ids = Ids}) ->
 flush(C = #c{out = []}) ->
     {ok, C};
 flush(C = #c{out = Out, socket = Sock, transport = T}) ->
-    case T:send(Sock, lists:reverse(Out)) of
+    case falco_transport:send(T, Sock, lists:reverse(Out)) of
         ok -> {ok, C#c{out = [], out_n = 0}};
         {error, _} -> {error, C#c{out = [], out_n = 0}}
     end.

@@ -3,10 +3,11 @@
 %%
 %% A connection's transport is the module itself (`gen_tcp' or `ssl'):
 %% both export `send/2', `recv/3', `close/1' and `shutdown/2' with the same
-%% meaning, so the HTTP/1.1 loop calls `T:send(Sock, Data)' whatever it
-%% runs over. The few calls that differ (listen, accept, `setopts',
-%% `peername', the active mode messages) go through this module, keyed by
-%% the listener's `tcp | tls'.
+%% meaning, so the HTTP/1.1 loop calls `T:recv(Sock, 0, Timeout)' whatever
+%% it runs over (writes go through {@link send/3}, for the inet driver).
+%% The few calls that differ (listen, accept, `setopts', `peername', the
+%% active mode messages) go through this module, keyed by the listener's
+%% `tcp | tls'.
 %%
 %% TLS: the listen socket is an `ssl' one ({@link listen/4}), so ssl
 %% checks and processes the server options once per listener, when it
@@ -30,7 +31,7 @@
          default_ciphers/0, default_ciphers/1]).
 -export([reuseport/0]).
 -export([linger_close/2, linger_close_active/2, deadline/1, remaining/1]).
--export([read_buffer/2]).
+-export([read_buffer/2, send/3]).
 
 -define(DEFAULT_VERSIONS, ['tlsv1.3', 'tlsv1.2']).
 %% Lingering close: how long, and how many bytes at most, are read and
@@ -237,6 +238,33 @@ peername(T, Socket) ->
 -spec messages(transport()) -> {atom(), atom(), atom(), atom()}.
 messages(gen_tcp) -> {tcp, tcp_closed, tcp_error, tcp_passive};
 messages(ssl) -> {ssl, ssl_closed, ssl_error, ssl_passive}.
+
+%% @doc Sends `Data' on a connection, the one rule of every protocol: it
+%% returns once the bytes are written or all but a few KB of them are,
+%% and a peer that does not read makes it fail (`{error, timeout}') after
+%% the listener's `send_timeout', the socket then closed
+%% (`send_timeout_close'). On the socket backend and over TLS that is
+%% `send' itself. The inet driver instead takes a whole send into its
+%% queue at once and blocks only the next one while the queue is over its
+%% high watermark: a 64 MB reply to a peer that never reads returned `ok'
+%% in 1 ms and stayed queued, with no timeout ever (2026-11-25). So when
+%% the queue is not empty after a send, an empty send waits for it to go
+%% under the low watermark, with the same timeout. A send that went out
+%% whole (every small reply) pays one look at the queue.
+-spec send(transport(), socket(), iodata()) -> ok | {error, term()}.
+send(gen_tcp, Sock, Data) when is_port(Sock) ->
+    case gen_tcp:send(Sock, Data) of
+        ok ->
+            case erlang:port_info(Sock, queue_size) of
+                {queue_size, 0} -> ok;
+                {queue_size, _} -> gen_tcp:send(Sock, <<>>);
+                undefined -> {error, closed}
+            end;
+        Error ->
+            Error
+    end;
+send(T, Sock, Data) ->
+    T:send(Sock, Data).
 
 %% @doc Lingering close (RFC 9112 §9.6; RFC 9113 §6.8 for a GOAWAY): stop
 %% sending, read and drop what the client still had in flight for a moment,
