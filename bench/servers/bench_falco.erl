@@ -21,7 +21,7 @@
 start(Port, Scenario) ->
     start(Port, Scenario, #{}).
 
-%% @doc Like start/2 with extra listener options (bench_falco_inet).
+%% @doc Like start/2 with extra listener options (bench_falco_socket).
 -spec start(inet:port_number(), atom(), map()) -> ok | {error, term()}.
 start(Port, Scenario, Extra) ->
     Dispatch = case Scenario of

@@ -1,13 +1,13 @@
-%% bench_falco_inet: falco on gen_tcp's inet driver instead of its
-%% default socket backend, so one run shows what the default buys.
--module(bench_falco_inet).
+%% bench_falco_socket: falco on gen_tcp's socket NIF backend instead of
+%% its default inet driver, so one run shows what the default buys.
+-module(bench_falco_socket).
 
 -export([start/2, version/0]).
 
 -spec start(inet:port_number(), atom()) -> ok | {error, term()}.
 start(Port, Scenario) ->
-    bench_falco:start(Port, Scenario, #{inet_backend => inet}).
+    bench_falco:start(Port, Scenario, #{inet_backend => socket}).
 
 -spec version() -> string().
 version() ->
-    bench_falco:version() ++ " (inet_backend inet)".
+    bench_falco:version() ++ " (inet_backend socket)".

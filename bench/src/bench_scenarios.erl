@@ -153,14 +153,14 @@ ws(Name) ->
 %% @doc `false' when the server can serve the scenario, else the reason.
 -spec unsupported(atom(), atom()) -> false | string().
 unsupported(S, idle_h2) ->
-    case lists:member(S, [falco, falco_inet, cowboy]) of
+    case lists:member(S, [falco, falco_socket, cowboy]) of
         true -> false;
         false -> "no cleartext HTTP/2 (prior knowledge) in the bench's fixture"
     end;
 unsupported(S, Name) when Name =:= ws_echo; Name =:= ws_large; Name =:= ws_idle ->
     case S of
         falco -> false;
-        falco_inet -> false;
+        falco_socket -> false;
         cowboy -> false;
         elli -> "elli has no WebSocket";
         inets -> "httpd has no WebSocket";

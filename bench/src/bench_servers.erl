@@ -22,7 +22,7 @@ default_erl_flags() ->
 %% cowboy does; falco once its build has an HTTP/2 module.
 -spec h2_capable(atom(), map()) -> boolean().
 h2_capable(cowboy, _) -> true;
-h2_capable(falco_inet, Ctx) -> h2_capable(falco, Ctx);
+h2_capable(falco_socket, Ctx) -> h2_capable(falco, Ctx);
 h2_capable(falco, Ctx) -> filelib:wildcard(filename:join(maps:get(falco_ebin, Ctx), "falco_http2*.beam")) =/= [];
 h2_capable(_, _) -> false.
 
@@ -44,9 +44,9 @@ available(falco, Ctx) ->
         undefined -> {skip, "falco is not compiled (rebar3 compile)"};
         V -> {ok, V, [Ebin]}
     end;
-available(falco_inet, Ctx) ->
-    %% falco on gen_tcp's classic inet driver: the comparison behind its
-    %% default inet_backend (socket).
+available(falco_socket, Ctx) ->
+    %% falco on gen_tcp's socket NIF: the comparison behind its
+    %% default inet_backend (inet).
     available(falco, Ctx);
 available(inets, _) ->
     {ok, vsn_of(inets), []};

@@ -41,7 +41,7 @@ defaults() ->
       %% (in this BEAM or another) may bind the same port and take over
       %% while this one drains (falco_transport:reuseport/0).
       reuseport => false,
-      inet_backend => socket,
+      inet_backend => inet,
       send_timeout => 30000,
       idle_timeout => 60000,
       %% An idle keep-alive connection (HTTP/1.1 between requests, HTTP/2
