@@ -27,7 +27,7 @@
          idle_timeout_closes/1, idle_after_extra_crlf/1, body_timeout_408/1,
          body_timeout_between_reads/1,
          send_timeout_stalled_client/1, emfile_backoff/1, ipv6_listener/1,
-         max_keep_alive_requests/1, read_buffers_stay_small/1,
+         max_keep_alive_requests/1, read_buffers_stay_small/1, read_buffer_sizes/1,
          limit_request_line_414/1, limit_header_line_431/1, limit_header_block_431/1,
          limit_header_count_431/1, limit_body_413/1, limit_body_413_while_uploading/1,
          limit_body_chunked_413/1,
@@ -56,7 +56,8 @@ groups() ->
                         idle_timeout_closes, idle_after_extra_crlf, body_timeout_408,
                         body_timeout_between_reads,
                         send_timeout_stalled_client, emfile_backoff,
-                        max_keep_alive_requests, read_buffers_stay_small]},
+                        max_keep_alive_requests, read_buffers_stay_small,
+                        read_buffer_sizes]},
      {limits, [], [limit_request_line_414, limit_header_line_431, limit_header_block_431,
                    limit_header_count_431, limit_body_413, limit_body_413_while_uploading,
                    limit_body_chunked_413,
@@ -682,6 +683,41 @@ read_buffers_stay_small(Config) ->
     ?assert(Peak < 1024 * 1024),
     [?C:close(S) || S <- Socks],
     ok.
+
+%% The inet driver keeps a read buffer of the size of the last allocation
+%% in every idle connection (docs/internals/idle-memory.md): a new
+%% connection reads with 512 bytes (what a WebSocket session upgraded by
+%% its first request keeps), a keep-alive one with 1460 after its first
+%% response, and one whose head did not fit with 2048; every head is
+%% served whole whatever the buffer.
+read_buffer_sizes(Config) ->
+    Port = start(read_buffer_sizes, Config, #{}),
+    Short = ?C:connect(Port),
+    ?assertEqual(512, server_buffer(Short)),
+    ok = ?C:send(Short, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Short),
+    ?assertEqual(1460, server_buffer(Short)),
+    Long = ?C:connect(Port),
+    Fields = [[<<"x-field-">>, integer_to_binary(I), <<": ">>, binary:copy(<<"v">>, 80), <<"\r\n">>]
+              || I <- lists:seq(1, 30)],
+    Head = iolist_to_binary([<<"GET /long HTTP/1.1\r\n" ?HOST>>, Fields, <<"\r\n">>]),
+    ?assert(byte_size(Head) > 2048),
+    [begin
+         ok = ?C:send(Long, Head),
+         {ok, #{status := 200}} = ?C:recv_response(Long)
+     end || _ <- [1, 2]],
+    ?assertEqual(2048, server_buffer(Long)),
+    [?C:close(S) || S <- [Short, Long]],
+    ok.
+
+%% The read buffer of the server's end of client socket `Sock'.
+server_buffer(Sock) ->
+    {ok, Local} = inet:port(Sock),
+    [Buffer] = [B || P <- processes(), {falco_conn, init, _} <- [proc_lib:initial_call(P)],
+                     {links, Links} <- [process_info(P, links)], Port <- Links, is_port(Port),
+                     {ok, {_, Peer}} <- [inet:peername(Port)], Peer =:= Local,
+                     {ok, [{buffer, B}]} <- [inet:getopts(Port, [buffer])]],
+    Buffer.
 
 conn_binary(P) ->
     case {proc_lib:initial_call(P), process_info(P, binary)} of

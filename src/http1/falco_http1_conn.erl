@@ -29,6 +29,9 @@
 %% How long a connection between requests reads passively before it waits
 %% in `receive' (see idle/1).
 -define(BUSY_WAIT, 100).
+%% The read buffer of a connection whose heads do not fit the listener's
+%% (wide_head/1).
+-define(WIDE_HEAD_BUFFER, 2048).
 %% What falco:connection_list/1 reads from the process dictionary of a
 %% connection busy with a request: the connection's listener and peer,
 %% and how many requests it served before this one.
@@ -59,6 +62,8 @@
                cell :: falco_stats:cell(),
                max_in_flight :: pos_integer() | infinity,
                retry_after :: pos_integer(),
+               %% the socket's read buffer was widened for a long head
+               wide_head = false :: boolean(),
                debug = [] :: [sys:dbg_opt()]}).
 
 %% @doc Serves HTTP/1.1 on the connection of `Ctx' ({@link falco_conn}),
@@ -118,7 +123,8 @@ idle_deadline(#conn{first = First, idle_timeout = Idle}) -> min(First, falco_tra
 %% request, that reply has no content either (RFC 9110 §9.3.2).
 head(C, {ok, Request, Rest}, _Deadline, _Start) ->
     request(C, Request, Rest);
-head(C = #conn{socket = Sock, transport = T}, {more, Cont}, Deadline, Start) ->
+head(C0 = #conn{socket = Sock, transport = T}, {more, Cont}, Deadline, Start) ->
+    C = wide_head(C0),
     case T:recv(Sock, 0, falco_transport:remaining(Deadline)) of
         {ok, Data} ->
             head(C, falco_http1:parse_more(Data, Cont), Deadline, start(Start, Data));
@@ -129,6 +135,32 @@ head(C = #conn{socket = Sock, transport = T}, {more, Cont}, Deadline, Start) ->
     end;
 head(C, {error, Reason}, _Deadline, Start) ->
     reject(C, Reason, method(Start)).
+
+%% A new connection reads with a narrow buffer
+%% (falco_transport:accept_buffer/2: what a WebSocket session upgraded by
+%% the first request keeps). A head that one read did not bring whole is
+%% read on with a wider one, and so are the connection's next heads (a
+%% client that sends long heads keeps sending them); a connection that
+%% stays after its first response gets the keep-alive buffer
+%% (falco_transport:read_buffer/2) if it has not widened already.
+wide_head(C = #conn{wide_head = false}) ->
+    ok = set_buffer(?WIDE_HEAD_BUFFER, C),
+    C#conn{wide_head = true};
+wide_head(C) ->
+    C.
+
+keep_alive_buffer(C = #conn{served = 0, wide_head = false, transport = T}) ->
+    set_buffer(falco_transport:read_buffer(T, inet), C);
+keep_alive_buffer(_) ->
+    ok.
+
+set_buffer(Size, #conn{transport = gen_tcp, socket = Sock, conf = Conf}) ->
+    case maps:get(inet_backend, Conf, inet) of
+        inet -> _ = falco_transport:setopts(gen_tcp, Sock, [{buffer, Size}]), ok;
+        socket -> ok
+    end;
+set_buffer(_, _) ->
+    ok.
 
 start(Start, Data) when byte_size(Start) < 5 -> <<Start/binary, Data/binary>>;
 start(Start, _Data) -> Start.
@@ -212,6 +244,7 @@ next(C = #conn{served = Served}, S, KeepAlive0) ->
     case falco_http1_stream:body_finish(S) of
         {ok, Buf} ->
             ok = drop_strays(C),
+            ok = keep_alive_buffer(C),
             wait(C#conn{served = Served + 1, first = undefined}, Buf);
         %% The client asked to close and sent nothing more (§9.6).
         {close, true} when not KeepAlive0 -> quick_close(C);

@@ -174,10 +174,16 @@ accepted(Pid, S = #acc{slots = Slots, index = I, conns = Conns, name = Name, eve
     ok = falco_slots:accepted(Slots, I),
     ok = falco_stats:accepted(S#acc.stats),
     Now = erlang:monotonic_time(),
-    ok = falco_telemetry:execute(E, [falco, connection, accepted],
-                                 #{monotonic_time => Now, system_time => erlang:system_time()},
-                                 #{listener => Name, pid => Pid}),
+    ok = accepted_event(E, Now, Name, Pid),
     S#acc{waiting = undefined, conns = Conns#{Pid => Now}}.
+
+%% Nothing is built for an event that goes nowhere (closed/4 likewise).
+accepted_event(none, _Now, _Name, _Pid) ->
+    ok;
+accepted_event(E, Now, Name, Pid) ->
+    falco_telemetry:execute(E, [falco, connection, accepted],
+                            #{monotonic_time => Now, system_time => erlang:system_time()},
+                            #{listener => Name, pid => Pid}).
 
 accept_failed(Reason, S) when Reason =:= emfile; Reason =:= enfile ->
     logger:warning("falco: listener ~p out of file descriptors (~p); backing off ~b ms",

@@ -121,15 +121,16 @@ init({Name, Conf0}) ->
                  4 -> inet;
                  8 -> inet6
              end,
-    %% The socket (NIF) backend of gen_tcp costs less CPU per request than
-    %% the inet driver: 13 vs 17.5 us per keep-alive hello on one pinned
-    %% core, 2026-11-22 (docs/internals/http1.md, "Socket backend").
+    %% gen_tcp's backend, `inet' (the port driver) unless the listener
+    %% says `socket': with the yield before the keep-alive read it costs
+    %% less CPU per request and memory per idle connection than the NIF
+    %% (docs/internals/http1.md, "Socket backend").
     SockOpts = [{inet_backend, Backend}, binary, Family, {ip, Ip}, {active, false}, {packet, raw}, {reuseaddr, true},
                 {backlog, Backlog}, {nodelay, NoDelay}, {send_timeout, SendTimeout},
                 {send_timeout_close, true}, {keepalive, true},
                 %% The read buffer (falco_transport:read_buffer/2); large
                 %% bodies widen it (falco_http1_stream, falco_http2_conn).
-                {buffer, falco_transport:read_buffer(maps:get(transport, Conf), Backend)}]
+                {buffer, falco_transport:accept_buffer(maps:get(transport, Conf), Backend)}]
         ++ [falco_transport:reuseport() || maps:get(reuseport, Conf)],
     Kind = maps:get(transport, Conf),
     case falco_transport:listen(Kind, Port, SockOpts, maps:get(tls_server_opts, Conf, [])) of

@@ -31,7 +31,7 @@
          default_ciphers/0, default_ciphers/1]).
 -export([reuseport/0]).
 -export([linger_close/2, linger_close_active/2, deadline/1, remaining/1]).
--export([read_buffer/2, send/3]).
+-export([read_buffer/2, accept_buffer/2, send/3]).
 
 -define(DEFAULT_VERSIONS, ['tlsv1.3', 'tlsv1.2']).
 %% Lingering close: how long, and how many bytes at most, are read and
@@ -339,9 +339,23 @@ remaining(Deadline) when is_integer(Deadline) ->
 %% in `{active, N}' mode that empties it), so an idle HTTP/1.1 or
 %% WebSocket connection holds one: with 8 KB, 8 KB of the 13 KB of an
 %% idle keep-alive connection (bench idle_h1, 2026-11-25). 1460 bytes is
-%% the driver's own default (and so the peers' on it); a larger head
-%% takes a read or two more. TLS keeps 8 KB on both: a TLS record is up
+%% the driver's own default (and so the peers' on it): with 512, hello
+%% and echo cost 8 % more CPU per request (more buffers allocated, 3 runs,
+%% 2026-11-25). A new connection starts narrower ({@link accept_buffer/2}).
+%% TLS keeps 8 KB on both: a TLS record is up
 %% to 16 KB, and an idle TLS connection's ssl processes dwarf the buffer.
 -spec read_buffer(kind() | transport(), socket | inet) -> pos_integer().
 read_buffer(Kind, inet) when Kind =:= tcp; Kind =:= gen_tcp -> 1460;
 read_buffer(_, _) -> 8192.
+
+%% @doc The read buffer of a new connection (the listen socket's, which
+%% accepted sockets inherit): on inet over TCP 512 bytes, because the
+%% buffer of the first read is the one a WebSocket session upgraded by
+%% that request keeps for good (about 950 bytes less per idle session than
+%% 1460: ws_idle 5.4 against cowboy's 4.6 KB before). An HTTP/1.1
+%% connection that stays after its first response widens to
+%% {@link read_buffer/2}; a head that does not fit widens too
+%% (falco_http1_conn).
+-spec accept_buffer(kind(), socket | inet) -> pos_integer().
+accept_buffer(tcp, inet) -> 512;
+accept_buffer(Kind, Backend) -> read_buffer(Kind, Backend).

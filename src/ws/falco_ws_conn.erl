@@ -63,6 +63,13 @@
 %% as a list of reads rather than appended to one binary (gathering/4).
 -define(GATHER, 16384).
 
+%% The socket's read buffer over HTTP/1.1: narrow while frames are small
+%% (the inet driver keeps an empty buffer of this size in every idle
+%% connection: 1460 bytes cost ws_idle about 950 bytes per connection more
+%% than 512), wide while a large frame is gathered (fewer reads).
+-define(NARROW_BUFFER, 512).
+-define(WIDE_BUFFER, 262144).
+
 -record(ws, {io :: io(),
              %% a read is asked for (`{active, once}' set, or a `{read, Want}'
              %% sent) and not answered yet
@@ -126,6 +133,7 @@ start(Io, Parent, Buf, Upgrade = #{handler := Mod, state := HState, opts := Opts
     %% 1001 and the handler terminate(shutdown, ...); other exits of linked
     %% processes are the handler's, through handle_info
     _ = process_flag(trap_exit, true),
+    ok = read_buffer(Io, ?NARROW_BUFFER),
     Deflate = case Params of
                   undefined -> undefined;
                   _ -> falco_ws_deflate:init(Params, compress_config(maps:get(compress, O)))
@@ -216,7 +224,8 @@ partial_check(Bin, Need, Key, Part, Done, {ok, U0}, S) ->
 %% every time: ws_large 11 MB/s against cowboy's 164).
 gathering(Bin, Need, _Key, S) when Need < ?GATHER ->
     S#ws{buf = Bin};
-gathering(Bin, Need, Key, S) ->
+gathering(Bin, Need, Key, S = #ws{io = Io}) ->
+    ok = read_buffer(Io, ?WIDE_BUFFER),
     S#ws{buf = <<>>, more = {byte_size(Bin) + Need, [Bin], byte_size(Bin), Key}}.
 
 %% New bytes of a frame being gathered: checked as UTF-8 as they come if
@@ -226,6 +235,7 @@ gather(Data, S = #ws{more = {Whole, Pieces, Size, Key}, peek = {Done, U0}}) ->
     Size1 = Size + byte_size(Data),
     case Size1 >= Whole of
         true ->
+            ok = read_buffer(S#ws.io, ?NARROW_BUFFER),
             frames(iolist_to_binary(lists:reverse(Pieces, [Data])), S#ws{more = none});
         false when U0 =:= none ->
             wait(S#ws{more = {Whole, [Data | Pieces], Size1, Key}});
@@ -537,6 +547,14 @@ arm(S = #ws{io = {socket, T, Sock, _}}) ->
 arm(S = #ws{io = {h2, H2}}) ->
     ok = falco_http2_stream:tunnel_read(?H2_READ, H2),
     {ok, S#ws{armed = true}}.
+
+%% The size of the socket's reads (HTTP/1.1 only; a socket already
+%% closed is found out by the next read).
+read_buffer({socket, T, Sock, _}, Size) ->
+    _ = falco_transport:setopts(T, Sock, [{buffer, Size}]),
+    ok;
+read_buffer({h2, _}, _) ->
+    ok.
 
 %% What a message means for the transport.
 input({DataTag, Sock, Data}, {socket, _, Sock, {DataTag, _, _, _}}) -> {data, Data, nofin};
