@@ -99,7 +99,7 @@ stop_listener(Name, How) when How =:= drain; How =:= immediate ->
 %% health check to take the node out of rotation before its port closes
 %% (docs/guide/deploying.md); `Timeout' counts from the end of the notice.
 %% Then new connections are refused
-%% at once (the listen socket is closed); each HTTP/1.1 connection
+%% (the listen socket is closed, within about 100 ms); each HTTP/1.1 connection
 %% finishes the request in flight, whose response says `Connection: close',
 %% and closes (an idle one closes at once; a new connection's first request
 %% is still served); each HTTP/2 connection sends GOAWAY with the largest

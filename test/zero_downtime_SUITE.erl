@@ -242,18 +242,14 @@ takeover(Migrate) ->
                                 falco_resp:text(200, <<"ok">>)
                         end
               end,
-    %% On the socket backend: on the inet driver (the default) a drain
-    %% lost a connection the driver had just accepted when the listen
-    %% socket closed, in 2 runs of 6 (2 of ~2,000 connections, 2026-11-25;
-    %% docs/guide/deploying.md).
     {ok, _} = falco:start_listener(zd_a, #{port => 0, ip => {127, 0, 0, 1}, reuseport => true,
-                                           inet_backend => socket, handler => Handler(1)}),
+                                           handler => Handler(1)}),
     {ok, Port} = falco:port(zd_a),
     %% without the option the port is taken
     {error, eaddrinuse} =
         falco:start_listener(zd_x, #{port => Port, ip => {127, 0, 0, 1}, handler => Handler(2)}),
     {ok, _} = falco:start_listener(zd_b, #{port => Port, ip => {127, 0, 0, 1}, reuseport => true,
-                                           inet_backend => socket, handler => Handler(2)}),
+                                           handler => Handler(2)}),
     Self = self(),
     Stop = atomics:new(1, []),
     Clients = [spawn_link(fun() -> Self ! {done, self(), client(Port, Stop, 0, [])} end)

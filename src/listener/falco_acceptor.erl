@@ -60,6 +60,9 @@
 
 -define(FULL_RETRY, 10).
 -define(EMFILE_RETRY, 100).
+%% How often a draining acceptor looks whether it may close the listen
+%% socket (drain/2), ms.
+-define(CLOSE_POLL, 5).
 %% The most characters of the line reporting a connection's abnormal end.
 -define(REPORT_CHARS, 4096).
 
@@ -266,25 +269,27 @@ supervisor_call(_, _) ->
 
 %% -- draining and stopping ----------------------------------------------------
 
-%% The listener drains (falco:drain/2, or it stops: see terminate/2): the
-%% listen socket is closed, so new connections are refused and the process
-%% waiting in accept ends; every connection is told (`{falco_drain,
-%% self()}': HTTP/1.1 closes when idle or after the response in progress,
-%% which says `Connection: close'; HTTP/2 sends the two-step GOAWAY and
-%% ends when its open streams have; a WebSocket session closes with 1001).
+%% The listener drains (falco:drain/2, or it stops: see terminate/2): new
+%% connections are refused once the listen socket is closed, and every
+%% connection is told (`{falco_drain, self()}': HTTP/1.1 closes when idle
+%% or after the response in progress, which says `Connection: close';
+%% HTTP/2 sends the two-step GOAWAY and ends when its open streams have; a
+%% WebSocket session closes with 1001). The socket is closed only once no
+%% process of the listener waits in accept (each looks at the drain flag
+%% at least every 100 ms, falco_conn), since closing it under one can lose
+%% the connection it is taking; what they accept until then is served and
+%% drained like the rest. Every acceptor closes it (the first close counts).
 %% Returns at `Deadline' at the latest, with how many connections there
 %% were and how many were left to stop then (stopped as terminate/2 does).
-drain(Deadline, S0 = #acc{lsock = LSock, conf = Conf, conns = Conns, drain = Drain,
-                          name = Name, index = I, events = E}) ->
+drain(Deadline, S0 = #acc{conns = Conns, drain = Drain, name = Name, index = I, events = E}) ->
     ok = falco_drain:set(Drain, draining),
-    _ = falco_transport:close(maps:get(transport, Conf), LSock),
     _ = [P ! {falco_drain, self()} || P <- maps:keys(Conns)],
     Start = erlang:monotonic_time(),
     Meta = #{listener => Name, acceptor => I},
     ok = falco_telemetry:execute(E, [falco, drain, start],
                                  #{monotonic_time => Start, connections => map_size(Conns)},
                                  Meta),
-    {S, Total, Left} = drain_loop(Deadline, S0, map_size(Conns)),
+    {S, Total, Left} = drain_loop(Deadline, S0, map_size(Conns), open),
     Stop = erlang:monotonic_time(),
     ok = falco_telemetry:execute(E, [falco, drain, stop],
                                  #{duration => Stop - Start, monotonic_time => Stop,
@@ -293,26 +298,59 @@ drain(Deadline, S0 = #acc{lsock = LSock, conf = Conf, conns = Conns, drain = Dra
                                  Meta),
     {S, Total, Left}.
 
-drain_loop(_Deadline, S = #acc{waiting = undefined, conns = Conns}, Total)
-  when map_size(Conns) =:= 0 ->
-    {S, Total, 0};
-drain_loop(Deadline, S = #acc{parent = Parent, conns = Conns}, Total) ->
+%% `Socket0': `open' until it is closed here (close_listen/2).
+drain_loop(Deadline, S, Total, Socket0) ->
+    case {Socket0, S} of
+        {closed, #acc{waiting = undefined, conns = Conns}} when map_size(Conns) =:= 0 ->
+            {S, Total, 0};
+        {open, _} ->
+            case close_listen(S, false) of
+                closed -> drain_loop(Deadline, S, Total, closed);
+                open -> drain_wait(Deadline, S, Total, open)
+            end;
+        {closed, _} ->
+            drain_wait(Deadline, S, Total, closed)
+    end.
+
+drain_wait(Deadline, S = #acc{parent = Parent, conns = Conns}, Total, Socket) ->
+    Wait = case Socket of
+               open -> min(?CLOSE_POLL, falco_transport:remaining(Deadline));
+               closed -> falco_transport:remaining(Deadline)
+           end,
     receive
         {falco_accepted, Pid} when Pid =:= S#acc.waiting ->
-            %% accepted just before the socket closed: it drains too
+            %% accepted before it saw the flag: it drains too
             Pid ! {falco_drain, self()},
-            drain_loop(Deadline, accepted(Pid, S), Total + 1);
+            drain_loop(Deadline, accepted(Pid, S), Total + 1, Socket);
         {'EXIT', Parent, Reason} ->
+            _ = close_listen(S, true),
             stop_all(S),
             exit(Reason);
         {'EXIT', Pid, Reason} ->
-            drain_loop(Deadline, exited(Pid, Reason, S), Total);
+            drain_loop(Deadline, exited(Pid, Reason, S), Total, Socket);
         {'$gen_call', From, Request} ->
             _ = gen:reply(From, supervisor_call(Request, S)),
-            drain_loop(Deadline, S, Total)
-    after falco_transport:remaining(Deadline) ->
-        stop_all(S),
-        {release_all(S), Total, map_size(Conns)}
+            drain_loop(Deadline, S, Total, Socket)
+    after Wait ->
+        case falco_transport:remaining(Deadline) of
+            0 ->
+                _ = close_listen(S, true),
+                stop_all(S),
+                {release_all(S), Total, map_size(Conns)};
+            _ ->
+                drain_loop(Deadline, S, Total, Socket)
+        end
+    end.
+
+%% Closes the listen socket when no process of the listener waits in
+%% accept any more, or at once when `Now'; returns whether it is closed.
+close_listen(#acc{slots = Slots, lsock = LSock, conf = Conf}, Now) ->
+    case Now orelse falco_slots:waiting(Slots) =:= 0 of
+        true ->
+            _ = falco_transport:close(maps:get(transport, Conf), LSock),
+            closed;
+        false ->
+            open
     end.
 
 %% The slots of processes stopped by stop_all/1 (whose exits are then not

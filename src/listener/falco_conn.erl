@@ -26,6 +26,10 @@
 
 -include_lib("kernel/include/logger.hrl").
 
+%% How long a process waits in accept before it looks at the drain flag
+%% again: at most this long between a drain and its listen socket's close.
+-define(ACCEPT_ROUND, 100).
+
 -type ctx() :: #{parent := pid(),
                  listener := atom(),
                  handler := falco_handler:handler(),
@@ -43,7 +47,9 @@
 %% falco_acceptor:conn/6}): accepts one connection on `LSock' and serves it.
 -spec init(pid(), atom(), falco_transport:socket(), map(), falco_stats:cell()) -> ok.
 init(Parent, Name, LSock, Conf = #{transport := Kind}, Cell) ->
-    case falco_transport:accept(Kind, LSock) of
+    case accept(Kind, LSock, maps:get(drain, Conf, undefined)) of
+        draining ->
+            ok;
         {ok, Socket} ->
             Parent ! {falco_accepted, self()},
             %% request_timeout runs from here: the PROXY header, the TLS
@@ -56,6 +62,25 @@ init(Parent, Name, LSock, Conf = #{transport := Kind}, Cell) ->
         {error, Reason} ->
             Parent ! {falco_accept_failed, self(), Reason},
             ok
+    end.
+
+%% Waits in accept in rounds of ?ACCEPT_ROUND ms and looks at the drain
+%% flag before each: once the listener drains, it stops waiting, and the
+%% draining acceptor closes the listen socket only when no process of the
+%% listener waits in accept any more (falco_acceptor:drain/2). Closing it
+%% under a waiting process can lose a connection: gen_tcp's inet backend
+%% takes the connection from the kernel and then copies options from the
+%% listen socket onto it, and closes it if that socket has just closed
+%% (ssl's accept likewise asks the listen socket's own process).
+accept(Kind, LSock, Drain) ->
+    case falco_drain:draining(Drain) of
+        true ->
+            draining;
+        false ->
+            case falco_transport:accept(Kind, LSock, ?ACCEPT_ROUND) of
+                {error, timeout} -> accept(Kind, LSock, Drain);
+                Result -> Result
+            end
     end.
 
 %% `proxy_protocol => off' (the default) costs this one match.

@@ -15,7 +15,7 @@
 %% @private internal to falco
 -module(falco_slots).
 
--export([new/1, reset/2, claim/3, accepted/2, release/3, connections/1]).
+-export([new/1, reset/2, claim/3, accepted/2, release/3, connections/1, waiting/1]).
 
 -opaque slots() :: counters:counters_ref().
 -export_type([slots/0]).
@@ -77,3 +77,9 @@ release(C, I, connection) ->
 -spec connections(slots()) -> non_neg_integer().
 connections(C) ->
     max(0, counters:get(C, ?TOTAL) - counters:get(C, ?WAITING)).
+
+%% @doc The number of processes waiting in accept (or that have just
+%% accepted, until their acceptor has heard of it).
+-spec waiting(slots()) -> non_neg_integer().
+waiting(C) ->
+    max(0, counters:get(C, ?WAITING)).

@@ -13,7 +13,7 @@
 %% checks and processes the server options once per listener, when it
 %% starts: a bad option fails the start, not every connection, and no
 %% connection pays for parsing them again. An acceptor only takes the TCP
-%% connection ({@link accept/2}: `ssl:transport_accept/1', no handshake);
+%% connection ({@link accept/3}: `ssl:transport_accept/2', no handshake);
 %% the handshake runs in the connection process ({@link handshake/2}, with a
 %% timeout), never in an acceptor, so a slow or silent client cannot hold
 %% an acceptor. Defaults are modern (RFC 9325, RFC 9113 §9.2): TLS 1.3 and
@@ -26,7 +26,7 @@
 %% @private internal to falco
 -module(falco_transport).
 
--export([listen/4, accept/2, close/2, handshake/2, tcp_socket/1]).
+-export([listen/4, accept/3, close/2, handshake/2, tcp_socket/1]).
 -export([tls_options/2, alpn_ids/1, setopts/3, peername/2, messages/1,
          default_ciphers/0, default_ciphers/1]).
 -export([reuseport/0]).
@@ -117,13 +117,14 @@ unknown_tls_options(TlsOpts) ->
     [K || {K, _} <- TlsOpts, not lists:member(K, Known)].
 
 %% @doc Takes the next connection from a listen socket. TLS: the TCP
-%% accept only (`ssl:transport_accept/1'); the handshake is the
-%% connection's ({@link handshake/2}).
--spec accept(kind(), socket()) -> {ok, socket()} | {error, term()}.
-accept(tcp, LSock) -> gen_tcp:accept(LSock);
-accept(tls, LSock) -> ssl:transport_accept(LSock).
+%% accept only (`ssl:transport_accept/2'); the handshake is the
+%% connection's ({@link handshake/2}). `{error, timeout}' when none came
+%% within `Timeout' ms.
+-spec accept(kind(), socket(), timeout()) -> {ok, socket()} | {error, term()}.
+accept(tcp, LSock, Timeout) -> gen_tcp:accept(LSock, Timeout);
+accept(tls, LSock, Timeout) -> ssl:transport_accept(LSock, Timeout).
 
-%% @doc The TCP socket of a connection from {@link accept/2}: itself over
+%% @doc The TCP socket of a connection from {@link accept/3}: itself over
 %% TCP; over TLS, before the handshake, the TCP socket under the `ssl'
 %% one, to read what precedes TLS on the wire (a PROXY protocol header,
 %% {@link falco_conn}). ssl has no documented call for this: the socket is
@@ -145,7 +146,7 @@ tcp_socket(Socket) ->
 close(tcp, Sock) -> gen_tcp:close(Sock);
 close(tls, Sock) -> ssl:close(Sock).
 
-%% @doc Runs the TLS handshake on a socket from {@link accept/2}, with the
+%% @doc Runs the TLS handshake on a socket from {@link accept/3}, with the
 %% options given to the listen socket. Returns the socket and the ALPN
 %% protocol the client chose (`undefined' if none).
 -spec handshake(ssl:sslsocket(), timeout()) ->
