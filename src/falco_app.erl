@@ -29,7 +29,7 @@ stop(_State) ->
 %% Runs `Fun' in a process of its own: building the Huffman table grows a
 %% heap to about 2.7 MB, which the application master's process calling
 %% start/2 would keep for the node's life (it stays idle, never collected):
-%% a node with falco idle held 16.1 MB against 13.4 MB once built apart
+%% a node with falco idle held 16.1 MB against 13.5 MB once built apart
 %% (erlang:memory(total), 2026-11-25).
 build(Fun) ->
     Self = self(),
