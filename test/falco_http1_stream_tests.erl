@@ -212,6 +212,84 @@ file_send_fails_midway_test() ->
         ?assertEqual(262144, byte_size(Body))
     end).
 
+%% -- responses held back for pipelined requests ---------------------------------------------
+
+-define(NEXT, <<"GET /next HTTP/1.1\r\nHost: x\r\n\r\n">>).
+
+%% A request without a body followed by more bytes: its full response is
+%% held, and goes out first, in the same write, with the next response.
+held_while_more_follows_test() ->
+    setup([]),
+    {ok, S1} = ?S:send_response(200, [{<<"content-length">>, <<"1">>}], <<"a">>,
+                                body(none, ?NEXT, false)),
+    ?assertEqual(<<>>, sent()),
+    Held = ?S:held(S1),
+    ?assertNotEqual(none, Held),
+    S2 = ?S:hold_over(Held, body(none, <<>>, false)),
+    {ok, S3} = ?S:send_response(200, [{<<"content-length">>, <<"1">>}], <<"b">>, S2),
+    ?assertEqual([<<"HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\na"
+                   "HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\nb">>], get(fake_out)),
+    ?assertEqual(none, ?S:held(S3)).
+
+%% Nothing follows, the response closes, or it is too big to hold: sent at once.
+not_held_test() ->
+    setup([]),
+    {ok, S1} = ?S:send_response(200, [], <<"a">>, body(none, <<>>, false)),
+    ?assertEqual(<<"HTTP/1.1 200 OK\r\n\r\na">>, sent()),
+    ?assertEqual(none, ?S:held(S1)),
+    {ok, S2} = ?S:send_response(200, [{<<"connection">>, <<"close">>}], <<"a">>,
+                                body(none, ?NEXT, false)),
+    ?assertEqual(<<"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\na">>, sent()),
+    ?assertEqual(none, ?S:held(S2)),
+    Big = binary:copy(<<"x">>, 20000),
+    {ok, S3} = ?S:send_response(200, [], Big, body(none, ?NEXT, false)),
+    ?assertEqual(<<"HTTP/1.1 200 OK\r\n\r\n", Big/binary>>, sent()),
+    ?assertEqual(none, ?S:held(S3)).
+
+%% Held responses add up to at most 16 KB: the one that would pass the
+%% bound goes out with all held before it.
+held_bound_test() ->
+    setup([]),
+    Body = binary:copy(<<"y">>, 6000),
+    {ok, S1} = ?S:send_response(200, [], Body, body(none, ?NEXT, false)),
+    {ok, S2} = ?S:send_response(200, [], Body,
+                                ?S:hold_over(?S:held(S1), body(none, ?NEXT, false))),
+    ?assertEqual(<<>>, sent()),
+    {ok, S3} = ?S:send_response(200, [], Body,
+                                ?S:hold_over(?S:held(S2), body(none, ?NEXT, false))),
+    ?assertEqual(binary:copy(<<"HTTP/1.1 200 OK\r\n\r\n", Body/binary>>, 3), sent()),
+    ?assertEqual([], get(fake_out)),
+    ?assertEqual(none, ?S:held(S3)).
+
+%% A streamed reply, a file reply or a 101 sends what is held before its head.
+held_goes_before_other_replies_test() ->
+    Held = fun() ->
+                   {ok, S} = ?S:send_response(200, [], <<"first">>, body(none, ?NEXT, false)),
+                   ?S:hold_over(?S:held(S), body(none, <<>>, false))
+           end,
+    First = <<"HTTP/1.1 200 OK\r\n\r\nfirst">>,
+    setup([]),
+    {ok, S1} = ?S:send_headers(200, [], Held()),
+    ok = ?S:send_data(<<"x">>, S1),
+    {ok, _} = ?S:send_end([], S1),
+    ?assertEqual(<<First/binary, "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+                   "1\r\nx\r\n0\r\n\r\n">>, sent()),
+    with_file(<<"file body">>, fun(Fd) ->
+        {ok, S2} = ?S:send_file(200, [{<<"content-length">>, <<"9">>}], Fd, 0, 9, Held()),
+        ?assertEqual(<<First/binary, "HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\n"
+                       "file body">>, sent()),
+        ?assertEqual(none, ?S:held(S2))
+    end),
+    {ok, _} = ?S:switch_protocols(101, [], #{}, Held()),
+    ?assertEqual(<<First/binary, "HTTP/1.1 101 Switching Protocols\r\n\r\n">>, sent()),
+    %% and the connection's own sends, before a read or a close
+    ?assertEqual(ok, ?S:send_held(?MODULE, fake, ?S:held(element(2, ?S:send_response(
+                                                   200, [], <<"first">>,
+                                                   body(none, ?NEXT, false)))))),
+    ?assertEqual(First, sent()),
+    ?assertEqual(ok, ?S:send_held(?MODULE, fake, none)),
+    ?assertEqual(<<>>, sent()).
+
 %% -- request bodies -----------------------------------------------------------------------------
 
 %% No body at all: reads give nothing, finishing keeps the buffer (the next

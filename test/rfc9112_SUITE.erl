@@ -55,6 +55,8 @@
          connection_close_in_list/1, http10_closes_by_default/1, http10_keep_alive/1,
          pipelined_in_order/1, pipelined_with_bodies/1, pipelined_unread_body_discarded/1,
          pipelined_partial_body_read/1, pipelined_after_rejection_not_served/1,
+         pipelined_answered_before_next_read/1, pipelined_answered_before_continue/1,
+         pipelined_mixed_replies_in_order/1,
          unread_large_body_closes/1, close_without_draining_unread_body/1,
          head_split_byte_by_byte/1, idle_connection_closed/1, incomplete_head_408/1,
          incomplete_body_408/1, client_half_close/1
@@ -107,7 +109,9 @@ groups() ->
                        pipelined_in_order, pipelined_with_bodies,
                        pipelined_unread_body_discarded, pipelined_partial_body_read,
                        unread_large_body_closes, close_without_draining_unread_body,
-                       pipelined_after_rejection_not_served, head_split_byte_by_byte,
+                       pipelined_after_rejection_not_served,
+                       pipelined_answered_before_next_read, pipelined_answered_before_continue,
+                       pipelined_mixed_replies_in_order, head_split_byte_by_byte,
                        idle_connection_closed, incomplete_head_408, incomplete_body_408,
                        client_half_close]}].
 
@@ -157,6 +161,9 @@ handle(<<"/stream">>, Req, Rec) ->
              ok = Send(<<"two,">>),
              ok = Send(<<"three">>)
      end};
+handle(<<"/big">>, Req, Rec) ->
+    ?C:record(Rec, {falco_req:method(Req), <<"/big">>}),
+    {200, [], binary:copy(<<"b">>, 10000)};
 handle(<<"/noread">>, Req, Rec) ->
     ?C:record(Rec, {falco_req:method(Req), <<"/noread">>}),
     {200, [], <<"not read">>};
@@ -893,6 +900,52 @@ pipelined_after_rejection_not_served(Config) ->
                                    <<"GET /never HTTP/1.1\r\n" ?HOST "\r\n">>]),
     ?assertMatch([#{status := 200}, #{status := 400}], Rs),
     ?assertEqual([{<<"GET">>, <<"/ok">>}], calls(Config)).
+
+%% Responses to pipelined requests may be held back to leave in one write
+%% (falco_http1_stream), but never past a wait for the client: with the
+%% next head only partly sent, the first response comes at once.
+pipelined_answered_before_next_read(Config) ->
+    Sock = ?C:connect(port(Config)),
+    ?C:send(Sock, <<"GET /a HTTP/1.1\r\n" ?HOST "\r\nGET /b HTTP/1.1\r\n" ?HOST>>),
+    {ok, R1} = ?C:recv_response(Sock, #{timeout => 3000}),
+    #{path := <<"/a">>} = binary_to_term(maps:get(body, R1)),
+    ?C:send(Sock, <<"\r\n">>),
+    {ok, R2} = ?C:recv_response(Sock),
+    #{path := <<"/b">>} = binary_to_term(maps:get(body, R2)),
+    ?C:close(Sock).
+
+%% RFC 9110 §10.1.1: the client waits for 100 Continue before it sends the
+%% body; the response to the request before it comes first, then the 100.
+pipelined_answered_before_continue(Config) ->
+    Sock = ?C:connect(port(Config)),
+    ?C:send(Sock, [<<"GET /a HTTP/1.1\r\n" ?HOST "\r\n">>,
+                   <<"POST /b HTTP/1.1\r\n" ?HOST "Expect: 100-continue\r\n"
+                     "Content-Length: 5\r\n\r\n">>]),
+    {ok, R1} = ?C:recv_response(Sock, #{timeout => 3000}),
+    #{path := <<"/a">>} = binary_to_term(maps:get(body, R1)),
+    {ok, #{status := 100}} = ?C:recv_response(Sock, #{timeout => 3000}),
+    ?C:send(Sock, <<"hello">>),
+    {ok, R2} = ?C:recv_response(Sock),
+    #{path := <<"/b">>, body := <<"hello">>} = binary_to_term(maps:get(body, R2)),
+    ?C:close(Sock).
+
+%% Full, streamed and large replies to one pipelined batch leave in request
+%% order (large ones pass the 16 KB that may be held), the last one closes.
+pipelined_mixed_replies_in_order(Config) ->
+    Sock = ?C:connect(port(Config)),
+    Get = fun(P) -> <<"GET ", P/binary, " HTTP/1.1\r\n" ?HOST "\r\n">> end,
+    ?C:send(Sock, [Get(<<"/a">>), Get(<<"/stream">>), Get(<<"/big">>), Get(<<"/big">>),
+                   Get(<<"/b">>), Get(<<"/big">>), Get(<<"/big">>),
+                   <<"GET /c HTTP/1.1\r\n" ?HOST "Connection: close\r\n\r\n">>]),
+    Bodies = [begin {ok, #{status := 200, body := B}} = ?C:recv_response(Sock), B end
+              || _ <- lists:seq(1, 8)],
+    Big = binary:copy(<<"b">>, 10000),
+    [A, <<"one,two,three">>, Big, Big, B, Big, Big, C] = Bodies,
+    ?assertEqual([<<"/a">>, <<"/b">>, <<"/c">>],
+                 [maps:get(path, binary_to_term(X)) || X <- [A, B, C]]),
+    ok = ?C:expect_closed(Sock, 3000),
+    ?assertEqual(8, length(calls(Config))),
+    ?C:close(Sock).
 
 %% RFC 9112 §2.2: the head may arrive in pieces of any size; the parse does
 %% not depend on how bytes are split across reads.

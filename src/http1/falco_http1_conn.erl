@@ -64,6 +64,9 @@
                retry_after :: pos_integer(),
                %% the socket's read buffer was widened for a long head
                wide_head = false :: boolean(),
+               %% responses to pipelined requests not sent yet
+               %% (falco_http1_stream:held/1): sent before any read or close
+               held = none :: falco_http1_stream:held() | none,
                debug = [] :: [sys:dbg_opt()]}).
 
 %% @doc Serves HTTP/1.1 on the connection of `Ctx' ({@link falco_conn}),
@@ -97,8 +100,13 @@ enter(Ctx = #{socket := Socket, transport := T, parent := Parent, handler := Han
 %% Bytes that are only empty lines (RFC 9112 §2.2: some clients send a CRLF
 %% after a body) do not start a request: the connection stays idle, so it
 %% gets the wait for a first byte and a silent close, never an unsolicited 408.
-wait(C, <<>>) ->
+wait(C = #conn{held = none}, <<>>) ->
     idle(C);
+wait(C0, <<>>) ->
+    case flush(C0) of
+        {ok, C} -> idle(C);
+        closed -> closed
+    end;
 wait(C, Buf) ->
     case only_crlf(Buf) of
         true -> wait(C, <<>>);
@@ -123,6 +131,11 @@ idle_deadline(#conn{first = First, idle_timeout = Idle}) -> min(First, falco_tra
 %% request, that reply has no content either (RFC 9110 §9.3.2).
 head(C, {ok, Request, Rest}, _Deadline, _Start) ->
     request(C, Request, Rest);
+head(C0 = #conn{held = Held}, More = {more, _}, Deadline, Start) when Held =/= none ->
+    case flush(C0) of
+        {ok, C} -> head(C, More, Deadline, Start);
+        closed -> closed
+    end;
 head(C0 = #conn{socket = Sock, transport = T}, {more, Cont}, Deadline, Start) ->
     C = wide_head(C0),
     case T:recv(Sock, 0, falco_transport:remaining(Deadline)) of
@@ -188,6 +201,11 @@ upgrade(C = #conn{transport = gen_tcp, conf = #{protocols := Protocols}}, Reques
 upgrade(C, Request, Rest) ->
     serve(C, Request, Rest).
 
+upgrade_h2c(C0 = #conn{held = Held}, Request, Settings, Rest) when Held =/= none ->
+    case flush(C0) of
+        {ok, C} -> upgrade_h2c(C, Request, Settings, Rest);
+        closed -> closed
+    end;
 upgrade_h2c(C = #conn{socket = Sock, transport = T}, Request, Settings, Rest) ->
     case T:send(Sock, <<"HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\n"
                         "upgrade: h2c\r\n\r\n">>) of
@@ -198,29 +216,41 @@ upgrade_h2c(C = #conn{socket = Sock, transport = T}, Request, Settings, Rest) ->
             close(C)
     end.
 
-serve(C = #conn{stats = Stats, cell = Cell, max_in_flight = MaxInFlight,
-                retry_after = RetryAfter}, Request, Rest) ->
+serve(C0 = #conn{held = Held}, Request = #{body := Framing}, Rest)
+  when Held =/= none, Framing =/= none ->
+    %% Responses held back go before anything is read of a body (or a
+    %% 100 Continue sent for it).
+    case flush(C0) of
+        {ok, C} -> serve(C, Request, Rest);
+        closed -> closed
+    end;
+serve(C0 = #conn{stats = Stats, cell = Cell, max_in_flight = MaxInFlight,
+                 retry_after = RetryAfter, held = Held}, Request, Rest) ->
+    %% What is held is the request's stream's to send now.
+    C = C0#conn{held = none},
     %% Counted in flight around the pipeline (falco_stats): a process killed
     %% in its middle has its count given back by its acceptor.
     case falco_stats:request_start(Stats, Cell, MaxInFlight, RetryAfter) of
         ok ->
-            Result = serve(C, Request, Rest, handler),
+            Result = serve(C, Held, Request, Rest, handler),
             ok = falco_stats:request_end(Stats, Cell),
             after_serve(C, Result);
         {shed, Reason} ->
             %% answered like any response, so a keep-alive connection stays
             %% (an unread body is discarded or closes it, as after a handler)
-            after_serve(C, serve(C, Request, Rest, {shed, Reason}))
+            after_serve(C, serve(C, Held, Request, Rest, {shed, Reason}))
     end.
 
 serve(C = #conn{socket = Sock, transport = T, conf = Conf, served = Served,
-                max_requests = Max, tracker = Tracker}, Request, Rest, Run) ->
+                max_requests = Max, tracker = Tracker}, Held, Request, Rest, Run) ->
     #{version := Version, keep_alive := KeepAlive0, body := Framing,
       expect_continue := Continue} = Request,
     put(?SERVED_KEY, Served),
     KeepAlive = KeepAlive0 andalso Served + 1 < Max,
-    S0 = falco_http1_stream:with_body(Framing, Rest, Continue, Tracker,
-                                      falco_http1_stream:new(Sock, T, Version, KeepAlive, Conf)),
+    S0 = falco_http1_stream:with_body(
+           Framing, Rest, Continue, Tracker,
+           falco_http1_stream:hold_over(Held, falco_http1_stream:new(Sock, T, Version, KeepAlive,
+                                                                     Conf))),
     Req = (with_connection(Request, C))#{stream => {falco_http1_stream, S0}},
     Result = case Run of
                  handler ->
@@ -240,7 +270,8 @@ after_serve(C, {{error, _}, _}) ->
     close(C).
 
 %% The response is out: on to the next request, or close.
-next(C = #conn{served = Served}, S, KeepAlive0) ->
+next(C0 = #conn{served = Served}, S, KeepAlive0) ->
+    C = C0#conn{held = falco_http1_stream:held(S)},
     case falco_http1_stream:body_finish(S) of
         {ok, Buf} ->
             ok = drop_strays(C),
@@ -271,22 +302,32 @@ forget_busy() ->
 %% An error status, then close: framing is in doubt (RFC 9112 §11.2). The
 %% reply is the pipeline's, as for every protocol; `Request' is what is
 %% known of the request (its method: no content in a reply to HEAD).
-reject(C = #conn{socket = Sock, transport = T, conf = Conf}, Reason, Request) ->
-    S = falco_http1_stream:new(Sock, T, {1, 1}, false, Conf),
+reject(C = #conn{socket = Sock, transport = T, conf = Conf, held = Held}, Reason, Request) ->
+    S = falco_http1_stream:hold_over(Held, falco_http1_stream:new(Sock, T, {1, 1}, false, Conf)),
     _ = falco_pipeline:error_reply(Reason, with_connection(Request, C), falco_http1_stream, S),
-    close(C).
+    close(C#conn{held = none}).
 
-%% Lingering close (RFC 9112 §9.6), the one rule of falco_transport.
-close(#conn{socket = Sock, transport = T}) ->
+%% Lingering close (RFC 9112 §9.6), the one rule of falco_transport; what
+%% is held goes first.
+close(#conn{socket = Sock, transport = T, held = Held}) ->
+    _ = falco_http1_stream:send_held(T, Sock, Held),
     ok = falco_transport:linger_close(T, Sock),
     closed.
+
+%% Sends the responses held back (pipelining, see falco_http1_stream:held/1).
+flush(C = #conn{socket = Sock, transport = T, held = Held}) ->
+    case falco_http1_stream:send_held(T, Sock, Held) of
+        ok -> {ok, C#conn{held = none}};
+        {error, _} -> quick_close(C#conn{held = none})
+    end.
 
 %% The client asked to close (`Connection: close', or 1.0 without
 %% keep-alive), its request was read to the end and nothing follows it: it
 %% sends nothing more (RFC 9112 §9.6), so there is nothing to drain and a
 %% plain close is safe. This halves the work of a connection-per-request
 %% client.
-quick_close(#conn{socket = Sock, transport = T}) ->
+quick_close(#conn{socket = Sock, transport = T, held = Held}) ->
+    _ = falco_http1_stream:send_held(T, Sock, Held),
     _ = T:close(Sock),
     closed.
 
