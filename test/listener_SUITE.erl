@@ -28,6 +28,7 @@
          body_timeout_between_reads/1,
          send_timeout_stalled_client/1, emfile_backoff/1, ipv6_listener/1,
          max_keep_alive_requests/1, read_buffers_stay_small/1, read_buffer_sizes/1,
+         accepted_socket_options/1,
          limit_request_line_414/1, limit_header_line_431/1, limit_header_block_431/1,
          limit_header_count_431/1, limit_body_413/1, limit_body_413_while_uploading/1,
          limit_body_chunked_413/1,
@@ -57,7 +58,7 @@ groups() ->
                         body_timeout_between_reads,
                         send_timeout_stalled_client, emfile_backoff,
                         max_keep_alive_requests, read_buffers_stay_small,
-                        read_buffer_sizes]},
+                        read_buffer_sizes, accepted_socket_options]},
      {limits, [], [limit_request_line_414, limit_header_line_431, limit_header_block_431,
                    limit_header_count_431, limit_body_413, limit_body_413_while_uploading,
                    limit_body_chunked_413,
@@ -683,6 +684,50 @@ read_buffers_stay_small(Config) ->
     ?assert(Peak < 1024 * 1024),
     [?C:close(S) || S <- Socks],
     ok.
+
+%% falco_transport:accept/3 takes a connection without gen_tcp:accept's
+%% copy of options from the listen socket (36 system calls): the accepted
+%% socket must have every option gen_tcp:accept would give it, for a
+%% listen socket opened as a listener opens it (IPv4 and IPv6, both
+%% backends, listener options changed from their defaults too).
+accepted_socket_options(_Config) ->
+    Keys = [active, mode, packet, packet_size, header, deliver, exit_on_close,
+            show_econnreset, nodelay, keepalive, delay_send, priority, linger, tos, ttl,
+            recvtos, recvttl, buffer, recbuf, sndbuf, send_timeout, send_timeout_close,
+            high_watermark, low_watermark, reuseaddr],
+    Confs = [#{ip => Ip, inet_backend => Backend, nodelay => NoDelay, send_timeout => T}
+             || Ip <- [{127, 0, 0, 1}, {0, 0, 0, 0, 0, 0, 0, 1}], Backend <- [inet, socket],
+                {NoDelay, T} <- [{true, 30000}, {false, 1234}]],
+    Checked = [accepted_options(C, Keys) || C <- Confs],
+    ct:log("compared: ~p", [Checked]),
+    ?assert(lists:member(inet, Checked)).
+
+accepted_options(Extra = #{ip := Ip, inet_backend := Backend}, Keys) ->
+    {ok, Conf} = falco_opts:validate(Extra#{port => 0, handler => fun(_) -> {200, [], <<>>} end}),
+    case gen_tcp:listen(0, falco_listener_sup:socket_options(Conf)) of
+        {ok, L} ->
+            {ok, Port} = inet:port(L),
+            Connect = fun() -> {ok, C} = gen_tcp:connect(Ip, Port, [{active, false}]), C end,
+            C1 = Connect(),
+            {ok, Theirs} = gen_tcp:accept(L, 5000),
+            C2 = Connect(),
+            {ok, Ours} = falco_transport:accept(tcp, L, 5000),
+            ?assertEqual(inet:getopts(Theirs, Keys), inet:getopts(Ours, Keys)),
+            %% and it works as a gen_tcp socket, both ways
+            ok = gen_tcp:send(C2, <<"ping">>),
+            ?assertEqual({ok, <<"ping">>}, gen_tcp:recv(Ours, 4, 5000)),
+            ok = gen_tcp:send(Ours, <<"pong">>),
+            ?assertEqual({ok, "pong"}, gen_tcp:recv(C2, 4, 5000)),
+            ?assertEqual(inet:peername(C2), inet:sockname(Ours)),
+            %% nothing to accept: a timeout, as gen_tcp:accept/2 says it
+            ?assertEqual({error, timeout}, falco_transport:accept(tcp, L, 50)),
+            [gen_tcp:close(S) || S <- [C1, C2, Theirs, Ours, L]],
+            Backend;
+        {error, Why} when tuple_size(Ip) =:= 8 ->
+            %% a machine without IPv6 on loopback
+            ct:log("no IPv6 listen socket: ~p", [Why]),
+            none
+    end.
 
 %% The inet driver keeps a read buffer of the size of the last allocation
 %% in every idle connection (docs/internals/idle-memory.md): a new

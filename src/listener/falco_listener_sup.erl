@@ -29,7 +29,7 @@
 -behaviour(supervisor).
 
 -export([start_link/2, info/1, acceptors/1, drain_flag/1]).
--export([init/1]).
+-export([init/1, socket_options/1]).
 
 -define(TABLE, falco_listeners).
 
@@ -111,12 +111,13 @@ row(Name) ->
         error:badarg -> {error, not_found}
     end.
 
-%% @private
--spec init({atom(), map()}) -> {ok, {supervisor:sup_flags(), [supervisor:child_spec()]}}.
-init({Name, Conf0}) ->
-    Conf = tls_conf(maps:without([routes, router, router_opts, middleware], Conf0)),
-    #{ip := Ip, port := Port, backlog := Backlog, nodelay := NoDelay,
-      send_timeout := SendTimeout, num_acceptors := N, inet_backend := Backend} = Conf,
+%% @private The options of a listener's listen socket, from its
+%% configuration. Every option of an accepted socket comes from these
+%% (falco_transport:accept/3): nothing is set on a connection's socket
+%% when it is accepted.
+-spec socket_options(map()) -> [gen_tcp:listen_option()].
+socket_options(Conf = #{ip := Ip, backlog := Backlog, nodelay := NoDelay,
+                        send_timeout := SendTimeout, inet_backend := Backend}) ->
     Family = case tuple_size(Ip) of
                  4 -> inet;
                  8 -> inet6
@@ -125,13 +126,20 @@ init({Name, Conf0}) ->
     %% says `socket': with the yield before the keep-alive read it costs
     %% less CPU per request and memory per idle connection than the NIF
     %% (docs/internals/http1.md, "Socket backend").
-    SockOpts = [{inet_backend, Backend}, binary, Family, {ip, Ip}, {active, false}, {packet, raw}, {reuseaddr, true},
-                {backlog, Backlog}, {nodelay, NoDelay}, {send_timeout, SendTimeout},
-                {send_timeout_close, true}, {keepalive, true},
-                %% The read buffer (falco_transport:read_buffer/2); large
-                %% bodies widen it (falco_http1_stream, falco_http2_conn).
-                {buffer, falco_transport:accept_buffer(maps:get(transport, Conf), Backend)}]
-        ++ [falco_transport:reuseport() || maps:get(reuseport, Conf)],
+    [{inet_backend, Backend}, binary, Family, {ip, Ip}, {active, false}, {packet, raw},
+     {reuseaddr, true}, {backlog, Backlog}, {nodelay, NoDelay}, {send_timeout, SendTimeout},
+     {send_timeout_close, true}, {keepalive, true},
+     %% The read buffer (falco_transport:read_buffer/2); large
+     %% bodies widen it (falco_http1_stream, falco_http2_conn).
+     {buffer, falco_transport:accept_buffer(maps:get(transport, Conf), Backend)}]
+        ++ [falco_transport:reuseport() || maps:get(reuseport, Conf)].
+
+%% @private
+-spec init({atom(), map()}) -> {ok, {supervisor:sup_flags(), [supervisor:child_spec()]}}.
+init({Name, Conf0}) ->
+    Conf = tls_conf(maps:without([routes, router, router_opts, middleware], Conf0)),
+    #{port := Port, num_acceptors := N} = Conf,
+    SockOpts = socket_options(Conf),
     Kind = maps:get(transport, Conf),
     case falco_transport:listen(Kind, Port, SockOpts, maps:get(tls_server_opts, Conf, [])) of
         {ok, LSock} ->

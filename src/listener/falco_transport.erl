@@ -121,8 +121,41 @@ unknown_tls_options(TlsOpts) ->
 %% connection's ({@link handshake/2}). `{error, timeout}' when none came
 %% within `Timeout' ms.
 -spec accept(kind(), socket(), timeout()) -> {ok, socket()} | {error, term()}.
+accept(tcp, LSock, Timeout) when is_port(LSock) -> accept_port(LSock, Timeout);
 accept(tcp, LSock, Timeout) -> gen_tcp:accept(LSock, Timeout);
 accept(tls, LSock, Timeout) -> ssl:transport_accept(LSock, Timeout).
+
+%% gen_tcp:accept/2 on the port driver (the `inet' backend) copies ten
+%% options from the listen socket to the new one, each read and written
+%% with its own system calls: 36 of them per connection, against one
+%% accept, one read, one write and one close (strace, 2026-11-25). Linux
+%% gives an accepted socket its listening socket's options already, and
+%% the driver copies its own (active, mode, packet, buffer, send_timeout,
+%% ...); only `delay_send' and `priority' are not carried over, and a
+%% falco listen socket sets neither (falco_listener_sup:socket_options/2;
+%% falco_opts refuses them). So the accept is taken as inet_tcp's own is,
+%% without the copy: prim_inet:async_accept/2, then the new socket is
+%% registered as inet_tcp:accept/2 registers it. listener_SUITE:
+%% accepted_socket_options compares every option with gen_tcp:accept's,
+%% so an OTP that changes either fails there. connection_storm: see
+%% docs/internals/http1.md.
+accept_port(LSock, Timeout) ->
+    case prim_inet:async_accept(LSock, accept_time(Timeout)) of
+        {ok, Ref} ->
+            receive
+                {inet_async, LSock, Ref, {ok, Sock}} ->
+                    {ok, Mod} = inet_db:lookup_socket(LSock),
+                    true = inet_db:register_socket(Sock, Mod),
+                    {ok, Sock};
+                {inet_async, LSock, Ref, Error} ->
+                    Error
+            end;
+        Error ->
+            Error
+    end.
+
+accept_time(infinity) -> -1;
+accept_time(Ms) -> Ms.
 
 %% @doc The TCP socket of a connection from {@link accept/3}: itself over
 %% TCP; over TLS, before the handshake, the TCP socket under the `ssl'
