@@ -28,7 +28,7 @@
          body_timeout_between_reads/1,
          send_timeout_stalled_client/1, emfile_backoff/1, ipv6_listener/1,
          max_keep_alive_requests/1, read_buffers_stay_small/1, read_buffer_sizes/1,
-         accepted_socket_options/1,
+         accepted_socket_options/1, close_socket_sends_everything/1,
          limit_request_line_414/1, limit_header_line_431/1, limit_header_block_431/1,
          limit_header_count_431/1, limit_body_413/1, limit_body_413_while_uploading/1,
          limit_body_chunked_413/1,
@@ -58,7 +58,8 @@ groups() ->
                         body_timeout_between_reads,
                         send_timeout_stalled_client, emfile_backoff,
                         max_keep_alive_requests, read_buffers_stay_small,
-                        read_buffer_sizes, accepted_socket_options]},
+                        read_buffer_sizes, accepted_socket_options,
+                        close_socket_sends_everything]},
      {limits, [], [limit_request_line_414, limit_header_line_431, limit_header_block_431,
                    limit_header_count_431, limit_body_413, limit_body_413_while_uploading,
                    limit_body_chunked_413,
@@ -727,6 +728,46 @@ accepted_options(Extra = #{ip := Ip, inet_backend := Backend}, Keys) ->
             %% a machine without IPv6 on loopback
             ct:log("no IPv6 listen socket: ~p", [Why]),
             none
+    end.
+
+%% falco_transport:close_socket/2 closes the port at once when nothing is
+%% queued, else as gen_tcp:close/1 (which waits for the queue): either way
+%% the peer gets every byte sent before the close, then the end of the
+%% stream, and nothing about the socket is left in the closer's mailbox.
+close_socket_sends_everything(_Config) ->
+    {ok, Conf} = falco_opts:validate(#{port => 0, ip => {127, 0, 0, 1},
+                                       handler => fun(_) -> {200, [], <<>>} end}),
+    {ok, L} = gen_tcp:listen(0, falco_listener_sup:socket_options(Conf)),
+    {ok, Port} = inet:port(L),
+    Small = <<"last words">>,
+    Big = binary:copy(<<"0123456789abcdef">>, 4 * 65536),
+    [begin
+         Self = self(),
+         Reader = spawn_link(fun() ->
+                                     {ok, C} = gen_tcp:connect({127, 0, 0, 1}, Port,
+                                                               [binary, {active, false}]),
+                                     %% a slow start: the big send queues first
+                                     timer:sleep(300),
+                                     Self ! {got, read_all(C, <<>>)}
+                             end),
+         {ok, S} = falco_transport:accept(tcp, L, 5000),
+         %% gen_tcp:send/2 returns once the driver has queued it all
+         ok = gen_tcp:send(S, Data),
+         {queue_size, Queued} = erlang:port_info(S, queue_size),
+         ?assertEqual(Data =:= Big, Queued > 0),
+         ok = falco_transport:close_socket(gen_tcp, S),
+         ct:log("~b bytes, queue at the close: ~p", [byte_size(Data), Queued]),
+         receive {got, Got} -> ?assertEqual({byte_size(Data), closed}, Got) end,
+         ?assertEqual(undefined, erlang:port_info(S)),
+         unlink(Reader)
+     end || Data <- [Small, Big]],
+    ?assertEqual({messages, []}, process_info(self(), messages)),
+    gen_tcp:close(L).
+
+read_all(C, Acc) ->
+    case gen_tcp:recv(C, 0, 5000) of
+        {ok, D} -> read_all(C, <<Acc/binary, D/binary>>);
+        {error, Why} -> {byte_size(Acc), Why}
     end.
 
 %% The inet driver keeps a read buffer of the size of the last allocation

@@ -328,7 +328,7 @@ flush(C = #conn{socket = Sock, transport = T, held = Held}) ->
 %% client.
 quick_close(#conn{socket = Sock, transport = T, held = Held}) ->
     _ = falco_http1_stream:send_held(T, Sock, Held),
-    _ = T:close(Sock),
+    ok = falco_transport:close_socket(T, Sock),
     closed.
 
 %% Messages the handler left in this process's mailbox are dropped before

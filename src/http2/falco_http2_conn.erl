@@ -501,8 +501,7 @@ finish(C = #c{socket = Sock, transport = T, active = Active}) ->
 
 terminate(C = #c{socket = Sock, transport = T}) ->
     kill_streams(C),
-    _ = T:close(Sock),
-    ok.
+    falco_transport:close_socket(T, Sock).
 
 kill_streams(#c{pids = Pids, tunnels = T}) ->
     _ = [case is_map_key(Pid, T) of

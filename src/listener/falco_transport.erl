@@ -30,7 +30,7 @@
 -export([tls_options/2, alpn_ids/1, setopts/3, peername/2, messages/1,
          default_ciphers/0, default_ciphers/1]).
 -export([reuseport/0]).
--export([linger_close/2, linger_close_active/2, deadline/1, remaining/1]).
+-export([linger_close/2, linger_close_active/2, close_socket/2, deadline/1, remaining/1]).
 -export([read_buffer/2, accept_buffer/2, send/3]).
 
 -define(DEFAULT_VERSIONS, ['tlsv1.3', 'tlsv1.2']).
@@ -300,6 +300,30 @@ send(gen_tcp, Sock, Data) when is_port(Sock) ->
 send(T, Sock, Data) ->
     T:send(Sock, Data).
 
+%% @doc Closes a connection's socket. gen_tcp:close/1 on the inet driver
+%% asks the driver twice before it closes: for the linger option, then
+%% for the size of its output queue, to wait until that is sent. A falco
+%% socket never lingers (its listen socket does not set the option, and
+%% falco_opts refuses it), and after {@link send/3} the queue is empty
+%% unless the peer stopped reading: so one look at the queue (no call into
+%% the driver) decides. Empty, the port is closed at once, as
+%% gen_tcp:close/1 then does; else gen_tcp:close/1 waits for it.
+%% connection_storm: docs/internals/http1.md, "Accepting a connection".
+-spec close_socket(transport(), socket()) -> ok.
+close_socket(gen_tcp, Sock) when is_port(Sock) ->
+    case erlang:port_info(Sock, queue_size) of
+        {queue_size, 0} ->
+            _ = (catch erlang:port_close(Sock)),
+            receive {'EXIT', Sock, _} -> ok after 0 -> ok end,
+            receive {tcp_closed, Sock} -> ok after 0 -> ok end;
+        _ ->
+            _ = gen_tcp:close(Sock),
+            ok
+    end;
+close_socket(T, Sock) ->
+    _ = T:close(Sock),
+    ok.
+
 %% @doc Lingering close (RFC 9112 §9.6; RFC 9113 §6.8 for a GOAWAY): stop
 %% sending, read and drop what the client still had in flight for a moment,
 %% then close. Closing with unread bytes makes the kernel send a reset that
@@ -313,8 +337,7 @@ send(T, Sock, Data) ->
 linger_close(T, Sock) ->
     _ = T:shutdown(Sock, write),
     linger(T, Sock, deadline(?LINGER_MS), ?LINGER_BYTES),
-    _ = T:close(Sock),
-    ok.
+    close_socket(T, Sock).
 
 %% @doc {@link linger_close/2} for a socket in `{active, N}' mode (HTTP/2),
 %% reading through its messages. It is not switched back to passive: on
@@ -325,8 +348,7 @@ linger_close(T, Sock) ->
 linger_close_active(T, Sock) ->
     _ = T:shutdown(Sock, write),
     linger_active(T, Sock, messages(T), deadline(?LINGER_MS), ?LINGER_BYTES),
-    _ = T:close(Sock),
-    ok.
+    close_socket(T, Sock).
 
 linger_active(T, Sock, Tags = {DataTag, ClosedTag, ErrorTag, PassiveTag}, Deadline, Budget)
   when Budget > 0 ->

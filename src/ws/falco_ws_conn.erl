@@ -583,7 +583,7 @@ close_io({How, Last}, S = #ws{io = {socket, T, Sock, _}}) ->
             _ -> send(Last, S)
         end,
     case How of
-        close -> T:close(Sock);
+        close -> falco_transport:close_socket(T, Sock);
         %% an armed socket is in {active, once} mode: read through messages
         linger when S#ws.armed -> falco_transport:linger_close_active(T, Sock);
         linger -> falco_transport:linger_close(T, Sock)
