@@ -1,15 +1,20 @@
 %% bench_openloop: `bench/run --open-loop'. After the closed-loop matrix,
-%% drives each server at fixed request rates (50/75/90/95 % of its own
-%% closed-loop peak) with oha, whose --latency-correction counts the time a
-%% request should have been sent rather than when it could be
-%% (coordinated omission), and records the corrected p50/p99/p99.9 and the
-%% rate achieved. oha comes from the PATH or is built once with cargo into
+%% drives each server at fixed request rates with oha, whose
+%% --latency-correction counts the time a request should have been sent
+%% rather than when it could be (coordinated omission), and records the
+%% corrected p50/p99/p99.9 and the rate achieved. Two sets of rates: 50,
+%% 75, 90 and 95 % of the server's own closed-loop peak (how it behaves
+%% near its own limit), and the common rates, 50 and 90 % of the lowest
+%% peak among the servers of the run, the same for every server (the same
+%% load for all). oha comes from the PATH or is built once with cargo into
 %% _build/bench/tools (minutes, the first time only).
 -module(bench_openloop).
 
--export([run/2, scenarios/0]).
+-export([run/2, scenarios/0, label/2]).
 
 -define(FRACTIONS, [0.5, 0.75, 0.9, 0.95]).
+%% of the lowest peak of the run's servers, for every server
+-define(COMMON, [0.5, 0.9]).
 -define(LOAD_CORE, 0).
 
 %% @doc The scenarios the open loop covers (single static requests).
@@ -25,14 +30,20 @@ run(#{results := Results, servers := Servers, scenarios := Scs}, Ctx) ->
             {skipped, Why};
         {ok, Oha} ->
             Chosen = [Sc || Sc = #{name := N} <- Scs, lists:member(N, scenarios())],
-            Rows = lists:append(
-                     [rates(Sc, Sv, Peak, Oha, Ctx)
-                      || Sc = #{name := N} <- Chosen, Sv <- Servers,
-                         #{rps := #{median := Peak}} <- [bench_report:cells(Results, Sv, N)]]),
+            Rows = lists:append([scenario(Sc, Results, Servers, Oha, Ctx) || Sc <- Chosen]),
             {ok, Rows}
     end.
 
-rates(Sc = #{name := Name, path := Path}, Sv, Peak, Oha, Ctx) ->
+scenario(Sc = #{name := N}, Results, Servers, Oha, Ctx) ->
+    Peaks = [{Sv, Peak} || Sv <- Servers,
+                           #{rps := #{median := Peak}} <- [bench_report:cells(Results, Sv, N)]],
+    Lowest = lists:min([infinity | [P || {_, P} <- Peaks]]),
+    Targets = fun(Peak) -> [{own, F, max(1, round(F * Peak))} || F <- ?FRACTIONS]
+                               ++ [{common, F, max(1, round(F * Lowest))} || F <- ?COMMON]
+              end,
+    lists:append([rates(Sc, Sv, Targets(Peak), Oha, Ctx) || {Sv, Peak} <- Peaks]).
+
+rates(Sc = #{name := Name, path := Path}, Sv, Targets, Oha, Ctx) ->
     Port = 20000 + erlang:unique_integer([positive]) rem 30000,
     case bench_servers:start(Sv, Name, Port, Ctx) of
         {error, Why} ->
@@ -41,14 +52,13 @@ rates(Sc = #{name := Name, path := Path}, Sv, Peak, Oha, Ctx) ->
             try
                 ok = bench_check:check(Sc, Port),
                 Url = "http://127.0.0.1:" ++ integer_to_list(Port) ++ Path,
-                [rate(Sc, Sv, F, Peak, Oha, Url, Ctx) || F <- ?FRACTIONS]
+                [rate(Sc, Sv, T, Oha, Url, Ctx) || T <- Targets]
             after
                 bench_servers:stop(H)
             end
     end.
 
-rate(Sc = #{name := Name}, Sv, F, Peak, Oha, Url, Ctx) ->
-    Target = max(1, round(F * Peak)),
+rate(Sc = #{name := Name}, Sv, {Kind, F, Target}, Oha, Url, Ctx) ->
     Secs = maps:get(duration, Ctx),
     Clients = case maps:get(clients, Sc) of
                   undefined -> maps:get(clients, Ctx);
@@ -58,7 +68,7 @@ rate(Sc = #{name := Name}, Sv, F, Peak, Oha, Url, Ctx) ->
         [Oha, "-z", integer_to_list(Secs) ++ "s", "-q", integer_to_list(Target),
          "-c", integer_to_list(Clients), "--latency-correction", "--no-tui",
          "--output-format", "json" | request_args(Sc)] ++ [Url],
-    Row = #{scenario => Name, server => Sv, fraction => F, target => Target},
+    Row = #{scenario => Name, server => Sv, kind => Kind, fraction => F, target => Target},
     Core0 = bench_proc:core_ticks(?LOAD_CORE),
     Exec = bench_proc:exec(Args, (Secs + 60) * 1000),
     LoadBusy = busy(Core0, bench_proc:core_ticks(?LOAD_CORE)),
@@ -73,18 +83,24 @@ rate(Sc = #{name := Name}, Sv, F, Peak, Oha, Url, Ctx) ->
         end,
     case R of
         #{status := ok, achieved := A, p99 := P99} ->
-            io:format("[open loop] ~-14s ~-8s ~3b % of peak = ~s req/s: achieved ~s, "
+            io:format("[open loop] ~-14s ~-8s ~ts = ~s req/s: achieved ~s, "
                       "corrected p99 ~ts, load core ~s busy~n",
-                      [Name, Sv, round(F * 100), bench_report:fmt_rps(Target),
+                      [Name, Sv, label(Kind, F), bench_report:fmt_rps(Target),
                        bench_report:fmt_rps(A), bench_report:fmt_us(P99),
                        case maps:get(load_busy, R) of
                            undefined -> "?";
                            LB -> integer_to_list(round(LB)) ++ " %"
                        end]);
         #{status := {error, Why}} ->
-            io:format("[open loop] ~-14s ~-8s ~3b %: FAILED ~s~n", [Name, Sv, round(F * 100), Why])
+            io:format("[open loop] ~-14s ~-8s ~ts: FAILED ~s~n", [Name, Sv, label(Kind, F), Why])
     end,
     R.
+
+%% @doc How a rate was chosen, for the report: "90 % of own peak" or
+%% "common: 50 % of lowest peak".
+-spec label(own | common, float()) -> string().
+label(own, F) -> io_lib:format("~b % of own peak", [round(F * 100)]);
+label(common, F) -> io_lib:format("common: ~b % of lowest peak", [round(F * 100)]).
 
 busy({B0, T0}, {B1, T1}) when T1 > T0 -> (B1 - B0) / (T1 - T0) * 100;
 busy(_, _) -> undefined.

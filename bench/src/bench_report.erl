@@ -18,7 +18,8 @@ write(Report = #{ctx := Ctx}) ->
     ok = file:write_file(Csv, Clean(iolist_to_binary(csv(Report)))),
     %% The charts are of the HTTP scenarios (req/s and request latency).
     {_, Http} = split(maps:get(scenarios, Report)),
-    [Md, Csv | bench_svg:write(Report#{scenarios := Http}, Out, Sfx, Clean)].
+    [Md, Csv | bench_svg:write(Report#{scenarios := Http}, Out, Sfx, Clean)]
+        ++ bench_svg:open_loop(Report, Out, Sfx, Clean).
 
 idle(#{ws := #{mode := idle}}) -> true;
 idle(_) -> false.
@@ -357,31 +358,45 @@ open_loop(#{open_loop := {skipped, Why}}) ->
     ["\n## Open loop\n\nSkipped: ", Why, "\n"];
 open_loop(#{open_loop := {ok, Rows}}) ->
     ["\n## Open loop: fixed rates, latency corrected for coordinated omission (oha)\n\n",
-     "Each server at 50/75/90/95 % of its own closed-loop peak (the median above), one run "
-     "per rate; latency percentiles as oha reports them with --latency-correction. "
+     "Each server at 50/75/90/95 % of its own closed-loop peak (the median above), and at "
+     "the common rates, 50 and 90 % of the lowest peak among the servers (the same load for "
+     "every server), one run per rate; latency percentiles as oha reports them with "
+     "--latency-correction; openloop.svg plots p99 against the rate achieved. "
      "*Achieved* in italics: less than 99 % of the target was reached, so requests queued "
      "and the corrected latencies grow with that backlog; when the load core was nearly "
      "fully busy (last column) the limit may be oha's rather than the server's.\n\n",
-     "| scenario | server | % of peak | target req/s | achieved | p50 | p99 | p99.9 | errors / non-2xx | load core busy |\n",
-     "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-     [open_loop_row(Row) || Row <- Rows]];
+     "| scenario | server | rate | target req/s | achieved | p50 | p99 | p99.9 | errors / non-2xx | load core busy |\n",
+     "|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+     [open_loop_row(Row) || Row <- lists:sort(fun open_loop_order/2, Rows)]];
 open_loop(_) ->
     [].
 
-open_loop_row(Row = #{scenario := Sc, server := Sv, status := ok, fraction := F, target := T}) ->
+%% By scenario, the common rates first (server by server at the same
+%% rate), then each server's own.
+open_loop_order(A, B) ->
+    Key = fun(#{scenario := Sc, server := Sv, kind := K, target := T}) ->
+                  case K of
+                      common -> {Sc, 0, T, Sv};
+                      own -> {Sc, 1, Sv, T}
+                  end
+          end,
+    Key(A) =< Key(B).
+
+open_loop_row(Row = #{scenario := Sc, server := Sv, status := ok, kind := K, fraction := F,
+                      target := T}) ->
     A = maps:get(achieved, Row),
     AText = case A < 0.99 * T of
                 true -> ["*", fmt_rps(A), "*"];
                 false -> fmt_rps(A)
             end,
-    io_lib:format("| ~s | ~s | ~b | ~ts | ~ts | ~ts | ~ts | ~ts | ~b / ~b | ~ts |~n",
-                  [Sc, Sv, round(F * 100), fmt_rps(T), AText,
+    io_lib:format("| ~s | ~s | ~ts | ~ts | ~ts | ~ts | ~ts | ~ts | ~b / ~b | ~ts |~n",
+                  [Sc, Sv, bench_openloop:label(K, F), fmt_rps(T), AText,
                    fmt_us(maps:get(p50, Row)), fmt_us(maps:get(p99, Row)),
                    fmt_us(maps:get(p999, Row)), maps:get(errors, Row),
                    maps:get(non2xx, Row), pct(#{median => maps:get(load_busy, Row)})]);
 open_loop_row(Row = #{scenario := Sc, server := Sv, status := {error, Why}}) ->
     F = case Row of
-            #{fraction := F0} -> integer_to_list(round(F0 * 100));
+            #{kind := K, fraction := F0} -> bench_openloop:label(K, F0);
             _ -> ""
         end,
     io_lib:format("| ~s | ~s | ~ts | failed: ~ts | | | | | | |~n", [Sc, Sv, F, Why]).

@@ -6,9 +6,12 @@
 %%                   min-max of the runs as a whisker and the median printed.
 %%   latency.svg     p50 (dark) and p99 (light) per scenario and server on
 %%                   one logarithmic axis, 10 us to 10 s.
+%%   openloop.svg    with --open-loop: for each scenario, every server's
+%%                   corrected p99 against the rate it achieved (linear
+%%                   rate axis, logarithmic p99 axis, 100 us to 10 s).
 -module(bench_svg).
 
--export([write/4]).
+-export([write/4, open_loop/4]).
 
 -define(W, 900).
 -define(LABEL, 190).
@@ -124,6 +127,75 @@ latency(R = #{servers := Servers}) ->
     frame("Latency p50 and p99 (lower is better)",
           "Dark: p50, light: p99 (medians of the runs, closed loop); log scale",
           H, Servers, [Grid, Body]).
+
+%% @doc Writes openloop.svg when the report has open-loop rows; returns
+%% the files written.
+-spec open_loop(map(), file:filename(), string(), fun((binary()) -> binary())) ->
+          [file:filename()].
+open_loop(#{open_loop := {ok, Rows}, servers := Servers}, Out, Suffix, Clean) ->
+    Ok = [R || R = #{status := ok, achieved := A, p99 := P} <- Rows, is_number(A), is_number(P)],
+    case Ok of
+        [] ->
+            [];
+        _ ->
+            F = filename:join(Out, "openloop" ++ Suffix ++ ".svg"),
+            ok = file:write_file(F, Clean(unicode:characters_to_binary(open_loop_chart(Ok, Servers)))),
+            [F]
+    end;
+open_loop(_, _, _, _) ->
+    [].
+
+-define(PANEL, 230).
+
+open_loop_chart(Rows, Servers) ->
+    Scs = lists:usort([Sc || #{scenario := Sc} <- Rows]),
+    H = 70 + length(Scs) * (?PANEL + 30) + 10,
+    {Body, _} = lists:mapfoldl(fun(Sc, Y0) ->
+                                       {panel(Sc, [R || R = #{scenario := S} <- Rows, S =:= Sc],
+                                              Servers, Y0),
+                                        Y0 + ?PANEL + 30}
+                               end, 70, Scs),
+    frame("Open loop: corrected p99 against the rate achieved (lower is better)",
+          "oha with --latency-correction; each point one run at a fixed rate (own-peak "
+          "fractions and the common rates); log p99 axis",
+          H, Servers, Body).
+
+panel(Sc, Rows, Servers, Y0) ->
+    X0 = ?LABEL, X1 = ?W - 50,
+    Top = Y0 + 22, Bottom = Y0 + ?PANEL,
+    Max = nice(lists:max([A || #{achieved := A} <- Rows])),
+    X = fun(Rps) -> X0 + Rps / Max * (X1 - X0) end,
+    Y = fun(Us) -> Bottom - (math:log10(max(100, min(Us, 1.0e7))) - 2) / 5 * (Bottom - Top) end,
+    YGrid = [[line(X0, Y(D), X1, Y(D), "#dee2e6"),
+              text(X0 - 6, Y(D) + 4, L, " text-anchor=\"end\" fill=\"#555\"")]
+             || {D, L} <- [{100, "100 µs"}, {1000, "1 ms"}, {10000, "10 ms"},
+                           {100000, "100 ms"}, {1000000, "1 s"}, {10000000, "10 s"}]],
+    XGrid = [[line(X(V), Top, X(V), Bottom, "#f1f3f5"),
+              text(X(V), Bottom + 14, [bench_report:fmt_rps(V), " req/s"],
+                   " text-anchor=\"middle\" fill=\"#555\"")]
+             || V <- [Max * K / 4 || K <- lists:seq(0, 4)]],
+    Lines = [begin
+                 Pts = lists:sort([{A, P} || #{server := S, achieved := A, p99 := P} <- Rows,
+                                             S =:= Sv]),
+                 XY = [{X(A), Y(P)} || {A, P} <- Pts],
+                 [polyline(XY, color(Sv)), [circle(Px, Py, color(Sv)) || {Px, Py} <- XY]]
+             end || Sv <- Servers],
+    [text(10, Y0 + 14, atom_to_list(Sc), " font-weight=\"bold\""),
+     text(10, Y0 + 30, "p99", " fill=\"#555\""), YGrid, XGrid, Lines].
+
+%% The axis end: the largest rate rounded up to 1, 2 or 5 times a power of 10.
+nice(V) when V =< 0 -> 1;
+nice(V) ->
+    P = math:pow(10, floor(math:log10(V))),
+    hd([M * P || M <- [1, 2, 5, 10], M * P >= V]).
+
+polyline([], _) -> [];
+polyline(XY, Stroke) ->
+    ["<polyline fill=\"none\" stroke=\"", Stroke, "\" stroke-width=\"2\" points=\"",
+     lists:join(" ", [[n(Px), ",", n(Py)] || {Px, Py} <- XY]), "\"/>\n"].
+
+circle(X, Y, Fill) ->
+    ["<circle cx=\"", n(X), "\" cy=\"", n(Y), "\" r=\"3\" fill=\"", Fill, "\"/>\n"].
 
 rect(X, Y, W, H, Fill, Extra) ->
     ["<rect x=\"", n(X), "\" y=\"", n(Y), "\" width=\"", n(max(W, 0)), "\" height=\"", n(H),
