@@ -130,6 +130,9 @@ route(<<"GET">>, <<"/etag">>, Req) ->
 route(<<"GET">>, <<"/slow">>, Req) ->
     timer:sleep(bench_fx:slow_ms()),
     text(bench_fx:hello(), Req);
+route(<<"GET">>, <<"/survey">>, Req) ->
+    timer:sleep(bench_fx:slow_ms()),
+    text(bench_fx:survey_body(), Req);
 route(<<"GET">>, Path, Req) ->
     case bench_fx:route_body(Path) of
         undefined -> not_found(Req);

@@ -70,6 +70,9 @@ route('GET', <<"/etag">>, Req) ->
 route('GET', <<"/slow">>, _) ->
     timer:sleep(bench_fx:slow_ms()),
     text(bench_fx:hello());
+route('GET', <<"/survey">>, _) ->
+    timer:sleep(bench_fx:slow_ms()),
+    text(bench_fx:survey_body());
 route('GET', Path, _) ->
     case bench_fx:route_body(Path) of
         undefined -> not_found();

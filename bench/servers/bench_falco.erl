@@ -95,6 +95,9 @@ route(<<"GET">>, <<"/etag">>, Req) ->
 route(<<"GET">>, <<"/slow">>, _) ->
     timer:sleep(bench_fx:slow_ms()),
     text(bench_fx:hello());
+route(<<"GET">>, <<"/survey">>, _) ->
+    timer:sleep(bench_fx:slow_ms()),
+    text(bench_fx:survey_body());
 route(<<"GET">>, <<"/ws">>, _) ->
     Max = bench_fx:ws_max_frame(),
     {websocket, ?MODULE, echo, #{compress => false, idle_timeout => infinity,

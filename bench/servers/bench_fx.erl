@@ -18,6 +18,8 @@
 %%   GET  /stream         200 chunked, 8 pieces of 1 KB
 %%   GET  /etag           304 when If-None-Match matches, else 200 + ETag
 %%   GET  /slow           200 "Hello, World!" after sleeping 100 ms
+%%   GET  /survey         200 text/plain, 1 KB, after sleeping 100 ms (the
+%%                        workload of seeds 001 and 002, bench_survey)
 %%   GET  /ws             WebSocket: every text or binary message echoed
 %%                        (ws_max_frame/0 on frames and messages, no idle
 %%                        timeout, no compression, idle sessions hibernate)
@@ -26,7 +28,7 @@
 -export([hello/0, json_body/0, json/1, header_value/0, cookie_header/0, cookie/2,
          qs_xml/1, large/0, upload_reply/1, route_paths/0, route_body/1,
          gzip_plain/0, gzip_body/0, stream_chunks/0, etag/0, etag_matches/1,
-         slow_ms/0, bench_headers/0, echo_payload/0, ws_max_frame/0]).
+         slow_ms/0, survey_body/0, bench_headers/0, echo_payload/0, ws_max_frame/0]).
 
 -define(LARGE_SIZE, 65536).
 
@@ -181,6 +183,10 @@ etag_matches(V) -> binary:match(V, etag()) =/= nomatch orelse string:trim(V) =:=
 %% @doc How long /slow sleeps.
 -spec slow_ms() -> pos_integer().
 slow_ms() -> 100.
+
+%% @doc What /survey answers (after slow_ms/0): 1 KB of text.
+-spec survey_body() -> binary().
+survey_body() -> binary:copy(<<"0123456789abcdef">>, 64).
 
 %% @doc The WebSocket limit every fixture sets on frames and messages
 %% (16 MB, falco's default; above ws_large's 1 MB messages).

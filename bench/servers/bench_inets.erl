@@ -80,6 +80,9 @@ route("GET", <<"/etag">>, _, Mod) ->
 route("GET", <<"/slow">>, _, Mod) ->
     timer:sleep(bench_fx:slow_ms()),
     reply(Mod, 200, "text/plain", [], bench_fx:hello());
+route("GET", <<"/survey">>, _, Mod) ->
+    timer:sleep(bench_fx:slow_ms()),
+    reply(Mod, 200, "text/plain", [], bench_fx:survey_body());
 route("GET", Path, _, Mod) ->
     case bench_fx:route_body(Path) of
         undefined -> reply(Mod, 404, "text/plain", [], <<"Not Found">>);

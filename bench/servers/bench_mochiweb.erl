@@ -73,6 +73,9 @@ route('GET', <<"/etag">>, _, Req) ->
 route('GET', <<"/slow">>, _, Req) ->
     timer:sleep(bench_fx:slow_ms()),
     reply(Req, 200, "text/plain", [], bench_fx:hello());
+route('GET', <<"/survey">>, _, Req) ->
+    timer:sleep(bench_fx:slow_ms()),
+    reply(Req, 200, "text/plain", [], bench_fx:survey_body());
 route('GET', Path, _, Req) ->
     case bench_fx:route_body(Path) of
         undefined -> reply(Req, 404, "text/plain", [], <<"Not Found">>);

@@ -80,6 +80,9 @@ route('GET', <<"/etag">>, Arg) ->
 route('GET', <<"/slow">>, _) ->
     timer:sleep(bench_fx:slow_ms()),
     reply(200, "text/plain", [], bench_fx:hello());
+route('GET', <<"/survey">>, _) ->
+    timer:sleep(bench_fx:slow_ms()),
+    reply(200, "text/plain", [], bench_fx:survey_body());
 route('GET', Path, _) ->
     case bench_fx:route_body(Path) of
         undefined -> reply(404, "text/plain", [], <<"Not Found">>);

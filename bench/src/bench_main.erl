@@ -120,9 +120,13 @@ matrix(Servers, Skipped, Scenarios, Ctx = #{runs := Runs}) ->
                                h1 -> bench_wrk:version();
                                h2 -> bench_h2load:version()
                            end},
-    Report = case maps:get(open_loop, Ctx) of
-                 true -> Report0#{open_loop => bench_openloop:run(Report0, Ctx)};
-                 false -> Report0
+    Report1 = case maps:get(open_loop, Ctx) of
+                  true -> Report0#{open_loop => bench_openloop:run(Report0, Ctx)};
+                  false -> Report0
+              end,
+    Report = case maps:get(survey, Ctx) of
+                 true -> Report1#{survey => bench_survey:run(Report0, Ctx)};
+                 false -> Report1
              end,
     Files = bench_report:write(Report),
     [io:format("bench: wrote ~s~n", [F]) || F <- Files],

@@ -10,7 +10,7 @@
 %% _build/bench/tools (minutes, the first time only).
 -module(bench_openloop).
 
--export([run/2, scenarios/0, label/2]).
+-export([run/2, scenarios/0, label/2, oha/1, parse/1, request_args/1]).
 
 -define(FRACTIONS, [0.5, 0.75, 0.9, 0.95]).
 %% of the lowest peak of the run's servers, for every server
@@ -105,6 +105,8 @@ label(common, F) -> io_lib:format("common: ~b % of lowest peak", [round(F * 100)
 busy({B0, T0}, {B1, T1}) when T1 > T0 -> (B1 - B0) / (T1 - T0) * 100;
 busy(_, _) -> undefined.
 
+%% @doc oha's arguments for a scenario's request.
+-spec request_args(map()) -> [string()].
 request_args(#{method := M, headers := Hs, body := Body}) ->
     ["-m", string:uppercase(atom_to_list(M))] ++
         lists:append([["-H", binary_to_list(<<K/binary, ": ", V/binary>>)] || {K, V} <- Hs]) ++
@@ -114,7 +116,8 @@ request_args(#{method := M, headers := Hs, body := Body}) ->
             _ -> []
         end.
 
-%% oha's JSON summary: seconds -> microseconds.
+%% @doc oha's JSON summary: seconds -> microseconds (bench_survey too).
+-spec parse(string()) -> map().
 parse(Out) ->
     Start = string:find(Out, "{"),
     J = bench_json:decode(unicode:characters_to_binary(string:trim(Start))),
@@ -135,7 +138,8 @@ parse(Out) ->
       p50 => Us(<<"p50">>), p99 => Us(<<"p99">>), p999 => Us(<<"p99.9">>),
       errors => Errors, non2xx => Non2xx}.
 
-%% oha on the PATH, in _build/bench/tools, or built there with cargo.
+%% @doc oha on the PATH, in _build/bench/tools, or built there with cargo.
+-spec oha(map()) -> {ok, string()} | {skip, string()}.
 oha(Ctx) ->
     Tools = filename:join(maps:get(work, Ctx), "tools"),
     Local = filename:join([Tools, "bin", "oha"]),

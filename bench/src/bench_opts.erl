@@ -20,7 +20,10 @@ usage() ->
     "  --peer-libs DIR       DIR/*/ebin holds compiled peers (cowboy, cowlib, ranch, elli, ...)\n"
     "  --erl-flags \"...\"     emulator flags of every server BEAM (default: see bench/README.md)\n"
     "  --out DIR             where results.md and the charts go (default bench)\n"
-    "  --open-loop           also drive 50/75/90/95 % of each peak at fixed rates (needs oha)\n"
+    "  --open-loop           also drive 50/75/90/95 % of each peak, and common rates, at\n"
+    "                        fixed rates (needs oha)\n"
+    "  --survey              also ramp the seed survey's workload (100 ms handler, 1 KB,\n"
+    "                        about 1 request/s per connection) past saturation (needs oha)\n"
     "  --profile             profile falco with eprof on the first scenario, write the hotspots\n"
     "  --smoke               falco and inets, hello, echo and ws_echo, 1 s each, 1 run,\n"
     "                        into _build/bench/smoke\n"
@@ -36,7 +39,8 @@ parse(Args) ->
                  scenarios => default, protocol => h1, runs => 3,
                  duration => 5, warmup => 2, clients => 50, peer_libs => undefined,
                  erl_flags => default, out => "bench", profile => false,
-                 smoke => false, strict => false, open_loop => false, retries => 2},
+                 smoke => false, strict => false, open_loop => false, survey => false,
+                 retries => 2},
     case parse(Args, Defaults) of
         {ok, #{smoke := true} = O} ->
             {ok, O#{servers := smoke_servers(O), scenarios := [hello, echo, ws_echo],
@@ -65,6 +69,7 @@ parse(["--erl-flags", V | T], O) -> parse(T, O#{erl_flags := V});
 parse(["--out", V | T], O) -> parse(T, O#{out := V});
 parse(["--profile" | T], O) -> parse(T, O#{profile := true});
 parse(["--open-loop" | T], O) -> parse(T, O#{open_loop := true});
+parse(["--survey" | T], O) -> parse(T, O#{survey := true});
 parse(["--smoke" | T], O) -> parse(T, O#{smoke := true});
 parse(["--strict" | T], O) -> parse(T, O#{strict := true});
 parse([Opt | _], _) -> {error, "unknown or incomplete option: " ++ Opt}.

@@ -63,6 +63,7 @@ markdown(R = #{servers := Servers, scenarios := All}) ->
      end,
      ws_tables(R, Servers, Ws),
      open_loop(R),
+     survey(R),
      not_leading(R),
      scenario_table(R),
      failures(R)].
@@ -400,6 +401,63 @@ open_loop_row(Row = #{scenario := Sc, server := Sv, status := {error, Why}}) ->
             _ -> ""
         end,
     io_lib:format("| ~s | ~s | ~ts | failed: ~ts | | | | | | |~n", [Sc, Sv, F, Why]).
+
+survey(#{survey := {skipped, Why}}) ->
+    ["\n## Survey workload\n\nSkipped: ", Why, "\n"];
+survey(#{survey := {ok, Rows}}) ->
+    ["\n## Survey workload (seeds 001 and 002): the rate held with p99 under 1 s\n\n",
+     "GET /survey: the handler sleeps 100 ms and answers 1 KB. Each step is one oha run "
+     "of 8 s at a fixed rate over as many connections as requests per second (about one "
+     "request per second each; at most 8,000 connections, client and server sharing one "
+     "machine's file descriptors), latency corrected for coordinated omission; the rate "
+     "is ramped until two steps in a row are not held. Held: the rate reached (95 %: the "
+     "requests still in flight when a step ends are not counted), "
+     "p99 under 1 s, no failed request and no non-2xx answer. Memory: the server's peak "
+     "BEAM memory and RSS during the highest step it held.\n\n",
+     "| server | highest rate held | its p99 | connections | first step past it: errors / non-2xx (p99) | BEAM / RSS peak there | BEAM / RSS peak at the highest rate all held |\n",
+     "|---|---:|---:|---:|---|---:|---:|\n",
+     [survey_summary(S) || S <- bench_survey:summary(Rows)],
+     "\nEvery step:\n\n",
+     "| server | rate | connections | achieved | p50 | p99 | p99.9 | errors / non-2xx | held |\n",
+     "|---|---:|---:|---:|---:|---:|---:|---:|---|\n",
+     [survey_row(Row) || Row <- Rows]];
+survey(_) ->
+    [].
+
+survey_summary(#{server := Sv, best := undefined, past := Past}) ->
+    io_lib:format("| ~s | none | | | ~ts | | |~n", [Sv, survey_past(Past)]);
+survey_summary(#{server := Sv, best := B, past := Past, common := C}) ->
+    io_lib:format("| ~s | ~ts req/s | ~ts | ~b | ~ts | ~ts | ~ts |~n",
+                  [Sv, fmt_rps(maps:get(rate, B)), fmt_us(maps:get(p99, B)), maps:get(conns, B),
+                   survey_past(Past), survey_mem(B), survey_mem(C)]).
+
+survey_mem(undefined) ->
+    "";
+survey_mem(Row = #{rate := R}) ->
+    io_lib:format("~ts / ~ts MB (~ts req/s)",
+                  [survey_mb(maps:get(beam_peak, Row, undefined), 1.0e6),
+                   survey_mb(maps:get(rss_peak_kb, Row, undefined), 1024), fmt_rps(R)]).
+
+survey_past(undefined) -> "none tried (the ramp's last rate was held)";
+survey_past(#{status := ok, rate := R, errors := E, non2xx := N, p99 := P}) ->
+    io_lib:format("~ts req/s: ~b / ~b (~ts)", [fmt_rps(R), E, N, fmt_us(P)]);
+survey_past(#{rate := R, status := {error, Why}}) ->
+    io_lib:format("~ts req/s: failed, ~ts", [fmt_rps(R), Why]);
+survey_past(#{status := {error, Why}}) ->
+    ["failed: ", Why].
+
+survey_mb(undefined, _) -> "?";
+survey_mb(V, Div) -> io_lib:format("~.1f", [V / Div]).
+
+survey_row(#{server := Sv, rate := R, conns := C, status := ok, held := H} = Row) ->
+    io_lib:format("| ~s | ~ts | ~b | ~ts | ~ts | ~ts | ~ts | ~b / ~b | ~s |~n",
+                  [Sv, fmt_rps(R), C, fmt_rps(maps:get(achieved, Row)),
+                   fmt_us(maps:get(p50, Row)), fmt_us(maps:get(p99, Row)),
+                   fmt_us(maps:get(p999, Row)), maps:get(errors, Row), maps:get(non2xx, Row),
+                   case H of true -> "yes"; false -> "no" end]);
+survey_row(#{server := Sv, status := {error, Why}} = Row) ->
+    io_lib:format("| ~s | ~ts | | | | | | failed: ~ts | no |~n",
+                  [Sv, case Row of #{rate := R} -> fmt_rps(R); _ -> "" end, Why]).
 
 scenario_table(#{scenarios := Scs}) ->
     ["\n## Scenarios\n\n| scenario | what it does | note |\n|---|---|---|\n",

@@ -107,6 +107,12 @@ find(short_sessions) ->
        get, "/hello", #{lua => "short_sessions.lua"}, ok(<<"text/plain">>, bench_fx:hello())))
         #{note => "wrk closes one of its connections on every 10th request, so a "
                   "connection carries 10 requests on average"};
+find(survey) ->
+    %% Not in the matrix: bench_survey drives it (--survey).
+    (s(survey, "GET /survey: the handler sleeps 100 ms and answers 1 KB; about one request "
+       "per second per connection, the rate ramped past saturation (seeds 001 and 002)",
+       get, "/survey", #{only => h1}, ok(<<"text/plain">>, bench_fx:survey_body())))
+        #{note => "bench/run --survey; see bench/README.md"};
 find(slow_handler) ->
     s(slow_handler, "GET /slow, the handler sleeps 100 ms; 1000 connections (seed 001's shape)",
       get, "/slow", #{clients => 1000}, ok(<<"text/plain">>, bench_fx:hello()));
