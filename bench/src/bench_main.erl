@@ -300,7 +300,7 @@ measure_running(Sc = #{name := Name}, H = #{os_pid := Pid}, Port, Path, Ctx) ->
                                   {ok, #{load_ticks := LT}} -> LT;
                                   _ -> 0
                               end, Ctx),
-            Mem = beam_stats(H),
+            Mem = bench_servers:beam_stats(H),
             Rss = bench_proc:peak_rss_kb(Pid),
             case Res of
                 {ok, W0} ->
@@ -379,16 +379,6 @@ known(_) -> undefined.
 
 beam(#{server := nginx}, _) -> {error, not_a_beam};
 beam(H, Cmd) -> bench_servers:command(H, Cmd).
-
-beam_stats(H) ->
-    case beam(H, "stats") of
-        {ok, <<"stats ", Rest/binary>>} ->
-            KVs = [list_to_tuple(string:split(KV, "=")) || KV <- string:lexemes(Rest, " ")],
-            M = maps:from_list([{binary_to_atom(K), binary_to_integer(V)} || {K, V} <- KVs]),
-            #{beam_total => maps:get(total, M), beam_peak => maps:get(peak, M)};
-        _ ->
-            #{beam_total => undefined, beam_peak => undefined}
-    end.
 
 free_port() ->
     {ok, S} = gen_tcp:listen(0, [{ip, {127, 0, 0, 1}}, {reuseaddr, true}]),

@@ -10,7 +10,7 @@
 %% from Debian's packages (or --peer-libs).
 -module(bench_servers).
 
--export([available/2, start/4, command/2, stop/1, default_erl_flags/0, h2_capable/2,
+-export([available/2, start/4, command/2, beam_stats/1, stop/1, default_erl_flags/0, h2_capable/2,
          no_h2_tls/1]).
 
 %% Emulator flags of every server BEAM (see bench/README.md for why).
@@ -223,6 +223,21 @@ command(H = #{port := P}, Cmd) ->
     drain(H),
     true = port_command(P, [Cmd, "\n"]),
     await(H, 120000).
+
+%% @doc The server BEAM's memory: erlang:memory(total) now and its peak
+%% since the last `reset' command (`undefined' for nginx or when it does
+%% not answer).
+-spec beam_stats(map()) -> #{beam_total := integer() | undefined,
+                             beam_peak := integer() | undefined}.
+beam_stats(H) ->
+    case command(H, "stats") of
+        {ok, <<"stats ", Rest/binary>>} ->
+            KVs = [list_to_tuple(string:split(KV, "=")) || KV <- string:lexemes(Rest, " ")],
+            M = maps:from_list([{binary_to_atom(K), binary_to_integer(V)} || {K, V} <- KVs]),
+            #{beam_total => maps:get(total, M), beam_peak => maps:get(peak, M)};
+        _ ->
+            #{beam_total => undefined, beam_peak => undefined}
+    end.
 
 %% @doc Stops a server: `stop' on stdin for a BEAM, then (or for nginx
 %% at once) SIGKILL to the process this bench started.

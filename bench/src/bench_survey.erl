@@ -111,17 +111,8 @@ describe(#{status := ok, achieved := A, p99 := P99, errors := E, non2xx := N}, H
 describe(#{status := {error, Why}}, _) ->
     ["FAILED ", Why].
 
-memory(#{server := nginx}) ->
-    #{};
 memory(H) ->
-    case bench_servers:command(H, "stats") of
-        {ok, <<"stats ", Rest/binary>>} ->
-            KVs = [list_to_tuple(string:split(KV, "=")) || KV <- string:lexemes(Rest, " ")],
-            M = maps:from_list([{binary_to_atom(K), binary_to_integer(V)} || {K, V} <- KVs]),
-            #{beam_peak => maps:get(peak, M, undefined)};
-        _ ->
-            #{}
-    end.
+    maps:with([beam_peak], bench_servers:beam_stats(H)).
 
 %% @doc Per server: the highest rate held (`best'), the first step past it
 %% (`past': its failed requests and non-2xx answers), and the step at the
