@@ -1,7 +1,8 @@
 %% bench_profile: `bench/run --profile'. Runs falco alone under eprof
 %% (every process of its BEAM and every process they spawn) for each chosen
-%% scenario (default: hello), with wrk (or bench/wsload for ws_echo and
-%% ws_large; ws_idle has no load to profile) driving the usual load, and writes
+%% scenario (default: hello), with wrk (h2load with `--protocol h2'; bench/wsload
+%% for ws_echo and ws_large; ws_idle has no load to profile) driving the usual
+%% load, and writes
 %% the hotspot table (functions by share of profiled time) to profile.md.
 %% eprof slows the server many times over: read the shares, not the req/s.
 -module(bench_profile).
@@ -64,7 +65,10 @@ profile(Sc = #{name := Name, path := Path}, Ctx) ->
                 {ok, <<"ok">>} = bench_servers:command(H, ["profile_stop ", File]),
                 Rows = parse(File),
                 #{requests := N, duration_us := D} = W,
-                ["\n## ", atom_to_list(Name), "\n\n",
+                ["\n## ", atom_to_list(Name), case maps:get(protocol, Ctx, h1) of
+                                                   h2 -> " (HTTP/2)";
+                                                   h1 -> ""
+                                               end, "\n\n",
                  io_lib:format("~b ~s in ~.1f s under eprof (~s ~s/s); ~b functions; "
                                "top ~b by time:\n\n",
                                [N, unit(Sc), D / 1.0e6, bench_report:fmt_rps(N / (D / 1.0e6)),
@@ -79,10 +83,18 @@ profile(Sc = #{name := Name, path := Path}, Ctx) ->
             end
     end.
 
-%% The parity check, then a function running one load of the scenario.
+%% The parity check, then a function running one load of the scenario:
+%% h2load with `--protocol h2', as the matrix drives it.
 load(Sc = #{driver := wsload}, Port, _Path, Ctx) ->
     ok = bench_ws:check(Sc, Port, Ctx),
     fun(Opts) -> bench_ws:run(Sc, Port, Opts, Ctx) end;
+load(Sc, Port, Path, Ctx = #{protocol := h2}) ->
+    ok = bench_h2load:check(Sc, Port),
+    Url = bench_h2load:url(Sc, Port, Path),
+    fun(Opts) ->
+            bench_h2load:run(Sc, Url, Opts, maps:get(load_pin, Ctx),
+                             filename:join(maps:get(work, Ctx), "h2"))
+    end;
 load(Sc, Port, Path, Ctx) ->
     ok = bench_check:check(Sc, Port),
     Script = bench_wrk:script(Sc, filename:join(maps:get(bench_dir, Ctx), "lua"),
