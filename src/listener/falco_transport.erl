@@ -121,7 +121,11 @@ unknown_tls_options(TlsOpts) ->
 %% connection's ({@link handshake/2}). `{error, timeout}' when none came
 %% within `Timeout' ms.
 -spec accept(kind(), socket(), timeout()) -> {ok, socket()} | {error, term()}.
-accept(tcp, LSock, Timeout) when is_port(LSock) -> accept_port(LSock, Timeout);
+accept(tcp, LSock, Timeout) when is_port(LSock) ->
+    case os:type() of
+        {unix, linux} -> accept_port(LSock, Timeout);
+        _ -> gen_tcp:accept(LSock, Timeout)
+    end;
 accept(tcp, LSock, Timeout) -> gen_tcp:accept(LSock, Timeout);
 accept(tls, LSock, Timeout) -> ssl:transport_accept(LSock, Timeout).
 
@@ -132,8 +136,9 @@ accept(tls, LSock, Timeout) -> ssl:transport_accept(LSock, Timeout).
 %% gives an accepted socket its listening socket's options already, and
 %% the driver copies its own (active, mode, packet, buffer, send_timeout,
 %% ...); only `delay_send' and `priority' are not carried over, and a
-%% falco listen socket sets neither (falco_listener_sup:socket_options/2;
-%% falco_opts refuses them). So the accept is taken as inet_tcp's own is,
+%% falco listen socket sets neither (falco_listener_sup:socket_options/1;
+%% falco_opts refuses them). Other systems, whose inheritance of socket
+%% options was not checked, keep gen_tcp:accept/2. So the accept is taken as inet_tcp's own is,
 %% without the copy: prim_inet:async_accept/2, then the new socket is
 %% registered as inet_tcp:accept/2 registers it. listener_SUITE:
 %% accepted_socket_options compares every option with gen_tcp:accept's,
