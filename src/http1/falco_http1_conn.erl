@@ -227,7 +227,7 @@ serve(C0 = #conn{held = Held}, Request = #{body := Framing}, Rest)
 serve(C0 = #conn{stats = Stats, cell = Cell, max_in_flight = MaxInFlight,
                  retry_after = RetryAfter, held = Held}, Request, Rest) ->
     %% What is held is the request's stream's to send now.
-    C = C0#conn{held = none},
+    C = forget_held(C0),
     %% Counted in flight around the pipeline (falco_stats): a process killed
     %% in its middle has its count given back by its acceptor.
     case falco_stats:request_start(Stats, Cell, MaxInFlight, RetryAfter) of
@@ -271,7 +271,10 @@ after_serve(C, {{error, _}, _}) ->
 
 %% The response is out: on to the next request, or close.
 next(C0 = #conn{served = Served}, S, KeepAlive0) ->
-    C = C0#conn{held = falco_http1_stream:held(S)},
+    C = case falco_http1_stream:held(S) of
+            none -> C0;
+            Held -> C0#conn{held = Held}
+        end,
     case falco_http1_stream:body_finish(S) of
         {ok, Buf} ->
             ok = drop_strays(C),
@@ -313,6 +316,11 @@ close(#conn{socket = Sock, transport = T, held = Held}) ->
     _ = falco_http1_stream:send_held(T, Sock, Held),
     ok = falco_transport:linger_close(T, Sock),
     closed.
+
+%% The connection's record is not copied per request when nothing is held
+%% (every request that is not pipelined).
+forget_held(C = #conn{held = none}) -> C;
+forget_held(C) -> C#conn{held = none}.
 
 %% Sends the responses held back (pipelining, see falco_http1_stream:held/1).
 flush(C = #conn{socket = Sock, transport = T, held = Held}) ->
