@@ -1,6 +1,7 @@
 %% EUnit tests for falco_http2_buffer: what goes in comes out, in order,
 %% whatever the pieces' sizes; small pieces cost about a byte each; pieces
-%% cut from a larger binary do not keep it alive.
+%% cut from a larger binary do not keep it alive, unless they are most of
+%% it.
 -module(falco_http2_buffer_tests).
 
 -include_lib("eunit/include/eunit.hrl").
@@ -44,10 +45,37 @@ small_pieces_test() ->
 no_pinning_test() ->
     Read = binary:copy(<<"r">>, 1000000),
     Large = binary:part(Read, 10, 70000),
-    [Kept] = element(3, fill([Large])),
+    [Kept] = element(3, cut([Large])),
     ?assertEqual(70000, binary:referenced_byte_size(Kept)),
     Whole = binary:copy(<<"w">>, 70000),
-    [Same] = element(3, fill([Whole])),
+    [Same] = element(3, cut([Whole])),
     ?assertEqual(70000, binary:referenced_byte_size(Same)),
     Small = binary:part(Read, 10, 100),
-    ?assert(binary:referenced_byte_size(?B:to_binary(fill([Small]))) < 1000).
+    ?assert(binary:referenced_byte_size(?B:to_binary(cut([Small]))) < 1000),
+    Medium = binary:part(Read, 10, 16384),
+    [Copied] = element(3, cut([Medium])),
+    ?assertEqual(16384, binary:referenced_byte_size(Copied)).
+
+%% A run of frames that is most of its read is kept as it is, frame by
+%% frame (no copy); one that is a small part of it becomes one copy.
+run_test() ->
+    Read = binary:copy(<<"q">>, 300000),
+    Run = [binary:part(Read, 9 + N * 16393, 16384) || N <- lists:seq(0, 15)],
+    B = cut([Run]),
+    ?assertEqual(16 * 16384, ?B:size(B)),
+    Held = element(3, B),
+    ?assertEqual(16, length(Held)),
+    ?assert(lists:all(fun(P) -> binary:referenced_byte_size(P) =:= 300000 end, Held)),
+    ?assertEqual(iolist_to_binary(Run), ?B:to_binary(B)),
+    Short = lists:sublist(Run, 4),
+    [One] = element(3, cut([Short])),
+    ?assertEqual(4 * 16384, binary:referenced_byte_size(One)),
+    ?assertEqual(iolist_to_binary(Short), One),
+    %% the small last frame of a run is appended, not kept alone
+    Ends = [binary:part(Read, 9, 250000), binary:part(Read, 260000, 10)],
+    B2 = cut([Ends]),
+    ?assertEqual(250010, ?B:size(B2)),
+    ?assertEqual(iolist_to_binary(Ends), ?B:to_binary(B2)).
+
+cut(Cuts) ->
+    lists:foldl(fun ?B:add_cut/2, ?B:new(), Cuts).

@@ -227,3 +227,47 @@ error_codes_test() ->
     ?assertEqual(Names, [?F:error_name(C) || C <- lists:seq(0, 13)]),
     ?assertEqual({unknown, 14}, ?F:error_name(14)),
     ?assertEqual(14, ?F:error_code({unknown, 14})).
+
+%% parse_run/2: consecutive large DATA frames of one stream come out as one
+%% frame (payloads in order, flow sizes summed, the last may end the
+%% stream); anything else stops the run and is parsed on the next call.
+parse_run_test() ->
+    Big = fun(C) -> binary:copy(<<C>>, 5000) end,
+    Padded = raw(0, 16#8, 1, <<3, (Big($c))/binary, 0, 0, 0>>),
+    Bytes = iolist_to_binary([?F:data(1, nofin, Big($a)), ?F:data(1, nofin, Big($b)), Padded,
+                              ?F:data(1, fin, <<"end">>), ?F:ping(<<"12345678">>)]),
+    {ok, Run, Rest} = ?F:parse_run(Bytes, ?MAX),
+    ?assertMatch({data, 1, fin, [_, _, _, _], 15007}, Run),
+    {data, 1, fin, Pieces, _} = Run,
+    ?assertEqual(<<(Big($a))/binary, (Big($b))/binary, (Big($c))/binary, "end">>,
+                 iolist_to_binary(Pieces)),
+    ?assertMatch({ok, {ping, <<"12345678">>}, <<>>}, ?F:parse_run(Rest, ?MAX)).
+
+parse_run_stops_test_() ->
+    Big = binary:copy(<<"x">>, 5000),
+    Run = fun(Frames) -> ?F:parse_run(iolist_to_binary(Frames), ?MAX) end,
+    Two = fun(Next) ->
+                  {ok, F, Rest} = Run([?F:data(1, nofin, Big), ?F:data(1, nofin, Big), Next]),
+                  {F, ?F:parse(Rest, ?MAX)}
+          end,
+    [%% another stream's DATA
+     ?_assertMatch({{data, 1, nofin, [_, _], 10000}, {ok, {data, 3, nofin, _, 5000}, <<>>}},
+                   Two(?F:data(3, nofin, Big))),
+     %% a small DATA frame that does not end the stream (counted one by one)
+     ?_assertMatch({{data, 1, nofin, [_, _], 10000}, {ok, {data, 1, nofin, <<"x">>, 1}, <<>>}},
+                   Two(?F:data(1, nofin, <<"x">>))),
+     %% an incomplete frame
+     ?_assertMatch({{data, 1, nofin, [_, _], 10000}, {more, _}},
+                   Two(binary:part(iolist_to_binary(?F:data(1, nofin, Big)), 0, 100))),
+     %% a frame in error
+     ?_assertMatch({{data, 1, nofin, [_, _], 10000},
+                    {error, {connection_error, frame_size_error, frame_too_large}}},
+                   Two(<<16#ffffff:24, 0:8, 0:8, 1:32>>)),
+     %% a lone large frame stays a binary; a small one is not a run's start
+     ?_assertMatch({ok, {data, 1, nofin, <<_:5000/binary>>, 5000}, <<>>},
+                   Run([?F:data(1, nofin, Big)])),
+     ?_assertMatch({ok, {data, 1, nofin, <<"x">>, 1}, <<_/binary>>},
+                   Run([?F:data(1, nofin, <<"x">>), ?F:data(1, nofin, Big)])),
+     %% a run ends with the frame that ends the stream
+     ?_assertMatch({ok, {data, 1, fin, [_, _], 10000}, <<_/binary>>},
+                   Run([?F:data(1, nofin, Big), ?F:data(1, fin, Big), ?F:data(1, nofin, Big)]))].

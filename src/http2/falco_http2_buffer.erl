@@ -3,24 +3,29 @@
 %% {@link falco_http2_machine} (the body a stream's process has not asked
 %% for yet) and {@link falco_http2_stream} (`read_body(all)').
 %%
-%% Small pieces are appended into one binary until it holds `?PIECE'
-%% bytes, so 1-byte DATA frames cost about a byte each, not a list cell
-%% and a binary (62-168 bytes each, 2026-11-24). Large pieces are kept as
-%% they are, unless they are a small part of a larger binary (a frame cut
-%% from a socket read), which they would keep alive: those are copied. One
-%% growing binary is never used for the whole body: when a garbage
-%% collection ends its in-place appends, each append copies it, and a
-%% body of megabytes would cost quadratic time.
+%% Small pieces (under ?KEEP bytes) are appended into one binary until it
+%% holds `?PIECE' bytes, so 1-byte DATA frames cost about a byte each, not
+%% a list cell and a binary (62-168 bytes each, 2026-11-24). Larger pieces
+%% are kept as they are. One growing binary is never used for the whole
+%% body: when a garbage collection ends its in-place appends, each append
+%% copies it, and a body of megabytes would cost quadratic time.
+%%
+%% Body bytes cut from a socket read ({@link add_cut/2}) must not keep the
+%% whole read alive: they are kept as they are only when they make up at
+%% least half of it (a run of DATA frames on one stream, as an upload
+%% sends), and copied otherwise. Copying every 16 KB frame into 64 KB
+%% pieces took 16 % of an h2c 1 MB upload's time (2026-11-25).
 %%
 %% @private internal to falco
 -module(falco_http2_buffer).
 
--export([new/0, add/2, size/1, take/2, to_binary/1]).
+-export([new/0, add/2, add_cut/2, size/1, take/2, to_binary/1]).
 
 -type pieces() :: binary() | [binary()].
 -export_type([pieces/0]).
 
 -define(PIECE, 65536).
+-define(KEEP, 4096).
 
 -record(buf, {size = 0 :: non_neg_integer(),
               done = [] :: [binary()],
@@ -33,14 +38,15 @@
 new() ->
     #buf{}.
 
-%% @doc Appends `Bin' (or each binary of a list, as {@link take/2} gives).
+%% @doc Appends `Bin' (or each binary of a list, as {@link take/2} gives),
+%% keeping pieces of ?KEEP bytes or more as they are.
 -spec add(pieces(), buffer()) -> buffer().
 add(Pieces, B) when is_list(Pieces) ->
     lists:foldl(fun add/2, B, Pieces);
 add(<<>>, B) ->
     B;
-add(Bin, B = #buf{size = Size, done = Done, tail = Tail}) when byte_size(Bin) >= ?PIECE ->
-    B#buf{size = Size + byte_size(Bin), done = [own(Bin) | push(Tail, Done)], tail = <<>>};
+add(Bin, B = #buf{size = Size, done = Done, tail = Tail}) when byte_size(Bin) >= ?KEEP ->
+    B#buf{size = Size + byte_size(Bin), done = [Bin | push(Tail, Done)], tail = <<>>};
 add(Bin, B = #buf{size = Size, done = Done, tail = Tail0}) ->
     case <<Tail0/binary, Bin/binary>> of
         Tail when byte_size(Tail) >= ?PIECE ->
@@ -48,6 +54,23 @@ add(Bin, B = #buf{size = Size, done = Done, tail = Tail0}) ->
         Tail ->
             B#buf{size = Size + byte_size(Bin), tail = Tail}
     end.
+
+%% @doc Appends body bytes cut from one binary (a socket read): one piece,
+%% or a run of them (falco_http2_frame:parse_run/2). They are kept as they
+%% are if together they are at least half of that binary, else copied (one
+%% binary for the lot), so that what the buffer holds keeps at most twice
+%% its size alive.
+-spec add_cut(pieces(), buffer()) -> buffer().
+add_cut(Cut, B) ->
+    Size = iolist_size(Cut),
+    case Size >= ?KEEP andalso 2 * Size < binary:referenced_byte_size(first(Cut)) of
+        true when is_binary(Cut) -> add(binary:copy(Cut), B);
+        true -> add(iolist_to_binary(Cut), B);
+        false -> add(Cut, B)
+    end.
+
+first([Bin | _]) -> Bin;
+first(Bin) -> Bin.
 
 %% @doc The number of bytes held.
 -spec size(buffer()) -> non_neg_integer().
@@ -81,13 +104,6 @@ one(Pieces) -> Pieces.
 
 push(<<>>, Done) -> Done;
 push(Tail, Done) -> [Tail | Done].
-
-%% A piece that is less than half of the binary it refers to is copied.
-own(Bin) ->
-    case binary:referenced_byte_size(Bin) > 2 * byte_size(Bin) of
-        true -> binary:copy(Bin);
-        false -> Bin
-    end.
 
 split(0, Rest, Acc) ->
     {lists:reverse(Acc), Rest};

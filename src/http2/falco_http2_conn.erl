@@ -3,7 +3,8 @@
 %%
 %% It reads the socket in `{active, N}' mode, because it must also receive
 %% messages from its stream processes, cuts the bytes into frames with
-%% {@link falco_http2_frame}, feeds them to the machine and carries out the
+%% {@link falco_http2_frame} (a run of large DATA frames on one stream as
+%% one, falco_http2_frame:parse_run/2), feeds them to the machine and carries out the
 %% actions the machine returns: writing bytes, starting a stream process
 %% ({@link falco_http2_stream}, one per request, running the shared
 %% pipeline), handing it request body data when it asks (one message per
@@ -288,7 +289,7 @@ received(Data, C = #c{buf = Buf}) ->
     frames(C#c{buf = <<Buf/binary, Data/binary>>}).
 
 frames(C = #c{buf = Buf, max_frame = Max, machine = M0}) ->
-    case falco_http2_frame:parse(Buf, Max) of
+    case falco_http2_frame:parse_run(Buf, Max) of
         {ok, Frame, Rest} ->
             {M, Acts} = falco_http2_machine:frame(Frame, M0),
             continue_frames(exec(Acts, C#c{buf = Rest, machine = M}));

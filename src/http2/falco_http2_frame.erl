@@ -12,6 +12,11 @@
 %% need the connection's state (stream states, CONTINUATION sequencing,
 %% flow control) belong to {@link falco_http2_machine}.
 %%
+%% {@link parse_run/2} is parse/2 for the connection's receive loop: a run
+%% of large DATA frames on one stream comes out as one frame whose data is
+%% the list of their payloads, so a 1 MB upload in 16 KB frames costs the
+%% state machine a few calls per socket read instead of one per frame.
+%%
 %% Connection errors end the parse: `{error, {connection_error, Code, Why}}'.
 %% A stream error leaves the connection usable, so it comes with the rest of
 %% the buffer: `{error, {stream_error, StreamId, Code, Why}, Rest}'.
@@ -24,7 +29,7 @@
 %% @private internal to falco
 -module(falco_http2_frame).
 
--export([preface/0, parse/2]).
+-export([preface/0, parse/2, parse_run/2]).
 -export([data/3, headers/4, header_block/4, priority/4, rst_stream/2, settings/1, settings_ack/0,
          push_promise/4, ping/1, ping_ack/1, goaway/3, window_update/2, continuation/3]).
 -export([error_code/1, error_name/1, default_settings/0]).
@@ -50,6 +55,10 @@
 
 -define(MAX_WINDOW, 16#7fffffff).
 
+%% The least data a DATA frame carries to join a run (parse_run/2): small
+%% frames stay one by one, so the machine's flood budget still sees each.
+-define(RUN_DATA, 4096).
+
 -type stream_id() :: non_neg_integer().
 -type fin() :: fin | nofin.
 -type error_code() :: no_error | protocol_error | internal_error | flow_control_error
@@ -65,7 +74,9 @@
                       max_header_list_size => non_neg_integer(),
                       enable_connect_protocol => boolean(),
                       no_rfc7540_priorities => boolean()}.
--type frame() :: {data, stream_id(), fin(), binary(), FlowSize :: non_neg_integer()}
+%% DATA's payload is a list only from parse_run/2: the payloads of a run.
+-type frame() :: {data, stream_id(), fin(), binary() | [binary(), ...],
+                  FlowSize :: non_neg_integer()}
                | {headers, stream_id(), fin(), fin(), priority() | undefined, binary()}
                | {priority, stream_id(), boolean(), stream_id(), 1..256}
                | {rst_stream, stream_id(), error_code()}
@@ -106,6 +117,34 @@ parse(<<Len:24, _/binary>> = Bin, _MaxSize) ->
     {more, Len + 9 - byte_size(Bin)};
 parse(Bin, _MaxSize) ->
     {more, 9 - byte_size(Bin)}.
+
+%% @doc As {@link parse/2}, but a DATA frame with at least ?RUN_DATA bytes
+%% of data that does not end its stream takes with it the DATA frames of
+%% the same stream that directly follow it in `Bin', each with as much
+%% data (the last one may end the stream with any): one
+%% `{data, Id, Fin, [Data], FlowSize}', FlowSize the sum of theirs. The run
+%% stops before any other frame, an incomplete one or an error, which the
+%% next call returns. The payloads stay parts of `Bin'.
+-spec parse_run(binary(), 16384..16777215) -> parse_result().
+parse_run(Bin, MaxSize) ->
+    case parse(Bin, MaxSize) of
+        {ok, {data, Id, nofin, Data, Flow}, Rest} when byte_size(Data) >= ?RUN_DATA ->
+            run(Rest, MaxSize, Id, [Data], Flow);
+        Result ->
+            Result
+    end.
+
+run(Bin, MaxSize, Id, Acc, Flow) ->
+    case parse(Bin, MaxSize) of
+        {ok, {data, Id, nofin, Data, F}, Rest} when byte_size(Data) >= ?RUN_DATA ->
+            run(Rest, MaxSize, Id, [Data | Acc], Flow + F);
+        {ok, {data, Id, fin, Data, F}, Rest} ->
+            {ok, {data, Id, fin, lists:reverse(Acc, [Data]), Flow + F}, Rest};
+        _ when tl(Acc) =:= [] ->
+            {ok, {data, Id, nofin, hd(Acc), Flow}, Bin};
+        _ ->
+            {ok, {data, Id, nofin, lists:reverse(Acc), Flow}, Bin}
+    end.
 
 %% -- parsing, one clause group per type (§6) ---------------------------------
 

@@ -195,6 +195,8 @@ frame(Frame, M) ->
 %% its message sizes; empty DATA frames still count in `empty_data').
 counted({headers, Id, _, _, _, _}, #m{last_id = Last}) when Id > Last -> false;
 counted({data, _, fin, _, _}, _) -> false;
+%% A run of DATA frames (falco_http2_frame:parse_run/2) is made of large ones.
+counted({data, _, nofin, Data, _}, _) when is_list(Data) -> false;
 counted({data, _, nofin, Data, _}, _) when byte_size(Data) >= ?FULL_DATA -> false;
 counted({data, Id, nofin, _, _}, #m{streams = Streams}) ->
     case Streams of
@@ -430,7 +432,8 @@ stream_data(#stream{id = Id, recv_window = Window}, _, _, FlowSize, M) when Flow
     stream_error(Id, flow_control_error, M);
 stream_data(S0 = #stream{id = Id, recv_window = Window, received = Received0, expected = Expected},
             Fin, Data, FlowSize, M) ->
-    Received = Received0 + byte_size(Data),
+    Size = iolist_size(Data),
+    Received = Received0 + Size,
     if
         Expected =/= undefined, Received > Expected ->
             stream_error(Id, protocol_error, M);
@@ -439,7 +442,7 @@ stream_data(S0 = #stream{id = Id, recv_window = Window, received = Received0, ex
         true ->
             S1 = S0#stream{recv_window = Window - FlowSize, received = Received},
             %% Padding is never read by the handler: give it back now.
-            {S2, M1} = falco_http2_recv:give_back(S1, FlowSize - byte_size(Data), M),
+            {S2, M1} = falco_http2_recv:give_back(S1, FlowSize - Size, M),
             {S3, M2} = falco_http2_recv:received(Data, S2, M1),
             case Fin of
                 fin -> maybe_close(S3#stream{remote = fin}, M2);

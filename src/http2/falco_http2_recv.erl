@@ -38,14 +38,15 @@ conn_received(Size, M = #m{conn_recv = Window, conn_target = Target}) ->
             M#m{conn_recv = W}
     end.
 
-%% @doc Body bytes for stream `S' (already counted against its window): they
-%% are held (small pieces appended into one binary, which copies them out
-%% of the socket read they came in) unless nobody will read them.
--spec received(binary(), #stream{}, #m{}) -> {#stream{}, #m{}}.
+%% @doc Body bytes for stream `S' (already counted against its window), a
+%% frame's or a run's: they are held unless nobody will read them (copied
+%% out of the socket read they came in unless they are most of it, see
+%% falco_http2_buffer:add_cut/2).
+-spec received(falco_http2_buffer:pieces(), #stream{}, #m{}) -> {#stream{}, #m{}}.
 received(_, S = #stream{reader = false}, M) ->
     {S, M};
 received(Data, S = #stream{buf = Buf}, M) ->
-    S1 = S#stream{buf = falco_http2_buffer:add(Data, Buf)},
+    S1 = S#stream{buf = falco_http2_buffer:add_cut(Data, Buf)},
     {S1, ready(S1, M)}.
 
 %% @doc Stream `S' has something new (body, trailers or its end): if its
