@@ -134,6 +134,14 @@ parse_run(Bin, MaxSize) ->
             Result
     end.
 
+%% The common case first: an unpadded DATA frame of the run's stream, read
+%% here without parse/2's general steps.
+run(<<Len:24, ?DATA:8, Flags:8, _:1, Id:31, Data:Len/binary, Rest/binary>>, MaxSize, Id, Acc, Flow)
+  when Len =< MaxSize, Len >= ?RUN_DATA, Flags band ?PADDED =:= 0 ->
+    case Flags band ?END_STREAM of
+        0 -> run(Rest, MaxSize, Id, [Data | Acc], Flow + Len);
+        _ -> {ok, {data, Id, fin, lists:reverse(Acc, [Data]), Flow + Len}, Rest}
+    end;
 run(Bin, MaxSize, Id, Acc, Flow) ->
     case parse(Bin, MaxSize) of
         {ok, {data, Id, nofin, Data, F}, Rest} when byte_size(Data) >= ?RUN_DATA ->
