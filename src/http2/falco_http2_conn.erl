@@ -4,10 +4,10 @@
 %% It reads the socket in `{active, N}' mode, because it must also receive
 %% messages from its stream processes, cuts the bytes into frames with
 %% {@link falco_http2_frame} (a run of large DATA frames on one stream as
-%% one, falco_http2_frame:parse_run/2), feeds them to the machine and carries out the
-%% actions the machine returns: writing bytes, starting a stream process
-%% ({@link falco_http2_stream}, one per request, running the shared
-%% pipeline), handing it request body data when it asks (one message per
+%% one, falco_http2_frame:parse_run/2), feeds them to the machine and
+%% carries out the actions the machine returns: writing bytes, starting a
+%% stream process ({@link falco_http2_stream}, one per request, running
+%% the shared pipeline), handing it request body data when it asks (one message per
 %% read, however the client cut the body into frames), killing it when its
 %% stream is reset (not when the reset is for a client too slow to read:
 %% then its send fails and it ends by itself), answering its sends, arming
