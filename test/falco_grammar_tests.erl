@@ -71,6 +71,24 @@ lower_test() ->
     ?assertEqual(<<16#C0, "x", 16#FF>>, ?G:lower(<<16#C0, "X", 16#FF>>)),
     ?assertEqual(<<"[@]^">>, ?G:lower(<<"[@]^">>)).
 
+%% lower/1 works on words of 7 bytes (see lower_bytes/1): every byte value,
+%% at every position of binaries of 1 to 30 bytes (one word, two, the
+%% appending loop), against a byte-by-byte reference; a byte above 127 or
+%% next to "A"/"Z" must not disturb its neighbours.
+lower_every_byte_test() ->
+    Ref = fun(B) -> << <<(case C >= $A andalso C =< $Z of true -> C + 32; false -> C end)>>
+                       || <<C>> <= B >> end,
+    Fillers = [$Z, $A, $@, $[, 16#FF, 16#80, 16#C0, 16#DA, $a, $z, 0],
+    Bad = [{B, Len, Pos, F}
+           || B <- lists:seq(0, 255), Len <- lists:seq(1, 30), Pos <- [0, Len div 2, Len - 1],
+              F <- Fillers,
+              Bin <- [<< <<(case I of Pos -> B; _ -> F end)>> || I <- lists:seq(0, Len - 1) >>],
+              ?G:lower(Bin) =/= Ref(Bin)],
+    ?assertEqual([], Bad),
+    Mixed = << <<(I rem 256)>> || I <- lists:seq(0, 511) >>,
+    ?assertEqual(Ref(Mixed), ?G:lower(Mixed)),
+    ?assertEqual({ok, <<"x-bench-20">>}, ?G:lower_token(<<"X-Bench-20">>)).
+
 %% -- whitespace and lists -----------------------------------------------------
 
 trim_test() ->

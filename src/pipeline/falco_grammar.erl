@@ -36,6 +36,9 @@
 %% what a quoted-pair may escape: HTAB / SP / VCHAR / obs-text
 -define(IS_QUOTABLE(C), (C =:= $\t orelse (C >= 16#20 andalso C =/= 16#7F))).
 
+%% 16#01 in each byte of a 7-byte word (see lower_bytes/1)
+-define(ONES7, 16#01010101010101).
+
 %% -- tokens and case ---------------------------------------------------------
 
 %% @doc Whether `Bin' is a token, `1*tchar' (RFC 9110 §5.6.2): methods,
@@ -56,7 +59,7 @@ is_lower_token(Bin) ->
 lower_token(Bin) ->
     case token_case(Bin) of
         lower -> {ok, Bin};
-        upper -> {ok, lower_list(Bin)};
+        upper -> {ok, lower_bytes(Bin)};
         error -> error
     end.
 
@@ -104,7 +107,7 @@ all_digits(_) -> false.
 -spec lower(binary()) -> binary().
 lower(Bin) ->
     case has_upper(Bin) of
-        true -> lower_list(Bin);
+        true -> lower_bytes(Bin);
         false -> Bin
     end.
 
@@ -112,14 +115,41 @@ has_upper(<<C, _/binary>>) when ?IS_UPPER(C) -> true;
 has_upper(<<_, R/binary>>) -> has_upper(R);
 has_upper(<<>>) -> false.
 
-%% Through a list: 2.5x faster than a binary comprehension (measured for
-%% falco_http1's field names).
-lower_list(Bin) ->
-    list_to_binary(lower_chars(binary_to_list(Bin))).
+%% Seven bytes at a time as one small integer (SWAR): per byte, the high
+%% bit of (low 7 bits + 16#3F) is set from "A" up and that of (low 7 bits +
+%% 16#25) from "[" up (no carry crosses a byte), so their XOR, kept where
+%% the byte itself is below 16#80, marks "A".."Z"; OR-ing 16#20 there
+%% lowercases. Measured for a 10-byte field name: 59 against 120 ns through
+%% a list (binary_to_list, a recursion, list_to_binary), which also left
+%% 44 words of garbage per name; headers_heavy (20 mixed-case names) 33 ->
+%% 30 us of server CPU per request with the parser changes of 2026-11-25.
+lower_bytes(Bin) when byte_size(Bin) =< 7 ->
+    Bits = bit_size(Bin),
+    <<X:Bits>> = Bin,
+    <<(lower_word(X, ones(byte_size(Bin)))):Bits>>;
+lower_bytes(Bin) when byte_size(Bin) =< 14 ->
+    Bits = bit_size(Bin) - 56,
+    <<X:56, Y:Bits>> = Bin,
+    <<(lower_word(X, ?ONES7)):56, (lower_word(Y, ones(byte_size(Bin) - 7))):Bits>>;
+lower_bytes(<<X:56, Rest/binary>>) ->
+    lower_bytes(Rest, <<(lower_word(X, ?ONES7)):56>>).
 
-lower_chars([C | T]) when ?IS_UPPER(C) -> [C + 32 | lower_chars(T)];
-lower_chars([C | T]) -> [C | lower_chars(T)];
-lower_chars([]) -> [].
+lower_bytes(<<X:56, Rest/binary>>, Acc) ->
+    lower_bytes(Rest, <<Acc/binary, (lower_word(X, ?ONES7)):56>>);
+lower_bytes(Bin, Acc) ->
+    Bits = bit_size(Bin),
+    <<X:Bits>> = Bin,
+    <<Acc/binary, (lower_word(X, ones(byte_size(Bin)))):Bits>>.
+
+%% Ones is 16#01 in each of the word's bytes.
+lower_word(X, Ones) ->
+    Low7 = X band (Ones * 16#7F),
+    Upper = (bnot X) band ((Low7 + Ones * 16#3F) bxor (Low7 + Ones * 16#25)) band (Ones * 16#80),
+    X bor (Upper bsr 2).
+
+ones(N) ->
+    element(N + 1, {0, 16#01, 16#0101, 16#010101, 16#01010101, 16#0101010101,
+                    16#010101010101, ?ONES7}).
 
 %% -- whitespace and lists ----------------------------------------------------
 
@@ -138,13 +168,10 @@ trim_leading(Bin) -> Bin.
 %% a field value). A value without any is returned as it is.
 -spec trim_trailing(binary()) -> binary().
 trim_trailing(Bin) ->
-    trim_trailing(Bin, byte_size(Bin)).
-
-trim_trailing(Bin, N) ->
-    case N > 0 andalso binary:at(Bin, N - 1) of
-        C when ?IS_WS(C) -> trim_trailing(Bin, N - 1);
-        _ when N =:= byte_size(Bin) -> Bin;
-        _ -> binary:part(Bin, 0, N)
+    N = byte_size(Bin) - 1,
+    case Bin of
+        <<_:N/binary, C>> when ?IS_WS(C) -> trim_trailing(binary:part(Bin, 0, N));
+        _ -> Bin
     end.
 
 %% @doc The elements of a #list value (RFC 9110 §5.6.1): split on commas,
