@@ -12,7 +12,7 @@
 
 -export([all/0, init_per_suite/1, end_per_suite/1, end_per_testcase/2]).
 -export([http1_hibernates/1, h2_hibernates/1, websocket_hibernates/1, h2_websocket_hibernates/1,
-         never_with_infinity/1, option_validated/1]).
+         h2_idle_timer_spans_a_slow_stream/1, never_with_infinity/1, option_validated/1]).
 
 -define(C, falco_test_client).
 -define(H2, falco_test_h2_client).
@@ -23,7 +23,7 @@
 
 all() ->
     [http1_hibernates, h2_hibernates, websocket_hibernates, h2_websocket_hibernates,
-     never_with_infinity, option_validated].
+     h2_idle_timer_spans_a_slow_stream, never_with_infinity, option_validated].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
@@ -42,6 +42,9 @@ handler(Test) ->
                 <<"/ws">> ->
                     {websocket, falco_test_ws_handler, #{test => Test},
                      #{idle_timeout => ?IDLE}};
+                <<"/slow">> ->
+                    timer:sleep(?IDLE + 500),
+                    {200, [], <<"slow">>};
                 _ ->
                     {200, [], <<"ok">>}
             end
@@ -114,6 +117,20 @@ h2_hibernates(_Config) ->
     Last = erlang:monotonic_time(millisecond),
     await_hibernated(Pid),
     on_time(closed_after(Sock, Last)).
+
+%% The HTTP/2 connection keeps its idle timer running across requests
+%% (falco_http2_conn): armed after the first response, it fires while a
+%% slow second stream is open, which must not close the connection; the
+%% idle timeout then counts from that stream's response.
+h2_idle_timer_spans_a_slow_stream(_Config) ->
+    {_Sup, Port} = listener(h2_idle_timer_spans_a_slow_stream, #{hibernate_after => infinity}),
+    C0 = ?H2:connect(Port, #{}),
+    {Id, C1} = ?H2:request(C0, <<"GET">>, <<"/">>),
+    {ok, #{status := 200}, C2} = ?H2:response(C1, Id),
+    timer:sleep(500),
+    {Id2, C3} = ?H2:request(C2, <<"GET">>, <<"/slow">>),
+    {ok, #{status := 200, body := <<"slow">>}, #{sock := Sock}} = ?H2:response(C3, Id2),
+    on_time(closed_after(Sock, erlang:monotonic_time(millisecond))).
 
 websocket_hibernates(_Config) ->
     {_, Port} = listener(websocket_hibernates, #{}),

@@ -790,5 +790,8 @@ idle_check(M) ->
 
 %% -- action list ----------------------------------------------------------------------------
 
+done(M = #m{out = []}) ->
+    %% no copy of the record when nothing was done
+    {M, []};
 done(M = #m{out = Out}) ->
     {M#m{out = []}, lists:reverse(Out)}.
