@@ -446,7 +446,9 @@ exec([{timer, idle, Ms} | Rest], C = #c{timers = Timers}) when is_integer(Ms) ->
     At = erlang:monotonic_time(millisecond) + Ms,
     case Timers of
         #{idle := _} -> exec(Rest, C#c{idle_at = At});
-        #{} -> exec(Rest, C#c{idle_at = At, timers = Timers#{idle => erlang:start_timer(Ms, self(), idle)}})
+        #{} ->
+            TRef = erlang:start_timer(Ms, self(), idle),
+            exec(Rest, C#c{idle_at = At, timers = Timers#{idle => TRef}})
     end;
 exec([{cancel_timer, idle} | Rest], C) ->
     exec(Rest, C#c{idle_at = undefined});
