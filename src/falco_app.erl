@@ -1,9 +1,11 @@
-%% @doc The falco application: stores the codecs' tables (HTTP/1.1
-%% patterns, the HPACK Huffman decoding table) in `persistent_term' once,
-%% then starts {@link falco_sup}. Building them here, not on first use in
-%% a connection, keeps the first requests fast and keeps the codecs free
-%% of writes (a key already stored, after a restart, is left as it is:
-%% replacing one would force a global GC).
+%% @doc The falco application: stores the HTTP/1.1 codec's tables (its
+%% compiled patterns) in `persistent_term' once, then starts
+%% {@link falco_sup}. Storing them here, not on first use in a connection,
+%% keeps the codec free of writes; a key already stored (after a restart)
+%% is left as it is, since replacing one would force a global GC. The
+%% HPACK Huffman decoding table (0.53 MB) is not built here but when a
+%% coded string is first decoded (falco_hpack_huffman): a node that only
+%% speaks HTTP/1.1 never holds it.
 %%
 %% @private internal to falco
 -module(falco_app).
@@ -14,7 +16,7 @@
 %% @private
 -spec start(application:start_type(), term()) -> {ok, pid()} | {error, term()}.
 start(_Type, _Args) ->
-    ok = build(fun() -> store_tables(falco_http1:tables() ++ falco_hpack_huffman:tables()) end),
+    ok = store_tables(falco_http1:tables()),
     case falco_sup:start_link() of
         {ok, Pid} -> {ok, Pid};
         ignore -> {error, ignore};
@@ -25,23 +27,6 @@ start(_Type, _Args) ->
 -spec stop(term()) -> ok.
 stop(_State) ->
     ok.
-
-%% Runs `Fun' in a process of its own: building the Huffman table grows a
-%% heap to about 2.7 MB, which the application master's process calling
-%% start/2 would keep for the node's life (it stays idle, never collected):
-%% a node with falco idle held 16.1 MB against 13.5 MB once built apart
-%% (erlang:memory(total), 2026-11-25).
-build(Fun) ->
-    Self = self(),
-    Ref = make_ref(),
-    {Pid, Mon} = spawn_monitor(fun() -> Self ! {Ref, Fun()} end),
-    receive
-        {Ref, Result} ->
-            demonitor(Mon, [flush]),
-            Result;
-        {'DOWN', Mon, process, Pid, Reason} ->
-            {error, {tables, Reason}}
-    end.
 
 store_tables(Tables) ->
     lists:foreach(fun({Key, Value}) ->

@@ -609,3 +609,44 @@ new_test_() ->
      ?_assertEqual(0, falco_hpack:table_size(falco_hpack:new())),
      ?_assertEqual(256, falco_hpack:max_table_size(falco_hpack:new(256))),
      ?_assertError(function_clause, falco_hpack:new(-1))].
+
+%% -- the Huffman decoding table, built on first use ---------------------------
+
+-define(HUFF_KEY, {falco_hpack_huffman, decode_table}).
+
+%% The first decode builds the table in a process of its own and stores
+%% it: the decoding process's heap does not grow by the build's 2.7 MB,
+%% and twenty processes decoding at once all get the right answer and one
+%% stored table.
+huffman_table_built_apart_test() ->
+    _ = persistent_term:erase(?HUFF_KEY),
+    Coded = falco_hpack_huffman:encode(<<"www.example.com">>),
+    Self = self(),
+    Pids = [spawn_link(fun() ->
+                               R = falco_hpack_huffman:decode(Coded),
+                               {memory, M} = process_info(self(), memory),
+                               Self ! {self(), R, M}
+                       end) || _ <- lists:seq(1, 20)],
+    Results = [receive {P, R, M} -> {R, M} after 10000 -> timeout end || P <- Pids],
+    ?assertEqual(lists:duplicate(20, {ok, <<"www.example.com">>}), [R || {R, _} <- Results]),
+    ?assert(lists:all(fun({_, M}) -> M < 200000 end, Results)),
+    ?assertMatch({_, _}, persistent_term:get(?HUFF_KEY, undefined)),
+    ?assertEqual(undefined, whereis(falco_hpack_huffman_builder)).
+
+%% A builder that never ends (here a process squatting on the builder's
+%% name) costs a decode its deadline, not forever: after 5 s the caller
+%% builds the table itself.
+huffman_table_builder_deadline_test_() ->
+    {timeout, 30,
+     fun() ->
+             _ = persistent_term:erase(?HUFF_KEY),
+             Squat = spawn(fun() -> receive stop -> ok end end),
+             true = register(falco_hpack_huffman_builder, Squat),
+             T0 = erlang:monotonic_time(millisecond),
+             R = falco_hpack_huffman:decode(falco_hpack_huffman:encode(<<"no-cache">>)),
+             Took = erlang:monotonic_time(millisecond) - T0,
+             Squat ! stop,
+             ?assertEqual({ok, <<"no-cache">>}, R),
+             ?assert(Took >= 5000 andalso Took < 15000),
+             ?assertMatch({_, _}, persistent_term:get(?HUFF_KEY, undefined))
+     end}.

@@ -13,20 +13,26 @@
 %% one or two symbols completed on the way (the shortest code has 5 bits, so
 %% an octet cannot complete more than two). A string may end only in a state
 %% whose path from the root is all ones and at most 7 bits long. The table
-%% (65,536 small integers, about 20 ms to build) is stored in
-%% `persistent_term' under a key of this module when the falco application
-%% starts ({@link tables/0}, put by falco_app), never inside a connection.
-%% Used without the application (a unit test, a program using the codec
-%% alone) it is built on first use and stored then; two processes doing so
-%% at once store equal values, and a `put' of an equal value is a no-op (no
-%% global GC).
+%% (65,536 small integers: 0.53 MB, about 20 ms to build) is stored in
+%% `persistent_term' under a key of this module the first time a coded
+%% string is decoded, so a node that never decodes one (HTTP/1.1 only, or
+%% peers that send literals) never holds it. It is built in a process of
+%% its own (the build grows a heap to about 2.7 MB, which a long-lived
+%% connection process would keep), registered under a name so that
+%% connections arriving at once wait for one build instead of each making
+%% their own; a build that has not ended within ?BUILD_DEADLINE ms is
+%% killed and the caller builds the table itself. A key is only ever added,
+%% never replaced (no global GC).
 %%
 %% @private internal to falco
 -module(falco_hpack_huffman).
 
--export([encode/1, decode/1, encoded_size/1, tables/0]).
+-export([encode/1, decode/1, encoded_size/1]).
 
 -define(PT_KEY, {?MODULE, decode_table}).
+%% the registered name of the process building the table
+-define(BUILDER, falco_hpack_huffman_builder).
+-define(BUILD_DEADLINE, 5000).
 -define(EOS, 256).
 
 %% RFC 7541 Appendix B: {Code, Length in bits} of symbols 0..256 (256 is EOS),
@@ -174,20 +180,46 @@ dec(<<>>, State, _, Accept, Acc) ->
         false -> {error, huffman}
     end.
 
-%% @doc The persistent terms this module reads, for falco_app to store
-%% once when the application starts.
--spec tables() -> [{{module(), decode_table}, term()}].
-tables() ->
-    [{?PT_KEY, build_table()}].
-
 table() ->
     case persistent_term:get(?PT_KEY, undefined) of
-        undefined ->
-            T = build_table(),
-            persistent_term:put(?PT_KEY, T),
-            T;
-        T ->
-            T
+        undefined -> build_apart();
+        T -> T
+    end.
+
+build_apart() ->
+    {Pid, Mon} = spawn_monitor(fun builder/0),
+    receive
+        {'DOWN', Mon, process, Pid, _} -> ok
+    after ?BUILD_DEADLINE ->
+        exit(Pid, kill),
+        receive {'DOWN', Mon, process, Pid, _} -> ok end
+    end,
+    case persistent_term:get(?PT_KEY, undefined) of
+        undefined -> store(build_table());
+        T -> T
+    end.
+
+%% One builder at a time: a process that finds the name taken waits for
+%% the process holding it (whose work is bounded: the build) to end.
+builder() ->
+    try register(?BUILDER, self()) of
+        true -> store(build_table())
+    catch
+        error:badarg ->
+            case whereis(?BUILDER) of
+                undefined ->
+                    builder();
+                Other ->
+                    Mon = monitor(process, Other),
+                    receive {'DOWN', Mon, process, Other, _} -> ok end
+            end
+    end.
+
+%% Stores the table unless one is there already (a key is never replaced).
+store(T) ->
+    case persistent_term:get(?PT_KEY, undefined) of
+        undefined -> persistent_term:put(?PT_KEY, T), T;
+        Stored -> Stored
     end.
 
 %% The code tree as a map: internal node id => {Child0, Child1}, a child
