@@ -192,6 +192,39 @@ limits_test() ->
                                      "B: 1234567890123456789\r\nC: 1234567890123456789\r\n">>,
                                    L#{max_header_count => 10})).
 
+%% A field line ends where its first control byte is, when that is the CR
+%% of a CRLF (one scan for both, falco_http1:lines/5); the limits hold to
+%% the byte there as on the general path, and every other control byte
+%% gets the answer it got before.
+field_line_scan_test() ->
+    L = (falco_http1:default_limits())#{max_header_line => 30, max_header_block => 64,
+                                         max_header_count => 3},
+    Req = fun(Lines) -> iolist_to_binary(["GET / HTTP/1.1\r\nHost: a\r\n", Lines, "\r\n"]) end,
+    Line = fun(N) -> <<"X: ", (binary:copy(<<"v">>, N - 3))/binary, "\r\n">> end,
+    %% a line of 29 bytes (30 with its CR) is the longest under 30
+    ?assertMatch({ok, #{headers := [_, {<<"x">>, _}]}, <<>>}, falco_http1:parse(Req(Line(29)), L)),
+    ?assertEqual({error, {header_too_large, line}}, falco_http1:parse(Req(Line(30)), L)),
+    %% the block: "Host: a" (7 + 2) and 53 + 2 make 64, which fits; 54 does not
+    ?assertMatch({ok, _, <<>>}, falco_http1:parse(Req(Line(53)), L#{max_header_line => 100})),
+    ?assertEqual({error, {header_too_large, block}},
+                 falco_http1:parse(Req(Line(54)), L#{max_header_line => 100})),
+    ?assertEqual({error, {header_too_large, count}},
+                 falco_http1:parse(Req([Line(5), Line(5), Line(5)]), L)),
+    ?assertMatch({ok, _, <<>>}, falco_http1:parse(Req([Line(5), Line(5)]), L)),
+    [?assertEqual({error, {bad_request, Reason}}, falco_http1:parse(Req(Bad), L))
+     || {Bad, Reason} <- [{<<"X: a", 1, "b\r\n">>, invalid_header_value},
+                          {<<"X: a", 127, "\r\n">>, invalid_header_value},
+                          {<<"X: a\rb\r\n">>, invalid_header_value},
+                          {<<"X", 1, ": a\r\n">>, invalid_header_name},
+                          {<<"X: a\nb: c\r\n">>, bare_lf}]],
+    %% HTAB is no control byte here: it is OWS, trimmed
+    ?assertMatch({ok, #{headers := [_, {<<"x">>, <<"a\tb">>}]}, <<>>},
+                 falco_http1:parse(Req(<<"X:\ta\tb\t\r\n">>), L)),
+    %% a CR at the end of what has arrived: more, then the line
+    {more, C} = falco_http1:parse(<<"GET / HTTP/1.1\r\nHost: a\r\nX: 1\r">>, L),
+    ?assertMatch({ok, #{headers := [_, {<<"x">>, <<"1">>}]}, <<>>},
+                 falco_http1:parse_more(<<"\n\r\n">>, C)).
+
 incremental_test() ->
     Req = <<"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi">>,
     Whole = parse(Req),
