@@ -18,6 +18,8 @@
 -export([silent_connection_closes/1, crlf_counts_toward_request_timeout/1,
          idle_timeout_between_requests/1,
          slow_post_ends_http/1, slow_post_ends_h2c/1, steady_upload_passes/1,
+         large_steady_upload_passes/1, large_upload_silence_ends/1,
+         announced_body_reserves_little/1,
          unread_body_close_announced/1, unread_body_discard_time_capped/1,
          send_timeout_covers_files/1, send_timeout_covers_one_large_reply/1,
          handler_timeout_http/1, handler_timeout_h2c/1]).
@@ -33,6 +35,8 @@ groups() ->
     [{deadlines, [], [silent_connection_closes, crlf_counts_toward_request_timeout,
                       idle_timeout_between_requests,
                       slow_post_ends_http, slow_post_ends_h2c, steady_upload_passes,
+                      large_steady_upload_passes, large_upload_silence_ends,
+                      announced_body_reserves_little,
                       unread_body_close_announced, unread_body_discard_time_capped,
                       send_timeout_covers_files, send_timeout_covers_one_large_reply,
                       handler_timeout_http, handler_timeout_h2c]}].
@@ -68,6 +72,9 @@ handler(Req) ->
         <<"/upload">> ->
             {ok, Body, _} = falco_req:read_body(Req),
             {200, [], integer_to_binary(byte_size(Body))};
+        <<"/upload_md5">> ->
+            {ok, Body, _} = falco_req:read_body(Req),
+            {200, [], binary:encode_hex(crypto:hash(md5, Body))};
         _ ->
             {200, [], <<"hello">>}
     end.
@@ -213,6 +220,83 @@ steady_upload_passes(_Config) ->
      || _ <- lists:seq(1, 20)],
     {ok, #{status := 200, body := <<"4000">>}} = ?C:recv_response(Sock, #{timeout => 10000}),
     ?C:close(Sock).
+
+%% -- large bodies: exact-length reads keep the same deadlines ------------------
+
+%% 600 KB, the first 150 KB at once, then 50 KB every 300 ms: 2.7 s in all,
+%% each piece well within body_timeout (1 s). read_body(all) reads what is
+%% missing with exact-length reads once they are at most four times what
+%% came (falco_http1_stream); one that is not done within body_timeout
+%% takes what came and goes on, so the upload is read whole, byte for byte.
+large_steady_upload_passes(_Config) ->
+    {_Sup, Port} = start(large_steady_upload_passes, #{body_timeout => 1000}),
+    Body = pattern(600 * 1024),
+    Sock = ?C:connect(Port),
+    ok = ?C:send(Sock, [<<"POST /upload_md5 HTTP/1.1\r\n" ?HOST "Content-Length: ">>,
+                        integer_to_binary(byte_size(Body)), <<"\r\n\r\n">>]),
+    <<First:(150 * 1024)/binary, Rest/binary>> = Body,
+    ok = ?C:send(Sock, First),
+    T0 = now_ms(),
+    ok = send_paced(Sock, Rest, 50 * 1024, 300),
+    {ok, R} = ?C:recv_response(Sock, #{timeout => 10000}),
+    ct:log("600 KB over ~p ms: ~p", [now_ms() - T0, maps:get(status, R)]),
+    #{status := 200} = R,
+    ?assertEqual(binary:encode_hex(crypto:hash(md5, Body)), maps:get(body, R)),
+    ?C:close(Sock).
+
+%% 200 KB of an announced 600 KB, then silence: 408 at body_timeout
+%% (800 ms) after the last byte, at most twice that (the exact read that
+%% waited gives way to one more wait of its own), never the 600 KB's time.
+large_upload_silence_ends(_Config) ->
+    {_Sup, Port} = start(large_upload_silence_ends, #{body_timeout => 800}),
+    Sock = ?C:connect(Port),
+    ok = ?C:send(Sock, [<<"POST /upload HTTP/1.1\r\n" ?HOST "Content-Length: ">>,
+                        integer_to_binary(600 * 1024), <<"\r\n\r\n">>]),
+    ok = ?C:send(Sock, pattern(200 * 1024)),
+    T0 = now_ms(),
+    {ok, R} = ?C:recv_response(Sock, #{timeout => 10000}),
+    Elapsed = now_ms() - T0,
+    ct:log("silent after 200 KB of 600 KB: ~p after ~p ms", [maps:get(status, R), Elapsed]),
+    #{status := 408} = R,
+    ?assert(Elapsed >= 700),
+    ?assert(Elapsed < 3000),
+    ?C:close(Sock).
+
+%% 20 clients announce 1 MB bodies to a handler that reads them whole, and
+%% send nothing more: what falco reserves for them stays near one wide read
+%% buffer (256 KB) each, not the 1 MB announced (an exact-length read
+%% allocates its length before any byte comes, so it waits until the client
+%% has sent a quarter of what it would reserve).
+announced_body_reserves_little(_Config) ->
+    {_Sup, Port} = start(announced_body_reserves_little, #{body_timeout => 5000}),
+    erlang:garbage_collect(),
+    Before = erlang:memory(binary),
+    Socks = [begin
+                 S = ?C:connect(Port),
+                 ok = ?C:send(S, <<"POST /upload HTTP/1.1\r\n" ?HOST
+                                   "Content-Length: 1048576\r\n\r\n">>),
+                 S
+             end || _ <- lists:seq(1, 20)],
+    timer:sleep(500),
+    Grown = erlang:memory(binary) - Before,
+    ct:log("20 announced 1 MB bodies, nothing sent: binary memory +~p KB", [Grown div 1024]),
+    [?C:close(S) || S <- Socks],
+    ?assert(Grown < 20 * 512 * 1024).
+
+pattern(N) ->
+    binary:part(binary:copy(<<"0123456789abcdefghijklmnopqrstuvwxyz">>, N div 36 + 1), 0, N).
+
+send_paced(_Sock, <<>>, _Piece, _Ms) ->
+    ok;
+send_paced(Sock, Bin, Piece, Ms) ->
+    timer:sleep(Ms),
+    case Bin of
+        <<P:Piece/binary, Rest/binary>> ->
+            ok = ?C:send(Sock, P),
+            send_paced(Sock, Rest, Piece, Ms);
+        _ ->
+            ?C:send(Sock, Bin)
+    end.
 
 %% -- an unread body, and the close that follows --------------------------------
 

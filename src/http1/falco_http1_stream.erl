@@ -94,12 +94,20 @@
 %% client trickling a chunked body the handler ignored held the discard
 %% for as long as each piece came within body_timeout.
 -define(MAX_DISCARD_MS, 2000).
-%% A body whose missing part is at most this big is read with one
-%% exact-length recv (one allocation). body_timeout then bounds that whole
-%% read, which is harmless at this size; a larger remainder is read piece by
-%% piece so body_timeout stays a wait between bytes (a slow but steady
-%% upload of a large body is not cut off).
--define(MAX_EXACT_READ, 65536).
+%% `read_body(all)' reads a body of known length with exact-length reads:
+%% the first of at most ?MAX_EXACT_READ, each later one of at most
+%% ?EXACT_FACTOR times what the client has sent so far (a 1 MB body: 256 KB,
+%% then the rest), so that few reads, each filling one binary, make the
+%% body. On the inet backend an exact read allocates its whole length
+%% before any byte comes: what a client can make falco reserve without
+%% sending it stays one wide read buffer (256 KB, as a piecewise read's),
+%% and beyond that it has to send a quarter of it first. An exact read not
+%% done within body_timeout (or min_body_rate's deadline) takes what has
+%% come (it stays in the socket) and goes on, so body_timeout stays a wait
+%% between bytes: a silent client is answered 408 at it, a slow but
+%% steady upload is not cut off.
+-define(MAX_EXACT_READ, 262144).
+-define(EXACT_FACTOR, 4).
 %% The pieces a file body is sent in (see file_body/4).
 -define(FILE_CHUNK, 262144).
 %% At most this many bytes of responses are held back (see respond/2).
@@ -472,14 +480,6 @@ report(B0, S = #h1s{tracker = {Conn, Ref, Reports, _}}) ->
 read(all, #body{framing = {length, Left}, pending = <<>>, read = Read}, #h1s{max_body = Max})
   when Read + Left > Max ->
     throw({falco_error, content_too_large});
-read(all, B0 = #body{framing = {length, Left}, pending = <<>>, buf = Buf, read = Read}, S)
-  when byte_size(Buf) < Left, Left - byte_size(Buf) =< ?MAX_EXACT_READ ->
-    %% One exact-length recv: a single allocation for the whole body.
-    B = clock(continue(B0, S), S),
-    %% The rule allows this read the time the whole of it earns.
-    Data = recv(S, B#body{read = Read + Left - byte_size(Buf)}, Left - byte_size(Buf)),
-    {ok, <<Buf/binary, Data/binary>>,
-     B#body{framing = done, buf = <<>>, read = Read + Left, io = true}};
 read(all, B, S) ->
     read_all(B, S, []);
 read(_Want, B = #body{pending = <<>>, framing = done}, _S) ->
@@ -497,9 +497,34 @@ read(Want, B = #body{pending = P, framing = F}, _S) ->
     end.
 
 read_all(B = #body{pending = P, framing = done}, _S, Acc) ->
-    {ok, iolist_to_binary(lists:reverse(Acc, [P])), B#body{pending = <<>>}};
+    {ok, join(Acc, P), B#body{pending = <<>>}};
+read_all(B0 = #body{pending = P, framing = {length, Left}, buf = <<>>, read = Read}, S, Acc)
+  when Left > 0 ->
+    Read + Left =< S#h1s.max_body orelse throw({falco_error, content_too_large}),
+    Want = min(Left, max(?MAX_EXACT_READ, ?EXACT_FACTOR * Read)),
+    B = clock(continue(B0, S), S),
+    %% The rule allows this read the time the whole of it earns.
+    case exact_recv(S, B#body{read = Read + Want}, Want) of
+        {ok, Data} when Want =:= Left ->
+            {ok, join([P | Acc], Data),
+             B#body{framing = done, pending = <<>>, read = Read + Left, io = true}};
+        {ok, Data} ->
+            read_all(B#body{framing = {length, Left - Want}, pending = Data, read = Read + Want,
+                            io = true}, S, [P | Acc]);
+        {partial, Data} ->
+            %% what had come, perhaps with bytes past this body: pull/2 cuts it
+            read_all(B#body{buf = Data, pending = <<>>, io = true}, S, [P | Acc])
+    end;
 read_all(B = #body{pending = P}, S, Acc) ->
     read_all(pull(B#body{pending = <<>>}, S), S, [P | Acc]).
+
+%% The pieces read (reversed) and the last one, as one binary; a lone
+%% piece is not copied.
+join(Acc, Last) ->
+    case [P || P <- Acc, P =/= <<>>] of
+        [] -> Last;
+        Pieces -> iolist_to_binary(lists:reverse(Pieces, [Last]))
+    end.
 
 %% @private
 -spec trailers(state()) -> [{binary(), binary()}].
@@ -590,13 +615,32 @@ clock(B = #body{clock = undefined}, #h1s{min_body_rate = Rule}) ->
 clock(B, _S) ->
     B.
 
+%% One exact-length read (see ?MAX_EXACT_READ): `{partial, Data}' when its
+%% wait ended first but some bytes had come (they stay in the socket).
+exact_recv(S = #h1s{transport = T, socket = Sock}, B, Len) ->
+    case recv_within(S, B, Len) of
+        {ok, Data} ->
+            {ok, Data};
+        {error, timeout} ->
+            case T:recv(Sock, 0, 0) of
+                {ok, Data} -> {partial, Data};
+                {error, timeout} -> throw({falco_error, body_timeout});
+                {error, _} -> throw({falco_error, {bad_request, body_incomplete}})
+            end;
+        {error, _} ->
+            throw({falco_error, {bad_request, body_incomplete}})
+    end.
+
 %% A wait for body bytes: body_timeout, or less when min_body_rate's
 %% deadline for the bytes received so far comes first.
-recv(#h1s{transport = T, socket = Sock, body_timeout = Wait}, #body{clock = Clock, read = Read},
-     Len) ->
-    Timeout = falco_body_deadline:timeout(Clock, Read, Wait, erlang:monotonic_time(millisecond)),
-    case T:recv(Sock, Len, Timeout) of
+recv(S, B, Len) ->
+    case recv_within(S, B, Len) of
         {ok, Data} -> Data;
         {error, timeout} -> throw({falco_error, body_timeout});
         {error, _} -> throw({falco_error, {bad_request, body_incomplete}})
     end.
+
+recv_within(#h1s{transport = T, socket = Sock, body_timeout = Wait}, #body{clock = Clock, read = Read},
+            Len) ->
+    Timeout = falco_body_deadline:timeout(Clock, Read, Wait, erlang:monotonic_time(millisecond)),
+    T:recv(Sock, Len, Timeout).
