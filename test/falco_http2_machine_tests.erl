@@ -240,6 +240,32 @@ closed_stream_frames_test() ->
     ?assertEqual([], frames(feed({rst_stream, 1, cancel}, T2))),
     ?assertEqual([], frames(feed({priority, 1, false, 0, 16}, T2))).
 
+%% Streams that ended normally are remembered as bits over the last 512
+%% ids: HEADERS on one is STREAM_CLOSED, on an id skipped (never opened)
+%% PROTOCOL_ERROR, as far back as 256 streams; older ones are forgotten, as
+%% before. A connection that served 1,000 streams keeps its state small (a
+%% map and a queue of 256 closed ids took about 12 KB).
+closed_window_test() ->
+    Serve = fun(Id, T0) ->
+                    T1 = headers(Id, req_get(Id), fin, T0),
+                    call(fun(M) -> ?M:send_headers(Id, 200, [], fin, M) end, T1)
+            end,
+    %% streams 1, 3, ... 1999, except 1001 (skipped)
+    T = lists:foldl(Serve, start(), [Id || Id <- lists:seq(1, 1999, 2), Id =/= 1001]),
+    ?assertEqual(0, ?M:active_streams(T#t.m)),
+    ?assertEqual(stream_closed, goaway_code(headers(1999, req_get(1999), fin, T))),
+    %% the oldest stream still in the window, and the first one out of it
+    ?assertEqual(stream_closed, goaway_code(headers(1489, req_get(1489), fin, T))),
+    ?assertEqual(protocol_error, goaway_code(headers(1487, req_get(1487), fin, T))),
+    ?assertEqual([{1999, stream_closed}], rst(feed({data, 1999, fin, <<"x">>, 1}, T))),
+    %% a skipped id was never open: PROTOCOL_ERROR (§5.1.1), as a forgotten one
+    T2 = lists:foldl(Serve, start(), [1, 3, 7]),
+    ?assertEqual(protocol_error, goaway_code(headers(5, req_get(5), fin, T2))),
+    ?assertEqual(stream_closed, goaway_code(headers(3, req_get(3), fin, T2))),
+    %% a client's RST_STREAM on a closed stream is noted, not an error
+    ?assertEqual([], frames(feed({rst_stream, 1999, cancel}, T))),
+    ?assert(erts_debug:flat_size(T#t.m) < erts_debug:flat_size(T2#t.m) + 100).
+
 reset_stream_frames_ignored_test() ->
     T1 = headers(1, post(10), nofin, start()),
     T2 = call(fun(M) -> ?M:reset_stream(1, cancel, M) end, T1),
