@@ -24,6 +24,9 @@
          send_timeout_covers_files/1, send_timeout_covers_one_large_reply/1,
          handler_timeout_http/1, handler_timeout_h2c/1]).
 
+%% the handler, also of the peer node of announced_body_reserves_little
+-export([handler/1]).
+
 -define(C, falco_test_client).
 -define(H2, falco_test_h2_client).
 -define(HOST, "Host: example.com\r\n").
@@ -268,20 +271,24 @@ large_upload_silence_ends(_Config) ->
 %% allocates its length before any byte comes, so it waits until the client
 %% has sent a quarter of what it would reserve).
 announced_body_reserves_little(_Config) ->
-    {_Sup, Port} = start(announced_body_reserves_little, #{body_timeout => 5000}),
-    erlang:garbage_collect(),
-    Before = erlang:memory(binary),
-    Socks = [begin
-                 S = ?C:connect(Port),
-                 ok = ?C:send(S, <<"POST /upload HTTP/1.1\r\n" ?HOST
-                                   "Content-Length: 1048576\r\n\r\n">>),
-                 S
-             end || _ <- lists:seq(1, 20)],
-    timer:sleep(500),
-    Grown = erlang:memory(binary) - Before,
-    ct:log("20 announced 1 MB bodies, nothing sent: binary memory +~p KB", [Grown div 1024]),
-    [?C:close(S) || S <- Socks],
-    ?assert(Grown < 20 * 512 * 1024).
+    {Peer, Port} = falco_test_tree:peer_listener(reserves, fun ?MODULE:handler/1,
+                                                 #{body_timeout => 5000}),
+    try
+        Before = peer:call(Peer, falco_test_tree, binary_after_gc, [], 5000),
+        Socks = [begin
+                     S = ?C:connect(Port),
+                     ok = ?C:send(S, <<"POST /upload HTTP/1.1\r\n" ?HOST
+                                       "Content-Length: 1048576\r\n\r\n">>),
+                     S
+                 end || _ <- lists:seq(1, 20)],
+        timer:sleep(500),
+        Grown = peer:call(Peer, erlang, memory, [binary], 5000) - Before,
+        ct:log("20 announced 1 MB bodies, nothing sent: binary memory +~p KB", [Grown div 1024]),
+        [?C:close(S) || S <- Socks],
+        ?assert(Grown < 20 * 512 * 1024)
+    after
+        peer:stop(Peer)
+    end.
 
 pattern(N) ->
     binary:part(binary:copy(<<"0123456789abcdefghijklmnopqrstuvwxyz">>, N div 36 + 1), 0, N).
