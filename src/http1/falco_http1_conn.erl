@@ -67,6 +67,13 @@
                %% responses to pipelined requests not sent yet
                %% (falco_http1_stream:held/1): sent before any read or close
                held = none :: falco_http1_stream:held() | none,
+               %% read from the listener's configuration once (its map is
+               %% large enough that every read is a hash lookup): what each
+               %% request's stream state starts from, handler_timeout, and
+               %% the drain flag
+               stream :: falco_http1_stream:state(),
+               handler_timeout :: timeout(),
+               drain :: falco_drain:flag() | undefined,
                debug = [] :: [sys:dbg_opt()]}).
 
 %% @doc Serves HTTP/1.1 on the connection of `Ctx' ({@link falco_conn}),
@@ -89,7 +96,10 @@ enter(Ctx = #{socket := Socket, transport := T, parent := Parent, handler := Han
               tracker = falco_http1_stream:tracker(),
               stats = Stats, cell = Cell,
               max_in_flight = maps:get(max_requests_in_flight, Conf),
-              retry_after = maps:get(shed_retry_after, Conf)},
+              retry_after = maps:get(shed_retry_after, Conf),
+              stream = falco_http1_stream:template(Socket, T, Conf),
+              handler_timeout = maps:get(handler_timeout, Conf),
+              drain = maps:get(drain, Conf, undefined)},
     ok = falco_stats:protocol(Stats, Cell, http1),
     %% For falco:connection_list/1 while a request keeps this process from
     %% answering sys (the request in progress is the pipeline's mark).
@@ -241,21 +251,20 @@ serve(C0 = #conn{stats = Stats, cell = Cell, max_in_flight = MaxInFlight,
             after_serve(C, serve(C, Held, Request, Rest, {shed, Reason}))
     end.
 
-serve(C = #conn{socket = Sock, transport = T, conf = Conf, served = Served,
-                max_requests = Max, tracker = Tracker}, Held, Request, Rest, Run) ->
+serve(C = #conn{served = Served, max_requests = Max, tracker = Tracker, stream = Template},
+      Held, Request, Rest, Run) ->
     #{version := Version, keep_alive := KeepAlive0, body := Framing,
       expect_continue := Continue} = Request,
     put(?SERVED_KEY, Served),
     KeepAlive = KeepAlive0 andalso Served + 1 < Max,
     S0 = falco_http1_stream:with_body(
            Framing, Rest, Continue, Tracker,
-           falco_http1_stream:hold_over(Held, falco_http1_stream:new(Sock, T, Version, KeepAlive,
-                                                                     Conf))),
+           falco_http1_stream:hold_over(Held, falco_http1_stream:new(Template, Version, KeepAlive))),
     Req = (with_connection(Request, C))#{stream => {falco_http1_stream, S0}},
     Result = case Run of
                  handler ->
                      falco_pipeline:run(Req, C#conn.handler, falco_http1_stream, S0,
-                                        maps:get(handler_timeout, Conf));
+                                        C#conn.handler_timeout);
                  {shed, Reason} ->
                      falco_pipeline:shed(Reason, Req, falco_http1_stream, S0)
              end,
@@ -385,12 +394,12 @@ with_connection(Request, #conn{ctx = #{peer := Peer, scheme := Scheme, listener 
 %% 13 -> 17 us of server CPU per request and echo 16 -> 21 us (bench,
 %% falco vs elli vs cowboy in one run, medians of 3, 2026-11-24; elli and
 %% cowboy unchanged between the runs).
-idle(C = #conn{first = undefined, conf = Conf}) ->
+idle(C = #conn{first = undefined, drain = Drain}) ->
     %% A listener that drains closes an idle keep-alive connection at once
     %% (told by a {falco_drain, _} message, or seen here after a response).
     %% A new connection's first request is still served (and closes): it
     %% may be on its way already.
-    case falco_drain:draining(maps:get(drain, Conf, undefined)) of
+    case falco_drain:draining(Drain) of
         true -> quick_close(C);
         false -> idle_busy(C)
     end;
