@@ -42,6 +42,26 @@ is_token_test() ->
     ?assertNot(?G:is_token(<<"a:b">>)),
     ?assertNot(?G:is_token(<<"é">>)).
 
+%% token_case/1 knows common field names by literal clauses, without a
+%% scan: every such literal must be what the scan would call a lowercase
+%% token (read from the module's own abstract code, so the list is not
+%% copied here), and a name that is not listed still goes through the scan.
+known_names_are_lower_tokens_test() ->
+    {ok, {_, [{abstract_code, {raw_abstract_v1, Forms}}]}} =
+        beam_lib:chunks(filename:join(code:lib_dir(falco, ebin), "falco_grammar.beam"),
+                        [abstract_code]),
+    [Clauses] = [Cs || {function, _, token_case, 1, Cs} <- Forms],
+    Known = [iolist_to_binary([C || {bin_element, _, {string, _, C}, _, _} <- Elems])
+             || {clause, _, [{bin, _, Elems = [_ | _]}], [], [{atom, _, lower}]} <- Clauses],
+    ?assert(length(Known) >= 10),
+    Tchar = fun(C) -> (C >= $a andalso C =< $z) orelse (C >= $0 andalso C =< $9)
+                          orelse lists:member(C, "!#$%&'*+-.^_`|~") end,
+    [?assert(Name =/= <<>> andalso lists:all(Tchar, binary_to_list(Name))) || Name <- Known],
+    [?assertEqual({ok, Name}, ?G:lower_token(Name)) || Name <- Known],
+    ?assertEqual({ok, <<"content-type">>}, ?G:lower_token(<<"Content-Type">>)),
+    ?assertEqual(error, ?G:lower_token(<<"content type">>)),
+    ?assertNot(?G:is_lower_token(<<"Content-type">>)).
+
 is_lower_token_test() ->
     ?assert(?G:is_lower_token(<<"content-type">>)),
     ?assertNot(?G:is_lower_token(<<"Content-Type">>)),

@@ -64,7 +64,55 @@ lower_token(Bin) ->
     end.
 
 %% One scan for the three: a token, and whether it has uppercase letters.
+%% Field names common in requests and responses, in lowercase, are known
+%% without a scan: a literal match instead of one step a byte
+%% (content-type: 96 -> about 10 ns, every response has one; 2026-11-28).
 token_case(<<>>) -> error;
+token_case(<<"accept">>) -> lower;
+token_case(<<"accept-encoding">>) -> lower;
+token_case(<<"accept-language">>) -> lower;
+token_case(<<"accept-ranges">>) -> lower;
+token_case(<<"access-control-allow-origin">>) -> lower;
+token_case(<<"age">>) -> lower;
+token_case(<<"allow">>) -> lower;
+token_case(<<"authorization">>) -> lower;
+token_case(<<"cache-control">>) -> lower;
+token_case(<<"connection">>) -> lower;
+token_case(<<"content-disposition">>) -> lower;
+token_case(<<"content-encoding">>) -> lower;
+token_case(<<"content-language">>) -> lower;
+token_case(<<"content-length">>) -> lower;
+token_case(<<"content-range">>) -> lower;
+token_case(<<"content-security-policy">>) -> lower;
+token_case(<<"content-type">>) -> lower;
+token_case(<<"cookie">>) -> lower;
+token_case(<<"date">>) -> lower;
+token_case(<<"etag">>) -> lower;
+token_case(<<"expires">>) -> lower;
+token_case(<<"host">>) -> lower;
+token_case(<<"if-modified-since">>) -> lower;
+token_case(<<"if-none-match">>) -> lower;
+token_case(<<"last-modified">>) -> lower;
+token_case(<<"link">>) -> lower;
+token_case(<<"location">>) -> lower;
+token_case(<<"origin">>) -> lower;
+token_case(<<"pragma">>) -> lower;
+token_case(<<"priority">>) -> lower;
+token_case(<<"referer">>) -> lower;
+token_case(<<"referrer-policy">>) -> lower;
+token_case(<<"retry-after">>) -> lower;
+token_case(<<"sec-websocket-accept">>) -> lower;
+token_case(<<"server">>) -> lower;
+token_case(<<"set-cookie">>) -> lower;
+token_case(<<"strict-transport-security">>) -> lower;
+token_case(<<"te">>) -> lower;
+token_case(<<"upgrade">>) -> lower;
+token_case(<<"user-agent">>) -> lower;
+token_case(<<"vary">>) -> lower;
+token_case(<<"www-authenticate">>) -> lower;
+token_case(<<"x-content-type-options">>) -> lower;
+token_case(<<"x-frame-options">>) -> lower;
+token_case(<<"x-request-id">>) -> lower;
 token_case(Bin) -> token_case(Bin, lower).
 
 token_case(<<C, R/binary>>, Case) when ?IS_LOWER_TCHAR(C) -> token_case(R, Case);
