@@ -71,10 +71,6 @@
 
 -include("falco_http2_machine.hrl").
 
--define(CLOSED_MEMORY, 256).
-%% How many stream ids back the streams that ended normally are known as
-%% closed (256 client streams, their ids being odd).
--define(CLOSED_WINDOW, 512).
 %% The window of the flood counters, ms.
 -define(FLOOD_WINDOW, 10000).
 %% How long a stream whose response is complete waits for the rest of a
@@ -630,43 +626,11 @@ forget(#stream{id = Id, queue = Q, lingering = Lingering, stall = Stall}, How,
          end,
     remember_closed(Id, How, M3#m{streams = maps:remove(Id, Streams)}).
 
-%% A stream that ended normally (the common case, once per request) is a
-%% bit in a window of ids; one reset either way goes into a map bounded by
-%% ?CLOSED_MEMORY, which a lookup reads first. A map and a queue for every
-%% stream, as before, made a connection that had served 300 requests
-%% hold 15.6 KB instead of 3.5 KB (2026-11-28).
-remember_closed(Id, closed, M = #m{closed = Closed, closed_window = Window}) ->
-    case is_map_key(Id, Closed) of
-        true -> M;
-        false -> M#m{closed_window = note_closed(Id, Window)}
-    end;
-remember_closed(Id, How, M = #m{closed = Closed}) when is_map_key(Id, Closed) ->
-    M#m{closed = Closed#{Id => How}};
-remember_closed(Id, How, M = #m{closed = Closed, closed_order = Order}) ->
-    case map_size(Closed) >= ?CLOSED_MEMORY of
-        true ->
-            {{value, Old}, Order1} = queue:out(Order),
-            M#m{closed = (maps:remove(Old, Closed))#{Id => How}, closed_order = queue:in(Id, Order1)};
-        false ->
-            M#m{closed = Closed#{Id => How}, closed_order = queue:in(Id, Order)}
-    end.
+remember_closed(Id, How, M = #m{closed = Closed}) ->
+    M#m{closed = falco_http2_closed:note(Id, How, Closed)}.
 
-%% Older than the window: forgotten, as the ?CLOSED_MEMORY-th reset is.
-note_closed(Id, Window = {First, _}) when Id < First ->
-    Window;
-note_closed(Id, {First, Bits}) when Id - First < ?CLOSED_WINDOW ->
-    {First, Bits bor (1 bsl (Id - First))};
-note_closed(Id, {First, Bits}) ->
-    Shift = Id - First - ?CLOSED_WINDOW + 1,
-    {First + Shift, (Bits bsr Shift) bor (1 bsl (?CLOSED_WINDOW - 1))}.
-
-%% How a stream that is not open closed, as far as it is remembered.
-closed_how(Id, #m{closed = Closed, closed_window = {First, Bits}}) ->
-    case Closed of
-        #{Id := How} -> How;
-        #{} when Id >= First, (Bits bsr (Id - First)) band 1 =:= 1 -> closed;
-        #{} -> undefined
-    end.
+closed_how(Id, #m{closed = Closed}) ->
+    falco_http2_closed:how(Id, Closed).
 
 %% -- local events -------------------------------------------------------------------------
 

@@ -79,13 +79,8 @@
             %% streams
             streams = #{} :: #{stream_id() => #stream{}},
             last_id = 0 :: non_neg_integer(),
-            %% streams that closed: those reset (either way) by id, the
-            %% last ?CLOSED_MEMORY of them, and those that ended normally
-            %% as bits over a window of ids, {FirstId, Bits}: bit N is
-            %% FirstId + N (falco_http2_machine:remember_closed/3)
-            closed = #{} :: #{stream_id() => reset_sent | reset_received},
-            closed_order = queue:new() :: queue:queue(stream_id()),
-            closed_window = {1, 0} :: {stream_id(), non_neg_integer()},
+            %% how the streams no longer open closed, as far as remembered
+            closed = falco_http2_closed:new() :: falco_http2_closed:closed(),
             blocked = [] :: [stream_id()],
             block :: undefined | {stream_id(), fin(), term(), [binary()], non_neg_integer(),
                                   non_neg_integer()},
