@@ -19,7 +19,7 @@
          idle_timeout_between_requests/1,
          slow_post_ends_http/1, slow_post_ends_h2c/1, steady_upload_passes/1,
          large_steady_upload_passes/1, large_upload_silence_ends/1,
-         announced_body_reserves_little/1,
+         announced_body_reserves_little/1, whole_body_reads/1,
          unread_body_close_announced/1, unread_body_discard_time_capped/1,
          send_timeout_covers_files/1, send_timeout_covers_one_large_reply/1,
          handler_timeout_http/1, handler_timeout_h2c/1]).
@@ -39,7 +39,7 @@ groups() ->
                       idle_timeout_between_requests,
                       slow_post_ends_http, slow_post_ends_h2c, steady_upload_passes,
                       large_steady_upload_passes, large_upload_silence_ends,
-                      announced_body_reserves_little,
+                      announced_body_reserves_little, whole_body_reads,
                       unread_body_close_announced, unread_body_discard_time_capped,
                       send_timeout_covers_files, send_timeout_covers_one_large_reply,
                       handler_timeout_http, handler_timeout_h2c]}].
@@ -288,6 +288,57 @@ announced_body_reserves_little(_Config) ->
         ?assert(Grown < 20 * 512 * 1024)
     after
         peer:stop(Peer)
+    end.
+
+%% read_body(all) on the inet driver puts the body bytes it holds back in
+%% front of the socket's before each exact read, so that a body comes out
+%% of the driver as one binary and nothing joins pieces (a copy of the
+%% whole body). The socket backend cannot put bytes back and joins. On
+%% both, bodies that end in the head's read, fit one exact read, need two,
+%% or need three are read byte for byte, and the request sent behind each
+%% body in the same write is answered. The joins are traced: on inet none
+%% has pieces to copy.
+whole_body_reads(_Config) ->
+    Sizes = [300, 100 * 1024, 1024 * 1024, 1300 * 1024],
+    Joins = [{Backend, joined_pieces(Backend, Sizes)} || Backend <- [inet, socket]],
+    ct:log("pieces each join copied (bodies of ~p bytes): ~p", [Sizes, Joins]),
+    ?assertEqual([], [N || N <- proplists:get_value(inet, Joins), N > 0]),
+    ?assertNotEqual([], [N || N <- proplists:get_value(socket, Joins), N > 0]).
+
+joined_pieces(Backend, Sizes) ->
+    Name = list_to_atom("whole_body_reads_" ++ atom_to_list(Backend)),
+    {_Sup, Port} = start(Name, #{inet_backend => Backend}),
+    Self = self(),
+    1 = erlang:trace_pattern({falco_http1_stream, join, 2}, true, [local]),
+    _ = erlang:trace(all, true, [call, {tracer, Self}]),
+    try
+        Sock = ?C:connect(Port),
+        [begin
+             Body = pattern(Size),
+             ok = ?C:send(Sock, [<<"POST /upload_md5 HTTP/1.1\r\n" ?HOST "Content-Length: ">>,
+                                 integer_to_binary(Size), <<"\r\n\r\n">>, Body,
+                                 <<"GET /after HTTP/1.1\r\n" ?HOST "\r\n">>]),
+             {ok, R} = ?C:recv_response(Sock, #{timeout => 10000}),
+             ?assertEqual(binary:encode_hex(crypto:hash(md5, Body)), maps:get(body, R)),
+             {ok, #{status := 200, body := <<"hello">>}} = ?C:recv_response(Sock)
+         end || Size <- Sizes],
+        ?C:close(Sock)
+    after
+        _ = erlang:trace(all, false, [call]),
+        erlang:trace_pattern({falco_http1_stream, join, 2}, false, [local]),
+        _ = falco:stop_listener(Name)
+    end,
+    Pieces = traced_joins([]),
+    ?assertEqual(length(Sizes), length(Pieces)),
+    Pieces.
+
+%% The number of pieces (besides the last) each traced join/2 was given.
+traced_joins(Acc) ->
+    receive
+        {trace, _, call, {falco_http1_stream, join, [Pieces, _Last]}} ->
+            traced_joins([length(Pieces) | Acc])
+    after 500 ->
+        lists:reverse(Acc)
     end.
 
 pattern(N) ->

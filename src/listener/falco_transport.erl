@@ -31,7 +31,7 @@
          default_ciphers/0, default_ciphers/1]).
 -export([reuseport/0]).
 -export([linger_close/2, linger_close_active/2, close_socket/2, deadline/1, remaining/1]).
--export([read_buffer/2, accept_buffer/2, send/3]).
+-export([read_buffer/2, accept_buffer/2, send/3, unrecv/3]).
 
 -define(DEFAULT_VERSIONS, ['tlsv1.3', 'tlsv1.2']).
 %% Lingering close: how long, and how many bytes at most, are read and
@@ -304,6 +304,18 @@ send(gen_tcp, Sock, Data) when is_port(Sock) ->
     end;
 send(T, Sock, Data) ->
     T:send(Sock, Data).
+
+%% @doc Puts bytes read from a connection back in front of what it has
+%% not read yet, so that the next exact-length read returns them and the
+%% bytes after them as one binary, filled by the driver. Only gen_tcp on
+%% the inet driver can (gen_tcp:unrecv/2, exported by gen_tcp though not
+%% documented); the socket backend and TLS answer `{error, enotsup}', and
+%% the caller keeps the bytes itself.
+-spec unrecv(transport(), socket(), binary()) -> ok | {error, term()}.
+unrecv(gen_tcp, Sock, Data) when is_port(Sock) ->
+    gen_tcp:unrecv(Sock, Data);
+unrecv(_T, _Sock, _Data) ->
+    {error, enotsup}.
 
 %% @doc Closes a connection's socket. gen_tcp:close/1 on the inet driver
 %% asks the driver twice before it closes: for the linger option, then
