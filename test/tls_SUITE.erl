@@ -10,11 +10,13 @@
 
 -export([all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
 -export([tls13_only/1, tls13_only_curl/1, tls12_only/1, both_versions/1, bad_options/1,
-         max_connections/1, stop_closes_listen_socket/1]).
+         max_connections/1, stop_closes_listen_socket/1, ssl_started_by_tls_listener/1]).
+%% the handler, also of the peer node of ssl_started_by_tls_listener
+-export([handle/1]).
 
 all() ->
     [tls13_only, tls13_only_curl, tls12_only, both_versions, bad_options, max_connections,
-     stop_closes_listen_socket].
+     stop_closes_listen_socket, ssl_started_by_tls_listener].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
@@ -219,3 +221,39 @@ stop_closes_listen_socket(Config) ->
     Port = start(#{port => Port}, Config),
     {ok, S2} = connect(Port, ['tlsv1.3']),
     <<"hello https 1">> = get_hello(S2).
+
+%% falco does not start ssl (nor crypto and public_key) with itself: the
+%% first TLS listener does, so a node serving plain HTTP never holds it. A
+%% node that cannot start ssl (its code path lacks it, as a release built
+%% without it) gets {error, {tls_unavailable, Reason}} from
+%% start_listener, and no listener; once ssl can be found, the same call
+%% starts it and serves TLS. In a node of its own, where nothing else has
+%% started ssl.
+ssl_started_by_tls_listener(Config) ->
+    Paths = [code:lib_dir(falco, ebin), filename:dirname(code:which(?MODULE))],
+    {ok, Peer, _} = peer:start_link(#{connection => standard_io,
+                                      args => lists:append([["-pa", P] || P <- Paths])}),
+    try
+        Call = fun(M, F, A) -> peer:call(Peer, M, F, A, 15000) end,
+        Running = fun() -> [A || {A, _, _} <- Call(application, which_applications, [])] end,
+        {ok, Started} = Call(application, ensure_all_started, [falco]),
+        ct:log("started with falco: ~p", [Started]),
+        [] = [A || A <- Running(), lists:member(A, [ssl, crypto, public_key])],
+        Opts = #{port => 0, ip => {127, 0, 0, 1}, handler => fun ?MODULE:handle/1,
+                 transport => tls, tls_opts => ?config(tls_opts, Config)},
+        SslDir = Call(code, lib_dir, [ssl, ebin]),
+        true = Call(code, del_path, [SslDir]),
+        {error, {tls_unavailable, Why}} = Call(falco, start_listener, [tls_peer, Opts]),
+        ct:log("without ssl in the code path: ~p", [Why]),
+        {error, not_found} = Call(falco, port, [tls_peer]),
+        false = lists:member(ssl, Running()),
+        true = Call(code, add_patha, [SslDir]),
+        {ok, _} = Call(falco, start_listener, [tls_peer, Opts]),
+        true = lists:member(ssl, Running()),
+        {ok, Port} = Call(falco, port, [tls_peer]),
+        {ok, S} = connect(Port, ['tlsv1.3']),
+        <<"hello https 1">> = get_hello(S),
+        ok = ssl:close(S)
+    after
+        peer:stop(Peer)
+    end.

@@ -177,10 +177,18 @@ sockport(tls, LSock) ->
     {ok, Port}.
 
 %% TLS listeners: the ssl application, and the server options computed once
-%% (ssl processes them once more, once, in ssl:listen/2).
+%% (ssl processes them once more, once, in ssl:listen/2). ssl is started
+%% by the first TLS listener, not with falco (falco.app.src): a node that
+%% serves plain HTTP does not hold it (0.36 MB, and crypto's library). A
+%% node that cannot start it (a release built without ssl) gets
+%% `{error, {tls_unavailable, Reason}}'.
 tls_conf(Conf = #{transport := tls, tls_opts := TlsOpts, protocols := Protocols}) ->
-    {ok, _} = application:ensure_all_started(ssl),
-    Conf#{tls_server_opts => falco_transport:tls_options(TlsOpts, Protocols)};
+    case application:ensure_all_started(ssl) of
+        {ok, _} ->
+            Conf#{tls_server_opts => falco_transport:tls_options(TlsOpts, Protocols)};
+        {error, Reason} ->
+            exit({shutdown, {falco_listener, {tls_unavailable, Reason}}})
+    end;
 tls_conf(Conf) ->
     Conf.
 
