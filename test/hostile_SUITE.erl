@@ -14,7 +14,7 @@
 -export([crash_report_bounded_http/1, crash_report_bounded_h2c/1,
          killed_connections_keep_slots/1, acceptor_death_under_load/1,
          stray_messages_dropped/1, idle_connection_releases_garbage/1,
-         idle_after_upload_holds_no_buffer/1,
+         idle_after_upload_holds_no_buffer/1, large_body_released_at_once/1,
          connection_deaths_logged_once/1, connection_crash_logged_once/1,
          listener_storm_contained/1, listener_storm_in_user_supervisor/1,
          holder_death_keeps_connections/1, small_fixes_http/1, small_fixes_h2c/1]).
@@ -35,7 +35,7 @@ groups() ->
     [{hostile, [], [crash_report_bounded_http, crash_report_bounded_h2c,
                     killed_connections_keep_slots, acceptor_death_under_load,
                     stray_messages_dropped, idle_connection_releases_garbage,
-                    idle_after_upload_holds_no_buffer,
+                    idle_after_upload_holds_no_buffer, large_body_released_at_once,
                     connection_deaths_logged_once, connection_crash_logged_once,
                     listener_storm_contained, listener_storm_in_user_supervisor,
                     holder_death_keeps_connections, small_fixes_http, small_fixes_h2c]}].
@@ -266,6 +266,37 @@ idle_connection_releases_garbage(_Config) ->
                                M < 100 * 1024 andalso
                                    lists:sum([S || {_, S, _} <- Bins]) < 1024 * 1024
                        end, 3000),
+    ?C:send(Sock, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+    {ok, #{status := 200}} = ?C:recv_response(Sock),
+    ?C:close(Sock).
+
+%% A request whose body was read whole and was large (1 MB, the last of
+%% eight) has its binaries freed as soon as its response is out: not at the connection's
+%% next collection, nor when it goes idle (a collection after 100 ms of
+%% passive reading, falco_http1_conn's BUSY_WAIT). Checked within 60 ms of
+%% the response; a check that comes later than 100 ms (a busy machine)
+%% cannot tell the two apart, so it is logged.
+large_body_released_at_once(_Config) ->
+    {Sup, Port} = start(large_body_released_at_once, #{}),
+    Sock = ?C:connect(Port),
+    Big = 1024 * 1024,
+    Upload = [<<"POST /upload HTTP/1.1\r\n" ?HOST "Content-Length: ">>, integer_to_binary(Big),
+              <<"\r\n\r\n">>, binary:copy(<<"x">>, Big)],
+    %% several, one after the other: the process's binary heap limit grows
+    %% with the binaries it holds, and collections come rarer
+    [begin
+         ?C:send(Sock, Upload),
+         {ok, #{status := 200, body := <<"1048576">>}} = ?C:recv_response(Sock, #{timeout => 10000})
+     end || _ <- lists:seq(1, 8)],
+    T0 = erlang:monotonic_time(millisecond),
+    [Conn] = conns(Sup),
+    Held = fun() ->
+                   {binary, Bins} = process_info(Conn, binary),
+                   lists:sum([S || {_, S, _} <- Bins])
+           end,
+    ok = ?C:wait_until(fun() -> Held() < 64 * 1024 end, 60),
+    ct:log("binaries referenced by the connection ~p ms after the response: ~p bytes",
+           [erlang:monotonic_time(millisecond) - T0, Held()]),
     ?C:send(Sock, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
     {ok, #{status := 200}} = ?C:recv_response(Sock),
     ?C:close(Sock).

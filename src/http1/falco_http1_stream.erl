@@ -107,6 +107,8 @@
 %% between bytes: a silent client is answered 408 at it, a slow but
 %% steady upload is not cut off.
 -define(MAX_EXACT_READ, 262144).
+%% A body larger than this is collected when its request is done (release/1).
+-define(RELEASE_ABOVE, 262144).
 -define(EXACT_FACTOR, 4).
 %% The pieces a file body is sent in (see file_body/4).
 -define(FILE_CHUNK, 262144).
@@ -217,7 +219,7 @@ body_finish(S = #h1s{close = Close}) ->
         {ok, B} ->
             case B of
                 _ when Close -> {close, ended(B)};
-                #body{framing = done, buf = Buf} -> ok = narrow(B, S), {ok, Buf};
+                #body{framing = done, buf = Buf} -> ok = narrow(B, S), ok = release(B), {ok, Buf};
                 _ ->
                     case undiscardable(B) of
                         true -> {close, false};
@@ -228,6 +230,18 @@ body_finish(S = #h1s{close = Close}) ->
         lost ->
             {close, false}
     end.
+
+%% After a body of more than ?RELEASE_ABOVE bytes the connection process
+%% is collected at once: the body's binaries (the handler's, and the
+%% driver's buffers they came in) are freed now rather than at the
+%% process's next collection, which a lean keep-alive loop reaches late.
+%% The next large read then gets the memory just freed, still in the
+%% cache. upload_1mb: see docs/internals/http1.md.
+release(#body{read = Read}) when Read > ?RELEASE_ABOVE ->
+    _ = erlang:garbage_collect(),
+    ok;
+release(_) ->
+    ok.
 
 %% Whether the rest of an unread body is not worth reading to keep the
 %% connection: the client still waits for `100 Continue' (it may never
