@@ -26,7 +26,8 @@ names(h1) ->
      streaming_response, head, etag_304, connection_storm, short_sessions, slow_handler,
      ws_echo, ws_large, ws_idle, idle_h1, idle_h2];
 names(h2) ->
-    [hello, json, echo, headers_heavy, multi_stream, large_response, tls_handshake].
+    [hello, json, echo, headers_heavy, multi_stream, large_response, upload_1mb, upload_20mb,
+     tls_handshake].
 
 %% @doc One scenario. Keys: name, what, method, path, headers, body
 %% (binary or {rep, Line, Count}), lua (extra script or none), clients
