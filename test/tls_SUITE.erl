@@ -161,12 +161,7 @@ bad_options(Config) ->
     %% per connection)
     Junk = filename:join(?config(priv_dir, Config), "junk.pem"),
     ok = file:write_file(Junk, <<"not a PEM file\n">>),
-    CertPem = filename:join(?config(priv_dir, Config), "cert.pem"),
-    KeyPem = filename:join(?config(priv_dir, Config), "key.pem"),
-    {_, CertDer} = lists:keyfind(cert, 1, ?config(tls_opts, Config)),
-    {_, {KeyType, KeyDer}} = lists:keyfind(key, 1, ?config(tls_opts, Config)),
-    ok = file:write_file(CertPem, public_key:pem_encode([{'Certificate', CertDer, not_encrypted}])),
-    ok = file:write_file(KeyPem, public_key:pem_encode([{KeyType, KeyDer, not_encrypted}])),
+    {CertPem, KeyPem} = pem_files(Config),
     Files = fun(Cert, Key) ->
                     {error, {invalid_option, tls_opts, R}} =
                         falco:start_listener(tls_l, #{port => 0, ip => {127, 0, 0, 1},
@@ -241,13 +236,19 @@ ssl_started_by_tls_listener(Config) ->
         [] = [A || A <- Running(), lists:member(A, [ssl, crypto, public_key])],
         Opts = #{port => 0, ip => {127, 0, 0, 1}, handler => fun ?MODULE:handle/1,
                  transport => tls, tls_opts => ?config(tls_opts, Config)},
-        SslDir = Call(code, lib_dir, [ssl, ebin]),
-        true = Call(code, del_path, [SslDir]),
+        Dirs = [Call(code, lib_dir, [App, ebin]) || App <- [ssl, public_key]],
+        [true = Call(code, del_path, [Dir]) || Dir <- Dirs],
         {error, {tls_unavailable, Why}} = Call(falco, start_listener, [tls_peer, Opts]),
         ct:log("without ssl in the code path: ~p", [Why]),
+        %% certificate files, which falco reads before ssl would: the same
+        %% error, not a file "without a certificate"
+        {CertPem, KeyPem} = pem_files(Config),
+        {error, {tls_unavailable, _}} =
+            Call(falco, start_listener,
+                 [tls_peer, Opts#{tls_opts => [{certfile, CertPem}, {keyfile, KeyPem}]}]),
         {error, not_found} = Call(falco, port, [tls_peer]),
         false = lists:member(ssl, Running()),
-        true = Call(code, add_patha, [SslDir]),
+        [true = Call(code, add_patha, [Dir]) || Dir <- Dirs],
         {ok, _} = Call(falco, start_listener, [tls_peer, Opts]),
         true = lists:member(ssl, Running()),
         {ok, Port} = Call(falco, port, [tls_peer]),
@@ -257,3 +258,13 @@ ssl_started_by_tls_listener(Config) ->
     after
         peer:stop(Peer)
     end.
+
+%% The test certificate and key as PEM files in the case's priv_dir.
+pem_files(Config) ->
+    CertPem = filename:join(?config(priv_dir, Config), "cert.pem"),
+    KeyPem = filename:join(?config(priv_dir, Config), "key.pem"),
+    {_, CertDer} = lists:keyfind(cert, 1, ?config(tls_opts, Config)),
+    {_, {KeyType, KeyDer}} = lists:keyfind(key, 1, ?config(tls_opts, Config)),
+    ok = file:write_file(CertPem, public_key:pem_encode([{'Certificate', CertDer, not_encrypted}])),
+    ok = file:write_file(KeyPem, public_key:pem_encode([{KeyType, KeyDer, not_encrypted}])),
+    {CertPem, KeyPem}.

@@ -171,8 +171,8 @@ check_tls(Conf = #{transport := tls, tls_opts := TlsOpts}) ->
                                                 orelse K =:= cacertfile,
                          not filelib:is_regular(F)],
     Bad = [{versions, V} || {versions, V} <- TlsOpts, not (is_list(V) andalso V =/= [])]
-        ++ [Problem || Missing =:= [], {K, F} <- TlsOpts, K =:= certfile orelse K =:= keyfile,
-                       Problem <- pem_problem(K, F)]
+        ++ [Problem || Missing =:= [], pem_readable(), {K, F} <- TlsOpts,
+                       K =:= certfile orelse K =:= keyfile, Problem <- pem_problem(K, F)]
         ++ [{socket_option, K} || {K, _} <- TlsOpts, lists:member(K, socket_options())]
         ++ [{handshake, V} || {handshake, V} <- TlsOpts, V =/= full],
     case HasCert andalso HasKey of
@@ -199,6 +199,13 @@ pem_problem(Kind, File) ->
         [] -> [{no_private_key, {keyfile, File}}];
         _ -> []
     end.
+
+%% public_key reads PEM files; a node without it (a release built without
+%% ssl) cannot serve TLS at all, which the listener's start then says
+%% (`tls_unavailable', falco_listener_sup), rather than calling every
+%% file one without a certificate.
+pem_readable() ->
+    code:ensure_loaded(public_key) =:= {module, public_key}.
 
 pem_entries(File) ->
     try
