@@ -7,8 +7,11 @@
 %% so at most `max_connections' processes exist; {@link connections/1}
 %% reports only those that have a connection.
 %%
-%% One `counters' array per listener: the totals (slots, waiting) and each
-%% acceptor's own share. Should an acceptor die, its connections go with
+%% One `counters' array per listener: the totals (slots, waiting,
+%% connections) and each acceptor's own share. The connections have a
+%% counter of their own so that {@link connections/1} is one read: a
+%% difference of two reads could catch an acceptor between the two and
+%% come out one short. Should an acceptor die, its connections go with
 %% it, and its successor gives back the share it left ({@link reset/2}), so
 %% no slot is ever lost.
 %%
@@ -22,13 +25,14 @@
 
 -define(TOTAL, 1).
 -define(WAITING, 2).
--define(OWN(I), (1 + 2 * (I))).
--define(OWN_WAITING(I), (2 + 2 * (I))).
+-define(CONNS, 3).
+-define(OWN(I), (2 + 2 * (I))).
+-define(OWN_WAITING(I), (3 + 2 * (I))).
 
 %% @doc Slots for a listener with `N' acceptors.
 -spec new(pos_integer()) -> slots().
 new(N) ->
-    counters:new(2 + 2 * N, [atomics]).
+    counters:new(3 + 2 * N, [atomics]).
 
 %% @doc Gives back what a previous acceptor `I' held (it died with its
 %% connections); called when acceptor `I' starts.
@@ -38,6 +42,7 @@ reset(C, I) ->
     Waiting = counters:get(C, ?OWN_WAITING(I)),
     ok = counters:sub(C, ?TOTAL, Own),
     ok = counters:sub(C, ?WAITING, Waiting),
+    ok = counters:sub(C, ?CONNS, Own - Waiting),
     ok = counters:put(C, ?OWN(I), 0),
     counters:put(C, ?OWN_WAITING(I), 0).
 
@@ -61,22 +66,31 @@ claim(C, I, Max) ->
 %% @doc The waiting process of acceptor `I' has a connection.
 -spec accepted(slots(), pos_integer()) -> ok.
 accepted(C, I) ->
+    ok = counters:add(C, ?CONNS, 1),
+    not_waiting(C, I).
+
+not_waiting(C, I) ->
     ok = counters:sub(C, ?WAITING, 1),
     counters:sub(C, ?OWN_WAITING(I), 1).
 
 %% @doc A process of acceptor `I' ended: a waiting one or a connection.
 -spec release(slots(), pos_integer(), waiting | connection) -> ok.
 release(C, I, waiting) ->
-    ok = accepted(C, I),
-    release(C, I, connection);
+    ok = not_waiting(C, I),
+    free(C, I);
 release(C, I, connection) ->
+    ok = counters:sub(C, ?CONNS, 1),
+    free(C, I).
+
+free(C, I) ->
     ok = counters:sub(C, ?TOTAL, 1),
     counters:sub(C, ?OWN(I), 1).
 
-%% @doc The number of open connections.
+%% @doc The number of open connections (those their acceptor has heard
+%% of: a connection just accepted counts as waiting until then).
 -spec connections(slots()) -> non_neg_integer().
 connections(C) ->
-    max(0, counters:get(C, ?TOTAL) - counters:get(C, ?WAITING)).
+    max(0, counters:get(C, ?CONNS)).
 
 %% @doc The number of processes waiting in accept (or that have just
 %% accepted, until their acceptor has heard of it).
