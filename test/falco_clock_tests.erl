@@ -22,6 +22,28 @@ names_test() ->
     [?assertEqual(lists:nth(M, Months), binary:part(falco_clock:format({{2021, M, 1}, {0, 0, 0}}), 8, 3))
      || M <- lists:seq(1, 12)].
 
+%% The weekday of every day from 1600 to 2400, checked against calendar.
+weekdays_test() ->
+    Days = {<<"Mon">>, <<"Tue">>, <<"Wed">>, <<"Thu">>, <<"Fri">>, <<"Sat">>, <<"Sun">>},
+    First = calendar:date_to_gregorian_days(1600, 1, 1),
+    Last = calendar:date_to_gregorian_days(2400, 12, 31),
+    Wrong = [Date || N <- lists:seq(First, Last),
+                     Date <- [calendar:gregorian_days_to_date(N)],
+                     binary:part(falco_clock:format({Date, {0, 0, 0}}), 0, 3)
+                         =/= element(calendar:day_of_the_week(Date), Days)],
+    ?assertEqual([], Wrong).
+
+%% Seconds since 1970 to a UTC datetime, as calendar does: each day's
+%% first and last second from 1970 to 2200, and random times in between.
+universal_time_test() ->
+    Days = lists:seq(0, calendar:date_to_gregorian_days(2200, 1, 1)
+                        - calendar:date_to_gregorian_days(1970, 1, 1)),
+    Secs = lists:append([[D * 86400, D * 86400 + 86399] || D <- Days])
+        ++ [rand:uniform(7258118400) || _ <- lists:seq(1, 10000)],
+    Wrong = [S || S <- Secs, falco_clock:universal_time(S)
+                                 =/= calendar:system_time_to_universal_time(S, second)],
+    ?assertEqual([], Wrong).
+
 %% A date within a second of Now (the cache is at most a second old).
 recent(Date) ->
     Now = erlang:system_time(second),

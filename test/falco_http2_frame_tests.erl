@@ -12,10 +12,6 @@ parse(Bin) -> ?F:parse(iolist_to_binary(Bin), ?MAX).
 raw(Type, Flags, Id, Payload) ->
     <<(byte_size(Payload)):24, Type:8, Flags:8, 0:1, Id:31, Payload/binary>>.
 
-preface_test() ->
-    ?assertEqual(<<"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n">>, ?F:preface()),
-    ?assertEqual(24, byte_size(?F:preface())).
-
 %% §4.1: a frame needs its 9-byte header, then Length bytes.
 more_test_() ->
     [?_assertEqual({more, 9}, parse(<<>>)),

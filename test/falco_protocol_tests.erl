@@ -26,8 +26,11 @@ select_test_() ->
      ?_assertEqual(h2c_upgrade, ?P:select(tcp, h2c_upgrade, Both)),
      ?_assertEqual(http1, ?P:select(tcp, h2c_upgrade, [http1]))].
 
+client_preface_test() ->
+    ?assertEqual(<<"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n">>, ?P:client_preface()).
+
 preface_test_() ->
-    P = falco_http2_frame:preface(),
+    P = falco_protocol:client_preface(),
     [?_assertEqual(more, ?P:preface(<<>>)),
      ?_assertEqual(more, ?P:preface(<<"PRI * HT">>)),
      ?_assertEqual(preface, ?P:preface(P)),

@@ -50,7 +50,7 @@ connect_raw(Port, Opts) ->
 
 %% @doc Client preface, our SETTINGS, then the server's SETTINGS.
 handshake(C0, Opts) ->
-    ok = send(C0, [falco_http2_frame:preface(),
+    ok = send(C0, [falco_protocol:client_preface(),
                    falco_http2_frame:settings(maps:get(settings, Opts, #{}))]),
     {ok, {settings, S}, C1} = recv_frame(C0, ?TIMEOUT),
     ok = send(C1, falco_http2_frame:settings_ack()),

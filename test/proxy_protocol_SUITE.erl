@@ -152,7 +152,7 @@ v2_h2c_upgrade_peer(Config) ->
     ok = falco_test_client:send(S, <<(v2(16#21, 16#11, ipv4({198, 51, 100, 1}, 7), []))/binary,
                                      Upgrade/binary>>),
     {ok, #{status := 101}} = falco_test_client:recv_response(S),
-    ok = falco_test_client:send(S, [falco_http2_frame:preface(), falco_http2_frame:settings(#{})]),
+    ok = falco_test_client:send(S, [falco_protocol:client_preface(), falco_http2_frame:settings(#{})]),
     ok = falco_test_client:wait_until(
            fun() -> falco_test_client:recorded(?config(rec, Config)) =/= [] end, 5000),
     [{{{198, 51, 100, 1}, 7}, #{version := 2}, {1, 1}}] =

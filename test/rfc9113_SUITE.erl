@@ -253,7 +253,7 @@ idle_timeout_goaway(Config) ->
 settings_timeout(Config) ->
     Port = conn_listener(settings_l, #{h2_settings_timeout => 200}, Config),
     C = ?C:connect_raw(Port, #{}),
-    ok = ?C:send(C, [falco_http2_frame:preface(), falco_http2_frame:settings(#{})]),
+    ok = ?C:send(C, [falco_protocol:client_preface(), falco_http2_frame:settings(#{})]),
     {ok, settings_timeout, _} = ?C:goaway(C, 2000),
     ok = falco:stop_listener(settings_l).
 
@@ -408,7 +408,7 @@ prior_knowledge_disabled(Config) ->
     {ok, _} = falco:start_listener(h1only_l, (base_opts(Config))#{protocols => [http1]}),
     {ok, Port} = falco:port(h1only_l),
     #{responses := [#{version := <<"HTTP/1.1">>, status := 400}], closed := closed} =
-        falco_test_client:exchange(Port, falco_http2_frame:preface()),
+        falco_test_client:exchange(Port, falco_protocol:client_preface()),
     ok = falco:stop_listener(h1only_l).
 
 %% -- TLS --------------------------------------------------------------------------------------

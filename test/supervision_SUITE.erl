@@ -262,7 +262,7 @@ upgrade_h2c_keeps_sys(_Config) ->
     ?C:send(Sock, [<<"GET / HTTP/1.1\r\n" ?HOST "Connection: Upgrade, HTTP2-Settings\r\n"
                      "Upgrade: h2c\r\nHTTP2-Settings: ">>, Settings, <<"\r\n\r\n">>]),
     {ok, <<"HTTP/1.1 101 ", _/binary>>} = gen_tcp:recv(Sock, 0, 5000),
-    ok = gen_tcp:send(Sock, [falco_http2_frame:preface(), falco_http2_frame:settings(#{})]),
+    ok = gen_tcp:send(Sock, [falco_protocol:client_preface(), falco_http2_frame:settings(#{})]),
     Conn = one_conn(Sup),
     #{protocol := h2} = sys:get_state(Conn, 2000),
     ?C:close(Sock).

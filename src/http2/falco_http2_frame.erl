@@ -29,7 +29,7 @@
 %% @private internal to falco
 -module(falco_http2_frame).
 
--export([preface/0, parse/2, parse_run/2]).
+-export([parse/2, parse_run/2]).
 -export([data/3, headers/4, header_block/4, priority/4, rst_stream/2, settings/1, settings_ack/0,
          push_promise/4, ping/1, ping_ack/1, goaway/3, window_update/2, continuation/3]).
 -export([error_code/1, error_name/1, default_settings/0]).
@@ -93,10 +93,6 @@
                       | {more, pos_integer()}
                       | {error, {connection_error, error_code(), atom()}}
                       | {error, {stream_error, stream_id(), error_code(), atom()}, binary()}.
-
-%% @doc The client connection preface (RFC 9113 §3.4).
--spec preface() -> binary().
-preface() -> <<"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n">>.
 
 %% @doc The settings every endpoint starts from (RFC 9113 §6.5.2).
 -spec default_settings() -> #{header_table_size := 4096, enable_push := true,

@@ -35,7 +35,7 @@
 %% @private internal to falco
 -module(falco_protocol).
 
--export([select/3, preface/1, h2c_settings/1]).
+-export([select/3, client_preface/0, preface/1, h2c_settings/1]).
 
 -type event() :: {alpn, binary() | undefined} | connect | preface | no_preface | h2c_upgrade.
 -type result() :: http1 | h2 | detect | h2c_upgrade | close.
@@ -60,11 +60,17 @@ select(Transport, Event, Protocols) ->
         _ -> close
     end.
 
+%% @doc The client connection preface of HTTP/2 (RFC 9113 §3.4). Here,
+%% with its detection, rather than in falco_http2_frame: an HTTP/1.1
+%% connection then never loads the frame codec (29 KB of code).
+-spec client_preface() -> binary().
+client_preface() -> <<"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n">>.
+
 %% @doc Whether the first bytes of a cleartext connection are the HTTP/2
 %% preface (`more': too few bytes to tell yet).
 -spec preface(binary()) -> preface | no_preface | more.
 preface(Buf) ->
-    Preface = falco_http2_frame:preface(),
+    Preface = client_preface(),
     case Buf of
         <<Preface:24/binary, _/binary>> -> preface;
         _ when byte_size(Buf) < 24 ->
