@@ -449,6 +449,48 @@ window_grows_with_reads_test() ->
     T6 = headers(7, post(3000000), nofin, start()),
     ?assertEqual([], frames(read(7, 1000, T6))).
 
+%% An upload read whole costs one stream WINDOW_UPDATE, whatever came
+%% before the read: the window grows at once to the rest of the declared
+%% length, and what is handed over afterwards is not given back, since
+%% the window already covers it (it took four updates, 2026-11-28).
+upload_one_stream_update_test() ->
+    Len = 1048576,
+    T1 = headers(1, post(Len), nofin, start()),
+    Frame = binary:copy(<<"u">>, 16384),
+    T2 = lists:foldl(fun(_, T) -> feed({data, 1, nofin, Frame, 16384}, T) end, T1,
+                     lists:seq(1, 3)),
+    T3 = feed({data, 1, nofin, binary:part(Frame, 0, 16383), 16383}, T2),
+    T4 = read(1, 100000000, T3),
+    ?assertEqual([{window_update, 1, Len - 65535}], frames(T4)),
+    ?assertEqual([{data, 1, 65535}], [{data, Id, iolist_size(D)} || {data, Id, D, _} <- others(T4)]),
+    %% the rest, read as it comes: no more updates for the stream
+    {T5, Updates} = lists:foldl(
+                      fun(_, {T, Acc}) ->
+                              Tf = feed({data, 1, nofin, Frame, 16384}, T),
+                              Tr = read(1, 100000000, Tf),
+                              {Tr, Acc ++ frames(Tf) ++ frames(Tr)}
+                      end, {T4, []}, lists:seq(1, (Len - 65535) div 16384)),
+    ?assertEqual([], [U || U = {window_update, 1, _} <- Updates]),
+    ?assertMatch([_ | _], [U || U = {window_update, 0, _} <- Updates]),
+    T6 = read(1, 100000000, feed({data, 1, fin, <<"u">>, 1}, T5)),
+    ?assertEqual([{data, 1, 1, fin}], [{data, Id, iolist_size(D), F} || {data, Id, D, F} <- others(T6)]),
+    ?assertEqual([], [U || U = {window_update, 1, _} <- frames(T6)]).
+
+%% Without a declared length the bytes handed over are still given back.
+upload_unknown_length_gives_back_test() ->
+    Fields = lists:keydelete(<<"content-length">>, 1, post(0)),
+    T1 = headers(1, Fields, nofin, start(#{max_receive_buffer => 200000})),
+    Frame = binary:copy(<<"u">>, 16384),
+    T2 = read(1, 100000000, T1),
+    ?assertMatch([{window_update, 1, _} | _], frames(T2)),
+    {_, Updates} = lists:foldl(
+                     fun(_, {T, Acc}) ->
+                             Tf = feed({data, 1, nofin, Frame, 16384}, T),
+                             Tr = read(1, 100000000, Tf),
+                             {Tr, Acc ++ frames(Tf) ++ frames(Tr)}
+                     end, {T2, []}, lists:seq(1, 40)),
+    ?assertMatch([_ | _], [U || U = {window_update, 1, _} <- Updates]).
+
 %% What a stream holds is bounded by its window when nobody reads; a
 %% stream whose process ended drops its body.
 unread_body_dropped_test() ->
