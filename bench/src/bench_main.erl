@@ -295,17 +295,19 @@ measure_running(Sc = #{name := Name}, H = #{os_pid := Pid}, Port, Path, Ctx) ->
             Ticks1 = bench_proc:cpu_ticks(Pid),
             Opens1 = bench_proc:passive_opens(),
             Noise = noise(Core0, bench_proc:core_ticks(?SERVER_CORE), Ticks1 - Ticks0, Ctx),
-            LoadNoise = noise(LoadCore0, bench_proc:core_ticks(?LOAD_CORE),
-                              case Res of
-                                  {ok, #{load_ticks := LT}} -> LT;
-                                  _ -> 0
-                              end, Ctx),
+            LoadCore1 = bench_proc:core_ticks(?LOAD_CORE),
+            LoadTicks = case Res of
+                            {ok, #{load_ticks := LT}} -> LT;
+                            _ -> 0
+                        end,
+            LoadNoise = noise(LoadCore0, LoadCore1, LoadTicks, Ctx),
+            LoadBusy = busy(LoadCore0, LoadCore1, LoadTicks, Ctx),
             Mem = bench_servers:beam_stats(H),
             Rss = bench_proc:peak_rss_kb(Pid),
             case Res of
                 {ok, W0} ->
                     M = summarize(Name, W0, Ticks1 - Ticks0, Opens1 - Opens0, Mem, Rss, Clients, Ctx),
-                    M#{noise => Noise, load_noise => LoadNoise};
+                    M#{noise => Noise, load_noise => LoadNoise, load_busy => LoadBusy};
                 {error, Why} when is_list(Why) ->
                     #{status => {error, Why}};
                 {error, Why} ->
@@ -325,6 +327,13 @@ clients(Sc, Ctx) ->
 noise({B0, T0}, {B1, T1}, ServerTicks, #{pin := [_ | _]}) when T1 > T0 ->
     max(0.0, (B1 - B0 - ServerTicks) / (T1 - T0) * 100);
 noise(_, _, _, _) ->
+    undefined.
+
+%% The share of the load core's time the load generator itself used: near
+%% 100 % the generator, not the server, set the pace of the run.
+busy({_, T0}, {_, T1}, LoadTicks, #{pin := [_ | _]}) when T1 > T0, LoadTicks > 0 ->
+    min(100.0, LoadTicks / (T1 - T0) * 100);
+busy(_, _, _, _) ->
     undefined.
 
 %% h2load for HTTP/2; wrk, or the in-tree generator for what wrk cannot

@@ -6,6 +6,10 @@
 
 -export([write/1, fmt_rps/1, fmt_us/1, commit/1, cells/3]).
 
+%% The share of the load core the load generator must use for a cell to be
+%% marked as possibly paced by it rather than by the server.
+-define(BOUND, 90).
+
 -spec write(map()) -> [file:filename()].
 write(Report = #{ctx := Ctx}) ->
     Out = maps:get(out, Ctx),
@@ -88,13 +92,17 @@ http_tables(R, Servers, Scs) ->
      "Peak RSS is VmHWM, reset after the warm-up; BEAM memory is erlang:memory(total) "
      "sampled every 100 ms (nginx has none).\n\n",
      table(R, Servers, Scs, none, none, fun mem_cell/1),
-     "\n## Errors, connections, disturbance: socket errors / status ≥ 400 / connections accepted / other load on the server core / on the load core\n\n",
+     "\n## Errors, connections, disturbance: socket errors / status ≥ 400 / connections accepted / other load on the server core / on the load core / load generator busy\n\n",
      "Connections accepted by the kernel (Tcp PassiveOpens) during the measured window; "
      "keep-alive scenarios open about as many as there are clients (the counter is "
      "system-wide: other programs' connections count too). Other load: the share "
      "of the server core's time not charged to the server process, and of the load "
      "core's time not charged to the load generator (other programs, and kernel network "
-     "work); a high value means the run was disturbed.\n\n",
+     "work); a high value means the run was disturbed. Load generator busy: the share of "
+     "the load core's time the load generator itself used; at ", integer_to_list(?BOUND), " % or more "
+     "(marked ⚠) it, not the server, may have set the pace, and the row compares "
+     "servers by what they leave the generator to do as much as by their own speed "
+     "(the CPU time per request above still compares the servers).\n\n",
      table(R, Servers, Scs, none, none, fun err_cell/1)].
 
 ws_tables(_, _, []) ->
@@ -128,7 +136,8 @@ ws_tables(R, Servers, Ws) ->
               table(R, Servers, Echo, none, none, fun mem_cell/1),
               "\n### Errors, connections, disturbance\n\n",
               "Broken connections or incomplete close handshakes / — / connections accepted / "
-              "other load on the server core / on the load core, as in the HTTP table.\n\n",
+              "other load on the server core / on the load core / load generator busy, as in the "
+              "HTTP table.\n\n",
               table(R, Servers, Echo, none, none, fun err_cell/1)]
      end,
      case Idle of
@@ -221,7 +230,7 @@ cells(Results, Server, Scenario) ->
             end;
         Ok ->
             Keys = [rps, p50, p90, p99, p999, max, cpu_us, peak_rss_kb, beam_peak,
-                    errors, bad_status, conns, noise, load_noise,
+                    errors, bad_status, conns, noise, load_noise, load_busy,
                     mbps, idle_conns, idle_beam_b, idle_rss_b, open_s],
             M = maps:from_list([{K, bench_stats:summary([V || #{K := V} <- Ok, is_number(V)])}
                                 || K <- Keys]),
@@ -293,7 +302,8 @@ mb(undefined, _) -> "—";
 mb(#{median := M}, Div) -> io_lib:format("~.1f", [M / Div]).
 
 err_cell(#{errors := E, bad_status := B, conns := C, noise := N, load_noise := L} = Cell) ->
-    [int(E), " / ", int(B), " / ", int(C), " / ", pct(N), " / ", pct(L),
+    [int(E), " / ", int(B), " / ", int(C), " / ", pct(N), " / ", pct(L), " / ",
+     busy(maps:get(load_busy, Cell, undefined)),
      case maps:get(repeats, Cell, 0) of
          0 -> "";
          K -> io_lib:format(" (~b disturbed run(s) repeated)", [K])
@@ -301,6 +311,14 @@ err_cell(#{errors := E, bad_status := B, conns := C, noise := N, load_noise := L
 
 pct(#{median := M}) when is_number(M) -> [integer_to_list(round(M)), " %"];
 pct(_) -> "?".
+
+busy(B = #{median := M}) when is_number(M), M >= ?BOUND -> [pct(B), " ⚠"];
+busy(B) -> pct(B).
+
+%% Whether the load generator kept its core at least ?BOUND % busy in the
+%% median run of a cell.
+generator_bound(#{load_busy := #{median := M}}) when is_number(M) -> M >= ?BOUND;
+generator_bound(_) -> false.
 
 int(undefined) -> "?";
 int(#{median := M}) -> integer_to_list(round(M)).
@@ -341,12 +359,22 @@ behind(Sc = #{name := Name}, Erlang, Results) ->
              end,
     case {lists:keyfind(falco, 1, Meds), Sorted, Metric} of
         {{falco, F}, [{Best, B} | _], rps} when Best =/= falco ->
-            [io_lib:format("- ~s: ~s leads with ~s ~s; falco has ~s (~b %)~n",
-                           [Name, Best, fmt_rps(B), unit(Name), fmt_rps(F), round(100 * F / B)])];
+            [io_lib:format("- ~s: ~s leads with ~s ~s; falco has ~s (~b %)~s~n",
+                           [Name, Best, fmt_rps(B), unit(Name), fmt_rps(F), round(100 * F / B),
+                            bound_note(Name, [falco, Best], Results)])];
         {{falco, F}, [{Best, B} | _], idle_beam_b} when Best =/= falco, B > 0 ->
             [io_lib:format("- ~s: ~s holds an idle connection in ~b B of BEAM memory; falco in "
                            "~b B (~b %)~n", [Name, Best, round(B), round(F), round(100 * F / B)])];
         _ -> []
+    end.
+
+%% Said of a row where falco trails: the load generator was the limit of
+%% both servers' runs.
+bound_note(Name, Servers, Results) ->
+    case lists:all(fun(S) -> generator_bound(cells(Results, S, Name)) end, Servers) of
+        true -> io_lib:format("; the load generator was at least ~b % busy in both, "
+                              "so the row measures it as much as the servers", [?BOUND]);
+        false -> ""
     end.
 
 unit(Name) ->
@@ -478,7 +506,7 @@ failures(#{results := Results}) ->
 csv(#{results := Results}) ->
     Cols = [rps, p50, p90, p99, p999, max, cpu_us, peak_rss_kb, beam_peak, beam_total,
             errors, bad_status, conns, noise, load_noise, requests, clients,
-            mbps, idle_conns, idle_beam_b, idle_rss_b, open_s],
+            mbps, idle_conns, idle_beam_b, idle_rss_b, open_s, load_busy],
     ["server,scenario,run,status,", lists:join(",", [atom_to_list(C) || C <- Cols]), "\n",
      [[atom_to_list(Sv), ",", atom_to_list(Sc), ",", integer_to_list(R), ",", status(St), ",",
        lists:join(",", [num(maps:get(C, Row, undefined)) || C <- Cols]), "\n"]
