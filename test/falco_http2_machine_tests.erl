@@ -476,6 +476,37 @@ upload_one_stream_update_test() ->
     ?assertEqual([{data, 1, 1, fin}], [{data, Id, iolist_size(D), F} || {data, Id, D, F} <- others(T6)]),
     ?assertEqual([], [U || U = {window_update, 1, _} <- frames(T6)]).
 
+%% Padding eats into a window that covered the rest of a declared length:
+%% the client is never left without window while body remains (it gets
+%% the padding back), so a padded upload read whole still completes.
+padded_upload_never_stalls_test() ->
+    Len = 100000,
+    T1 = read(1, 100000000, headers(1, post(Len), nofin, start())),
+    W0 = 65535 + lists:sum([I || {window_update, 1, I} <- frames(T1)]),
+    ?assert(padded_send(T1, W0, Len, 200)).
+
+%% Sends up to 1000 bytes of body per frame, padded to 16 KB where the
+%% window allows, reading after each frame; false if the client's window
+%% runs out with body left, or it takes more than Rounds frames.
+padded_send(_, _, 0, _) ->
+    true;
+padded_send(_, _, _, 0) ->
+    false;
+padded_send(_, Window, _, _) when Window =< 0 ->
+    false;
+padded_send(T0, Window, Left, Rounds) ->
+    D = lists:min([1000, Left, Window]),
+    Flow = min(16384, Window),
+    Fin = case D =:= Left of
+              true -> fin;
+              false -> nofin
+          end,
+    Tf = feed({data, 1, Fin, binary:copy(<<"p">>, D), Flow}, T0),
+    Tr = read(1, 100000000, Tf),
+    ?assertEqual([], rst(Tf)),
+    Inc = lists:sum([I || {window_update, 1, I} <- frames(Tf) ++ frames(Tr)]),
+    padded_send(Tr, Window - Flow + Inc, Left - D, Rounds - 1).
+
 %% Without a declared length the bytes handed over are still given back.
 upload_unknown_length_gives_back_test() ->
     Fields = lists:keydelete(<<"content-length">>, 1, post(0)),

@@ -303,7 +303,11 @@ mb(#{median := M}, Div) -> io_lib:format("~.1f", [M / Div]).
 
 err_cell(#{errors := E, bad_status := B, conns := C, noise := N, load_noise := L} = Cell) ->
     [int(E), " / ", int(B), " / ", int(C), " / ", pct(N), " / ", pct(L), " / ",
-     busy(maps:get(load_busy, Cell, undefined)),
+     pct(maps:get(load_busy, Cell, undefined)),
+     case generator_bound(Cell) of
+         true -> " ⚠";
+         false -> ""
+     end,
      case maps:get(repeats, Cell, 0) of
          0 -> "";
          K -> io_lib:format(" (~b disturbed run(s) repeated)", [K])
@@ -311,9 +315,6 @@ err_cell(#{errors := E, bad_status := B, conns := C, noise := N, load_noise := L
 
 pct(#{median := M}) when is_number(M) -> [integer_to_list(round(M)), " %"];
 pct(_) -> "?".
-
-busy(B = #{median := M}) when is_number(M), M >= ?BOUND -> [pct(B), " ⚠"];
-busy(B) -> pct(B).
 
 %% Whether the load generator kept its core at least ?BOUND % busy in the
 %% median run of a cell.

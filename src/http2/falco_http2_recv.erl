@@ -18,7 +18,9 @@
 %% left of a declared length), as long as the sum over the connection's
 %% streams of what is held, what their windows let the client send and
 %% what is about to be given back stays within `max_receive_buffer'; the
-%% connection window grows with them.
+%% connection window grows with them. A read grows the window before it is
+%% answered, and nothing is given back while the window already covers
+%% what is left of a declared length.
 %%
 %% @private internal to falco
 -module(falco_http2_recv).
