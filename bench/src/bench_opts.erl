@@ -22,6 +22,8 @@ usage() ->
     "  --out DIR             where results.md and the charts go (default bench)\n"
     "  --open-loop           also drive 50/75/90/95 % of each peak, and common rates, at\n"
     "                        fixed rates (needs oha)\n"
+    "  --open-loop-runs N    runs per open-loop rate, servers interleaved; the report shows\n"
+    "                        the medians (default: --runs)\n"
     "  --survey              also ramp the seed survey's workload (100 ms handler, 1 KB,\n"
     "                        about 1 request/s per connection) past saturation (needs oha)\n"
     "  --profile             profile falco with eprof on the first scenario, write the hotspots\n"
@@ -40,11 +42,20 @@ parse(Args) ->
                  duration => 5, warmup => 2, clients => 50, peer_libs => undefined,
                  erl_flags => default, out => "bench", profile => false,
                  smoke => false, strict => false, open_loop => false, survey => false,
-                 retries => 2},
+                 open_loop_runs => undefined, retries => 2},
     case parse(Args, Defaults) of
+        {ok, #{open_loop_runs := undefined, runs := Runs} = O} ->
+            finish({ok, O#{open_loop_runs := Runs}});
+        Other ->
+            finish(Other)
+    end.
+
+finish(Parsed) ->
+    case Parsed of
         {ok, #{smoke := true} = O} ->
             {ok, O#{servers := smoke_servers(O), scenarios := [hello, echo, ws_echo],
-                    runs := 1, duration := 1, warmup := 1, strict := true, retries := 0,
+                    runs := 1, open_loop_runs := 1, duration := 1, warmup := 1, strict := true,
+                    retries := 0,
                     out := "_build/bench/smoke"}};
         Other ->
             Other
@@ -64,6 +75,7 @@ parse(["--duration", V | T], O) -> int(duration, V, 1, T, O);
 parse(["--warmup", V | T], O) -> int(warmup, V, 0, T, O);
 parse(["--clients", V | T], O) -> int(clients, V, 1, T, O);
 parse(["--retries", V | T], O) -> int(retries, V, 0, T, O);
+parse(["--open-loop-runs", V | T], O) -> int(open_loop_runs, V, 1, T, O);
 parse(["--peer-libs", V | T], O) -> parse(T, O#{peer_libs := V});
 parse(["--erl-flags", V | T], O) -> parse(T, O#{erl_flags := V});
 parse(["--out", V | T], O) -> parse(T, O#{out := V});

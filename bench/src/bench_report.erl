@@ -386,18 +386,20 @@ unit(Name) ->
 
 open_loop(#{open_loop := {skipped, Why}}) ->
     ["\n## Open loop\n\nSkipped: ", Why, "\n"];
-open_loop(#{open_loop := {ok, Rows}}) ->
+open_loop(#{open_loop := {ok, Rows}, servers := Servers}) ->
+    Runs = lists:max([1 | [maps:get(runs, R, 1) + maps:get(failed, R, 0) || R <- Rows]]),
     ["\n## Open loop: fixed rates, latency corrected for coordinated omission (oha)\n\n",
      "Each server at 50/75/90/95 % of its own closed-loop peak (the median above), and at "
      "the common rates, 50 and 90 % of the lowest peak among the servers (the same load for "
-     "every server), one run per rate; latency percentiles as oha reports them with "
+     "every server); ", runs_text(Runs), "latency percentiles as oha reports them with "
      "--latency-correction; openloop.svg plots p99 against the rate achieved. "
      "*Achieved* in italics: less than 99 % of the target was reached, so requests queued "
      "and the corrected latencies grow with that backlog; when the load core was nearly "
      "fully busy (last column) the limit may be oha's rather than the server's.\n\n",
      "| scenario | server | rate | target req/s | achieved | p50 | p99 | p99.9 | errors / non-2xx | load core busy |\n",
      "|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
-     [open_loop_row(Row) || Row <- lists:sort(fun open_loop_order/2, Rows)]];
+     [open_loop_row(Row) || Row <- lists:sort(fun open_loop_order/2, Rows)],
+     tails_behind(Rows, Servers -- [nginx])];
 open_loop(_) ->
     [].
 
@@ -419,17 +421,78 @@ open_loop_row(Row = #{scenario := Sc, server := Sv, status := ok, kind := K, fra
                 true -> ["*", fmt_rps(A), "*"];
                 false -> fmt_rps(A)
             end,
-    io_lib:format("| ~s | ~s | ~ts | ~ts | ~ts | ~ts | ~ts | ~ts | ~b / ~b | ~ts |~n",
+    P99 = case Row of
+              #{runs := N, p99_min := Min, p99_max := Max} when N > 1, is_number(Min) ->
+                  [fmt_us(maps:get(p99, Row)), " (", fmt_us(Min), "–", fmt_us(Max), ")"];
+              _ ->
+                  fmt_us(maps:get(p99, Row))
+          end,
+    Failed = case maps:get(failed, Row, 0) of
+                 0 -> "";
+                 NF -> io_lib:format(" (~b of ~b runs failed)", [NF, NF + maps:get(runs, Row)])
+             end,
+    io_lib:format("| ~s | ~s | ~ts | ~ts | ~ts | ~ts | ~ts | ~ts | ~b / ~b~ts | ~ts |~n",
                   [Sc, Sv, bench_openloop:label(K, F), fmt_rps(T), AText,
-                   fmt_us(maps:get(p50, Row)), fmt_us(maps:get(p99, Row)),
+                   fmt_us(maps:get(p50, Row)), P99,
                    fmt_us(maps:get(p999, Row)), maps:get(errors, Row),
-                   maps:get(non2xx, Row), pct(#{median => maps:get(load_busy, Row)})]);
+                   maps:get(non2xx, Row), Failed, pct(#{median => maps:get(load_busy, Row)})]);
 open_loop_row(Row = #{scenario := Sc, server := Sv, status := {error, Why}}) ->
     F = case Row of
             #{kind := K, fraction := F0} -> bench_openloop:label(K, F0);
             _ -> ""
         end,
     io_lib:format("| ~s | ~s | ~ts | failed: ~ts | | | | | | |~n", [Sc, Sv, F, Why]).
+
+runs_text(1) -> "one run per rate; ";
+runs_text(N) ->
+    io_lib:format("~b runs per rate, the servers interleaved (run 1 of each server, then run 2, "
+                  "...; each run starts the server afresh); the figures are the medians of the "
+                  "runs, with p99's min–max in brackets; errors are summed; ", [N]).
+
+%% The rates where falco's median p99 or p99.9 is not the lowest of the
+%% Erlang servers that ran it (same scenario, same kind and fraction of
+%% rate: the common rates are the same load for all, the own ones the same
+%% share of each server's peak).
+tails_behind(Rows, Erlang) ->
+    Ok = [R || R = #{status := ok, runs := N} <- Rows, N > 0, lists:member(maps:get(server, R), Erlang)],
+    Groups = lists:usort([{Sc, K, F} || #{scenario := Sc, kind := K, fraction := F} <- Ok]),
+    Lines = lists:append([tail_line(G, [R || R = #{scenario := Sc, kind := K, fraction := F} <- Ok,
+                                             {Sc, K, F} =:= G]) || G <- Groups]),
+    case {lists:member(falco, Erlang), Lines} of
+        {false, _} -> [];
+        {true, []} -> ["\nfalco has the lowest median p99 and p99.9 of the Erlang servers at "
+                       "every rate above.\n"];
+        {true, _} -> ["\nWhere falco's median p99 or p99.9 is not the lowest of the Erlang "
+                      "servers at the same rate:\n\n" | Lines]
+    end.
+
+tail_line({Sc, K, F}, Rows) ->
+    case [R || R = #{server := falco} <- Rows] of
+        [Falco] ->
+            Behind = [io_lib:format("~ts ~s ~ts (falco ~ts)",
+                                    [Name, Best, fmt_us(maps:get(Metric, Best0)),
+                                     fmt_us(maps:get(Metric, Falco))])
+                      || {Metric, Name} <- [{p99, "p99"}, {p999, "p99.9"}],
+                         is_number(maps:get(Metric, Falco)),
+                         Best0 = #{server := Best} <- [lowest(Metric, Rows)],
+                         Best =/= falco],
+            case Behind of
+                [] -> [];
+                _ -> [io_lib:format("- ~s, ~ts: ", [Sc, bench_openloop:label(K, F)]),
+                      lists:join("; ", Behind), "\n"]
+            end;
+        [] ->
+            []
+    end.
+
+lowest(Metric, Rows) ->
+    hd(lists:sort(fun(A, B) -> key(Metric, A) =< key(Metric, B) end, Rows)).
+
+key(Metric, Row) ->
+    case maps:get(Metric, Row) of
+        V when is_number(V) -> {0, V};
+        _ -> {1, 0}
+    end.
 
 survey(#{survey := {skipped, Why}}) ->
     ["\n## Survey workload\n\nSkipped: ", Why, "\n"];
