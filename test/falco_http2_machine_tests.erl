@@ -476,6 +476,36 @@ upload_one_stream_update_test() ->
     ?assertEqual([{data, 1, 1, fin}], [{data, Id, iolist_size(D), F} || {data, Id, D, F} <- others(T6)]),
     ?assertEqual([], [U || U = {window_update, 1, _} <- frames(T6)]).
 
+%% A body the client sent whole (END_STREAM) is taken out of the machine
+%% for the stream's process to start with; a read afterwards gets the end,
+%% and no window update goes out for it.
+prefetch_whole_body_test() ->
+    T1 = feed({data, 1, fin, <<"hello">>, 5}, headers(1, post(5), nofin, start())),
+    {Body, M} = ?M:prefetch(1, 1000, T1#t.m),
+    ?assertEqual(<<"hello">>, Body),
+    T2 = read(1, 100, T1#t{m = M}),
+    ?assertEqual([{data, 1, <<>>, fin}], others(T2)),
+    ?assertEqual([], frames(T2)).
+
+%% Nothing is taken while more may come (no END_STREAM, or trailers), when
+%% it is over the limit, or when there is no body.
+prefetch_none_test_() ->
+    Open = feed({data, 1, nofin, <<"hel">>, 3}, headers(1, post(5), nofin, start())),
+    Whole = feed({data, 1, fin, <<"hello">>, 5}, headers(1, post(5), nofin, start())),
+    Trailed = headers(1, [{<<"x-t">>, <<"1">>}], fin,
+                      feed({data, 1, nofin, <<"hello">>, 5}, headers(1, post(5), nofin, start()))),
+    NoBody = headers(1, req_get(1), fin, start()),
+    [?_assertMatch({none, _}, ?M:prefetch(1, 1000, Open#t.m)),
+     ?_assertMatch({none, _}, ?M:prefetch(1, 4, Whole#t.m)),
+     ?_assertMatch({<<"hello">>, _}, ?M:prefetch(1, 5, Whole#t.m)),
+     ?_assertMatch({none, _}, ?M:prefetch(1, 1000, Trailed#t.m)),
+     ?_assertMatch({none, _}, ?M:prefetch(1, 1000, NoBody#t.m))].
+
+%% A stream reset before its process starts is gone: none is started.
+prefetch_reset_stream_gone_test() ->
+    T1 = feed({rst_stream, 1, cancel}, headers(1, req_get(1), fin, start())),
+    ?assertEqual(gone, ?M:prefetch(1, 1000, T1#t.m)).
+
 %% Padding eats into a window that covered the rest of a declared length:
 %% the client is never left without window while body remains (it gets
 %% the padding back), so a padded upload read whole still completes.

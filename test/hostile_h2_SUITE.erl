@@ -6,8 +6,11 @@
 %% the read alive; floods of frames no
 %% per-type budget counts (unknown types, PING ACKs); client resets of
 %% streams already closed (not rapid reset) and the resets a client makes
-%% us send (a tight budget); and a 10 MB upload with a real client (curl)
-%% over h2c against the same upload over HTTP/1.1.
+%% us send (a tight budget); requests whose HEADERS and RST_STREAM come in
+%% one read (no process is started for them) and small bodies that come
+%% whole with their HEADERS (the handler gets them without asking the
+%% connection); and a 10 MB upload with a real client (curl) over h2c
+%% against the same upload over HTTP/1.1.
 %%
 %% Raw frames go through falco_test_h2_client and falco_http2_frame.
 -module(hostile_h2_SUITE).
@@ -20,6 +23,7 @@
 -export([tiny_data_unread_bounded/1, tiny_data_read_bounded/1, lone_data_does_not_pin_reads/1,
          unknown_frame_flood_cut/1, ping_ack_flood_cut/1,
          closed_stream_resets_not_rapid_reset/1, server_resets_budgeted/1,
+         reset_in_same_read_starts_no_process/1, whole_small_body_not_asked_for/1,
          upload_window_grows/1]).
 -export([handler/1]).
 
@@ -43,6 +47,7 @@ groups() ->
                        lone_data_does_not_pin_reads,
                        unknown_frame_flood_cut, ping_ack_flood_cut,
                        closed_stream_resets_not_rapid_reset, server_resets_budgeted,
+                       reset_in_same_read_starts_no_process, whole_small_body_not_asked_for,
                        upload_window_grows]}].
 
 init_per_suite(Config) ->
@@ -73,6 +78,9 @@ handler(Req) ->
         <<"/read">> ->
             {ok, Body, _} = falco_req:read_body(Req),
             {200, [], integer_to_binary(byte_size(Body))};
+        <<"/echo">> ->
+            {ok, Body, _} = falco_req:read_body(Req),
+            {200, [], Body};
         _ ->
             {200, [], <<"hello">>}
     end.
@@ -319,6 +327,89 @@ server_resets_budgeted(_Config) ->
     {ok, {goaway, _, enhance_your_calm, Debug}, _} =
         ?C:until(C13, fun({goaway, _, _, _}) -> true; (_) -> false end, 5000),
     ?assertEqual(<<"flood: stream_errors">>, Debug).
+
+%% A client that opens streams and resets them in the same write (rapid
+%% reset, CVE-2023-44487, at its cheapest): the streams' processes start
+%% once the read's frames are all in, so none starts for these 20 (before:
+%% 20 processes started and killed). The connection still serves.
+reset_in_same_read_starts_no_process(_Config) ->
+    {Sup, Port} = start(reset_in_same_read_starts_no_process, #{protocols => [h2]}),
+    C0 = ?C:connect(Port, #{}),
+    Conn = falco_test_tree:one_conn(Sup),
+    1 = erlang:trace(Conn, true, [procs]),
+    {Frames, C1} = lists:foldl(
+                     fun(I, {Acc, C}) ->
+                             Id = 2 * I - 1,
+                             {Block, C2} = encode(C, request_fields(<<"GET">>, <<"/sleep">>)),
+                             {[Acc, ?F:header_block(Id, fin, Block, 16384),
+                               ?F:rst_stream(Id, cancel)], C2}
+                     end, {[], C0}, lists:seq(1, 20)),
+    ok = ?C:send(C1, Frames),
+    {Id2, C3} = get(C1#{next_id => 41}, <<"/hello">>),
+    {ok, #{status := 200, body := <<"hello">>}, _} = ?C:response(C3, Id2),
+    Spawned = spawned_streams(Conn),
+    _ = erlang:trace(Conn, false, [procs]),
+    %% the GET's own process, and none for the reset streams
+    ?assertEqual(1, Spawned).
+
+%% A POST whose body comes whole in the read of its HEADERS (END_STREAM on
+%% the DATA): the stream's process starts with the body, and does not ask
+%% the connection for it ({read, Want}, a message each way); with
+%% `Expect: 100-continue' no 100 goes out, the body being there already.
+%% A body sent later is still asked for and read.
+whole_small_body_not_asked_for(_Config) ->
+    {Sup, Port} = start(whole_small_body_not_asked_for, #{protocols => [h2]}),
+    C0 = ?C:connect(Port, #{}),
+    Conn = falco_test_tree:one_conn(Sup),
+    1 = erlang:trace(Conn, true, ['receive']),
+    Body = binary:copy(<<"b">>, 300),
+    Post = fun(C, Extra) ->
+                   Id = maps:get(next_id, C),
+                   {Block, C1} = encode(C, request_fields(<<"POST">>, <<"/echo">>) ++ Extra),
+                   ok = ?C:send(C1, [?F:header_block(Id, nofin, Block, 16384),
+                                     ?F:data(Id, fin, Body)]),
+                   {Id, C1#{next_id => Id + 2}}
+           end,
+    {Id1, C2} = Post(C0, []),
+    {ok, #{status := 200, body := Body}, C3} = ?C:response(C2, Id1),
+    {Id2, C4} = Post(C3, [{<<"expect">>, <<"100-continue">>}]),
+    {ok, #{status := 200, body := Body}, C5} = ?C:response(C4, Id2),
+    ?assertEqual(0, reads_asked(Conn)),
+    %% the body in a later write: asked for, as before
+    Id3 = maps:get(next_id, C5),
+    {Block3, C6} = encode(C5, request_fields(<<"POST">>, <<"/echo">>)),
+    ok = ?C:send(C6, ?F:header_block(Id3, nofin, Block3, 16384)),
+    timer:sleep(100),
+    ok = ?C:send(C6, ?F:data(Id3, fin, Body)),
+    {ok, #{status := 200, body := Body}, _} = ?C:response(C6#{next_id => Id3 + 2}, Id3),
+    ?assertEqual(1, reads_asked(Conn)),
+    _ = erlang:trace(Conn, false, ['receive']),
+    ok.
+
+request_fields(Method, Path) ->
+    [{<<":method">>, Method}, {<<":scheme">>, <<"http">>}, {<<":path">>, Path},
+     {<<":authority">>, <<"localhost">>}].
+
+encode(C = #{enc := E0}, Fields) ->
+    {Block, E} = falco_hpack:encode(Fields, E0),
+    {Block, C#{enc => E}}.
+
+%% The stream processes `Conn' started, from its `procs' trace.
+spawned_streams(Conn) ->
+    receive
+        {trace, Conn, spawn, _, {falco_http2_worker, init, _}} -> 1 + spawned_streams(Conn);
+        {trace, Conn, _, _} -> spawned_streams(Conn);
+        {trace, Conn, _, _, _} -> spawned_streams(Conn)
+    after 200 -> 0
+    end.
+
+%% The reads for body `Conn' was asked, from its `receive' trace.
+reads_asked(Conn) ->
+    receive
+        {trace, Conn, 'receive', {h2_stream, _, {read, _}}} -> 1 + reads_asked(Conn);
+        {trace, Conn, 'receive', _} -> reads_asked(Conn)
+    after 200 -> 0
+    end.
 
 %% -- windows ----------------------------------------------------------------------------
 

@@ -7,8 +7,10 @@
 %% one, falco_http2_frame:parse_run/2), feeds them to the machine and
 %% carries out the actions the machine returns: writing bytes, starting a
 %% stream process ({@link falco_http2_stream}, one per request, running
-%% the shared pipeline), handing it request body data when it asks (one message per
-%% read, however the client cut the body into frames), killing it when its
+%% the shared pipeline) once the socket read that brought its HEADERS is
+%% handled (with the whole body when it came in that read, and not at all
+%% when the stream was reset in it), handing it request body data when it
+%% asks (one message per read, however the client cut the body into frames), killing it when its
 %% stream is reset (not when the reset is for a client too slow to read:
 %% then its send fails and it ends by itself), answering its sends, arming
 %% timers. Writes are gathered: the
@@ -92,6 +94,9 @@
             idle_at :: integer() | undefined,
             out = [] :: [iodata()],
             out_n = 0 :: non_neg_integer(),
+            %% the requests of the socket read being handled, newest first:
+            %% their processes start once its frames are all in (starts/1)
+            starts = [] :: [{pos_integer(), map() | tuple()}],
             closing = false :: false | {true, term()},
             %% how long the connection waits with no request in progress
             %% before it hibernates
@@ -129,7 +134,7 @@ enter(Ctx = #{socket := Socket, transport := Transport, parent := Parent, conf :
                     {upgrade, Settings, Req, B} ->
                         {M1, Acts1} = falco_http2_machine:upgrade(Settings, C1#c.machine),
                         C3 = exec(Acts1, C1#c{machine = M1}),
-                        {spawn_stream(1, Req, C3), B}
+                        {spawn_stream(1, Req, none, C3), B}
                 end,
     case flush(C2) of
         {ok, C} ->
@@ -238,7 +243,7 @@ next(C) ->
     loop(C).
 
 handle({DataTag, Sock, Data}, C = #c{socket = Sock, tags = {DataTag, _, _, _}}) ->
-    received(Data, width(byte_size(Data), C));
+    starts(received(Data, width(byte_size(Data), C)));
 handle({PassiveTag, Sock}, C = #c{socket = Sock, tags = {_, _, _, PassiveTag}, transport = T,
                                    wide = Wide}) ->
     N = case Wide of
@@ -294,20 +299,23 @@ handle(_, C) ->
 %% lies; appending whole reads to the leftover copied every byte once more
 %% (10 MB h2c upload in 256 KB reads, 2026-11-24).
 received(Data, C = #c{buf = <<>>}) ->
-    frames(C#c{buf = Data});
+    parse(C#c{buf = Data});
 received(Data, C = #c{buf = Buf = <<Len:24, _/binary>>})
   when 9 + Len > byte_size(Buf), 9 + Len - byte_size(Buf) < byte_size(Data) ->
     Need = 9 + Len - byte_size(Buf),
     <<Head:Need/binary, Rest/binary>> = Data,
-    case frames(C#c{buf = <<Buf/binary, Head/binary>>}) of
-        C1 = #c{closing = false, buf = <<>>} -> frames(C1#c{buf = Rest});
-        C1 = #c{closing = false, buf = Left} -> frames(C1#c{buf = <<Left/binary, Rest/binary>>});
+    case parse(C#c{buf = <<Buf/binary, Head/binary>>}) of
+        C1 = #c{closing = false, buf = <<>>} -> parse(C1#c{buf = Rest});
+        C1 = #c{closing = false, buf = Left} -> parse(C1#c{buf = <<Left/binary, Rest/binary>>});
         C1 -> C1
     end;
 received(Data, C = #c{buf = Buf}) ->
-    frames(C#c{buf = <<Buf/binary, Data/binary>>}).
+    parse(C#c{buf = <<Buf/binary, Data/binary>>}).
 
-frames(C = #c{buf = Buf, max_frame = Max, machine = M0}) ->
+frames(C) ->
+    starts(parse(C)).
+
+parse(C = #c{buf = Buf, max_frame = Max, machine = M0}) ->
     case falco_http2_frame:parse_run(Buf, Max) of
         {ok, Frame, Rest} ->
             {M, Acts} = falco_http2_machine:frame(Frame, M0),
@@ -325,8 +333,32 @@ frames(C = #c{buf = Buf, max_frame = Max, machine = M0}) ->
             continue_frames(exec(Acts, C#c{buf = Rest, machine = M}))
     end.
 
-continue_frames(C = #c{closing = false}) -> frames(C);
+continue_frames(C = #c{closing = false}) -> parse(C);
 continue_frames(C) -> C.
+
+%% The processes of the requests whose HEADERS came in the read just
+%% handled start now, in the order of their streams, not at their HEADERS:
+%% a request whose whole body came in the same read (a small POST) starts
+%% with it (falco_http2_machine:prefetch/3) instead of asking the
+%% connection for it and waiting for the answer, and a stream reset within
+%% the read (rapid reset) gets no process at all. A connection that is
+%% closing starts none: it kills its streams anyway.
+starts(C = #c{starts = []}) ->
+    C;
+starts(C = #c{closing = {true, _}}) ->
+    C#c{starts = []};
+starts(C = #c{starts = Starts}) ->
+    lists:foldr(fun start/2, C#c{starts = []}, Starts).
+
+start({Id, Req}, C = #c{machine = M0, stream_ctx = #{max_body := Max}}) ->
+    case falco_http2_machine:prefetch(Id, Max, M0) of
+        gone ->
+            C;
+        {Body, M} when is_binary(Body), is_map(Req) ->
+            spawn_stream(Id, Req, Body, C#c{machine = M});
+        {_, M} ->
+            spawn_stream(Id, Req, none, C#c{machine = M})
+    end.
 
 %% The narrow buffer from the start: over TCP a new connection reads with
 %% a narrower one still (falco_transport:accept_buffer/2), and reads that
@@ -397,8 +429,8 @@ exec([], C) ->
     C;
 exec([{send, Data} | Rest], C = #c{out = Out, out_n = N}) ->
     exec(Rest, C#c{out = [Data | Out], out_n = N + 1});
-exec([{request, Id, Req} | Rest], C) ->
-    exec(Rest, spawn_stream(Id, Req, C));
+exec([{request, Id, Req} | Rest], C = #c{starts = Starts}) ->
+    exec(Rest, C#c{starts = [{Id, Req} | Starts]});
 exec([{data, Id, Data, Fin} | Rest], C = #c{ids = Ids}) ->
     _ = case Ids of
             #{Id := Pid} -> Pid ! {h2_data, Data, Fin};
@@ -467,7 +499,7 @@ exec([{close, Reason} | _], C) ->
     ok = flood_event(Reason, C),
     C#c{closing = {true, Reason}}.
 
-%% A stream process that ran a request (spawn_stream/3) ended or became a
+%% A stream process that ran a request (spawn_stream/4) ended or became a
 %% tunnel: its request is no longer in flight.
 uncount(Pid, C = #c{counted = Counted, stats = Stats, cell = Cell}) ->
     case maps:take(Pid, Counted) of
@@ -503,19 +535,23 @@ cancel(Name, Timers) ->
 %% A request is counted in flight here, by the connection, which sees its
 %% process's exit however it ends (falco_stats); over
 %% max_requests_in_flight the stream's process answers 503 instead.
-spawn_stream(Id, Req = #{method := Method}, C = #c{stats = Stats, cell = Cell,
-                                                  max_in_flight = Max, retry_after = RA}) ->
+spawn_stream(Id, Req = #{method := Method}, Body, C = #c{stats = Stats, cell = Cell,
+                                                        max_in_flight = Max, retry_after = RA}) ->
     case falco_stats:request_start(Stats, Cell, Max, RA) of
         ok ->
-            C1 = #c{counted = Counted} = start_stream(Id, Req, C),
+            C1 = #c{counted = Counted} = start_stream(Id, Req, Body, C),
             C1#c{counted = Counted#{maps:get(Id, C1#c.ids) => true}};
         {shed, Reason} ->
-            start_stream(Id, {error, Reason, Method}, C)
+            start_stream(Id, {error, Reason, Method}, none, C)
     end;
-spawn_stream(Id, Error, C) ->
-    start_stream(Id, Error, C).
+spawn_stream(Id, Error, _, C) ->
+    start_stream(Id, Error, none, C).
 
-start_stream(Id, Req, C = #c{stream_ctx = Ctx, pids = Pids, ids = Ids}) ->
+start_stream(Id, Req, Body, C = #c{stream_ctx = Ctx0, pids = Pids, ids = Ids}) ->
+    Ctx = case Body of
+              none -> Ctx0;
+              _ -> Ctx0#{body => Body}
+          end,
     Pid = falco_http2_worker:start(self(), Id, Req, Ctx),
     C#c{pids = Pids#{Pid => Id}, ids = Ids#{Id => Pid}}.
 

@@ -85,8 +85,9 @@
 %% @doc Runs stream `Id''s request through the pipeline, in the stream's
 %% process ({@link falco_http2_worker}). `Ctx' has `handler', `listener',
 %% `peer', `scheme', `max_body', `body_timeout' and `send_buffer', and may
-%% have `min_body_rate', `handler_timeout' and `proxy' (the connection's
-%% PROXY header). `{websocket, S, Upgrade}' when the handler upgraded the
+%% have `min_body_rate', `handler_timeout', `proxy' (the connection's
+%% PROXY header) and `body' (the whole request body, when it came with the
+%% request). `{websocket, S, Upgrade}' when the handler upgraded the
 %% stream (RFC 8441): the process goes on as the session.
 -spec init(pid(), pos_integer(), map() | {error, falco_errors:reason(), binary() | undefined}, map()) ->
           ok | {error, term()} | {websocket, state(), falco_ws_conn:upgrade()}.
@@ -112,7 +113,16 @@ init(Conn, Id, Req0, Ctx = #{max_body := MaxBody, body_timeout := BodyTimeout,
 
 run(Req0, Ctx, S0) ->
     #{body := Body, expect_continue := Continue} = Req0,
-    S = S0#h2s{body = #body{fin = Body =:= none, continue = Continue}},
+    S = S0#h2s{body = case Ctx of
+                          #{body := Whole} ->
+                              %% the whole body came with the request
+                              %% (falco_http2_machine:prefetch/3): nothing
+                              %% to ask for, no 100 (Continue) to send
+                              Size = byte_size(Whole),
+                              #body{buf = [Whole], buf_size = Size, fin = true, read = Size};
+                          #{} ->
+                              #body{fin = Body =:= none, continue = Continue}
+                      end},
     Req1 = Req0#{peer => maps:get(peer, Ctx), scheme => maps:get(scheme, Ctx),
                  listener => maps:get(listener, Ctx), stream => {?MODULE, S}},
     Req = case Ctx of
