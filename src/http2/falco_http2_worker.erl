@@ -21,11 +21,12 @@ start(Conn, Id, Req, Ctx) ->
 -spec init(pid(), pos_integer(), map() | {error, falco_errors:reason(), binary() | undefined},
            map()) -> ok | {error, term()}.
 init(Conn, Id, Req, Ctx) ->
+    %% Ctx is not kept for later: it may hold the request's whole body
+    %% (falco_http2_stream:init/4), which the handler may be done with.
+    Hibernate = maps:get(hibernate_after, Ctx, infinity),
     case falco_http2_stream:init(Conn, Id, Req, Ctx) of
         {websocket, S, Upgrade} ->
-            closed = falco_ws_conn:enter_stream(
-                       Conn, S, Upgrade#{hibernate_after => maps:get(hibernate_after, Ctx,
-                                                                     infinity)}),
+            closed = falco_ws_conn:enter_stream(Conn, S, Upgrade#{hibernate_after => Hibernate}),
             ok;
         Result ->
             Result
