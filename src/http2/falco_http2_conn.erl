@@ -10,10 +10,10 @@
 %% the shared pipeline) once the socket read that brought its HEADERS is
 %% handled (with the whole body when it came in that read, and not at all
 %% when the stream was reset in it), handing it request body data when it
-%% asks (one message per read, however the client cut the body into frames), killing it when its
-%% stream is reset (not when the reset is for a client too slow to read:
-%% then its send fails and it ends by itself), answering its sends, arming
-%% timers. Writes are gathered: the
+%% asks (one message per read, however the client cut the body into
+%% frames), killing it when its stream is reset (not when the reset is for
+%% a client too slow to read: then its send fails and it ends by itself),
+%% answering its sends, arming timers. Writes are gathered: the
 %% bytes of every action are sent in one call once the mailbox is empty (or
 %% after 64 actions), so a burst of requests gets a burst of frames in few
 %% writes.

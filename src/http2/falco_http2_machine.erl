@@ -64,7 +64,8 @@
 
 -export([new/1, frame/2, frame_error/2, upgrade/2,
          send_headers/5, send_inform/3, send_data/5, send_trailers/4,
-         read/3, deliver_ready/1, prefetch/3, stream_exited/2, reset_stream/3, timeout/2, goaway/1, drain/1,
+         read/3, deliver_ready/1, prefetch/3, stream_exited/2, reset_stream/3, timeout/2,
+         goaway/1, drain/1,
          max_frame_size/1, active_streams/1, send_queued/1, default_opts/0]).
 
 -export_type([state/0, action/0, opts/0]).
