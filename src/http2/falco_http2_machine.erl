@@ -65,8 +65,7 @@
 -export([new/1, frame/2, frame_error/2, upgrade/2,
          send_headers/5, send_inform/3, send_data/5, send_trailers/4,
          read/3, deliver_ready/1, prefetch/3, stream_exited/2, reset_stream/3, timeout/2,
-         goaway/1, drain/1,
-         max_frame_size/1, active_streams/1, send_queued/1, default_opts/0]).
+         goaway/1, drain/1, max_frame_size/1, active_streams/1, send_queued/1, default_opts/0]).
 
 -export_type([state/0, action/0, opts/0]).
 
@@ -458,31 +457,10 @@ stream_data(S0 = #stream{id = Id, recv_window = Window, received = Received0, ex
 deliver_ready(M) ->
     done(falco_http2_recv:deliver_ready(M)).
 
-%% @doc Just before the process of stream `Id' starts (the connection
-%% starts the streams whose HEADERS came in a socket read once all of its
-%% frames are in): `gone' if the stream was reset meanwhile (a rapid reset
-%% in the same read: no process is started for it); else `{Body, M}',
-%% where `Body' is the whole request body, taken out of the machine, when
-%% the client has sent all of it (END_STREAM, no trailers) and it is 1 to
-%% `Max' bytes, so the process starts with it and asks for nothing; or
-%% `none'.
+%% @doc Before stream `Id''s process starts: falco_http2_recv:prefetch/3.
 -spec prefetch(stream_id(), non_neg_integer(), state()) -> gone | {binary() | none, state()}.
-prefetch(Id, Max, M = #m{streams = Streams}) ->
-    case Streams of
-        #{Id := S = #stream{remote = fin, trailers = undefined, want = 0, reader = true,
-                            buf = Buf}} ->
-            case falco_http2_buffer:size(Buf) of
-                Size when Size > 0, Size =< Max ->
-                    {falco_http2_buffer:to_binary(Buf),
-                     put_stream(S#stream{buf = falco_http2_buffer:new()}, M)};
-                _ ->
-                    {none, M}
-            end;
-        #{Id := _} ->
-            {none, M};
-        #{} ->
-            gone
-    end.
+prefetch(Id, Max, M) ->
+    falco_http2_recv:prefetch(Id, Max, M).
 
 %% @doc The process of stream `Id' asks for up to `Want' bytes of request
 %% body: one `{data, Id, Bin | [Bin], Fin}' (or `{trailers, Id, Fields}')

@@ -25,7 +25,8 @@
 %% @private internal to falco
 -module(falco_http2_recv).
 
--export([conn_received/2, received/3, ready/2, deliver_ready/1, read/3, give_back/3]).
+-export([conn_received/2, received/3, ready/2, deliver_ready/1, read/3, give_back/3,
+         prefetch/3]).
 
 -define(FALCO_H2_RECV, true).
 -include("falco_http2_machine.hrl").
@@ -72,6 +73,32 @@ deliver_ready(M0 = #m{ready = Ready}) ->
                                 M1
                         end
                 end, M0#m{ready = []}, Ready).
+
+%% @doc Just before the process of stream `Id' starts (the connection
+%% starts the streams whose HEADERS came in a socket read once all of its
+%% frames are in): `gone' if the stream was reset meanwhile (a rapid reset
+%% in the same read: no process is started for it); else `{Body, M}',
+%% where `Body' is the whole request body, taken out of the machine, when
+%% the client has sent all of it (END_STREAM, no trailers) and it is 1 to
+%% `Max' bytes, so the process starts with it and asks for nothing; or
+%% `none'.
+-spec prefetch(stream_id(), non_neg_integer(), #m{}) -> gone | {binary() | none, #m{}}.
+prefetch(Id, Max, M = #m{streams = Streams}) ->
+    case Streams of
+        #{Id := S = #stream{remote = fin, trailers = undefined, want = 0, reader = true,
+                            buf = Buf}} ->
+            case falco_http2_buffer:size(Buf) of
+                Size when Size > 0, Size =< Max ->
+                    {falco_http2_buffer:to_binary(Buf),
+                     put_stream(S#stream{buf = falco_http2_buffer:new()}, M)};
+                _ ->
+                    {none, M}
+            end;
+        #{Id := _} ->
+            {none, M};
+        #{} ->
+            gone
+    end.
 
 %% @doc The process of stream `Id' asks for up to `Want' bytes: answered
 %% now if anything is held; the stream window grows towards `Want'.
