@@ -82,7 +82,10 @@ context(Opts) ->
           bench_dir => filename:join(Root, "bench"),
           bench_ebin => filename:join(Work, "ebin"),
           falco_ebin => case os:getenv("BENCH_FALCO_EBIN", "") of
-                            "" -> filename:join(Root, "_build/default/lib/falco/ebin");
+                            %% bench/run sets it (a fresh build of the
+                            %% working tree); this is for a driver started
+                            %% some other way
+                            "" -> filename:join(Work, "falco/ebin");
                             E -> filename:absname(E)
                         end,
           tls_dir => filename:join(Work, "tls"),
