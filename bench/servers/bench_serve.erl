@@ -1,7 +1,8 @@
 %% bench_serve: the entry point of a server BEAM (one BEAM per server).
 %%
 %% The driver starts `erl -noshell ... -eval "bench_serve:main()" -extra
-%% Server Scenario Port', pinned to its own core. This module starts the
+%% Server Scenario Port', pinned to its own core. This module loads the
+%% fixture's applications as a release would (bench_app), starts the
 %% fixture `bench_<Server>' for the scenario on 127.0.0.1:Port, prints
 %% `BENCH ready <os pid> <version>' and then obeys one command per stdin line:
 %%
@@ -24,6 +25,7 @@ main() ->
     Mod = list_to_atom("bench_" ++ Server),
     Port = list_to_integer(PortS),
     Sampler = spawn_link(fun() -> sampler(0) end),
+    ok = bench_app:load(apps(Server) ++ [ssl || Scenario =:= "tls_handshake"]),
     try Mod:start(Port, list_to_atom(Scenario)) of
         ok ->
             say("ready ~s ~s", [os:getpid(), version(Mod)]),
@@ -36,6 +38,10 @@ main() ->
             say("failed ~0p", [{Class, Reason, Stack}]),
             erlang:halt(2)
     end.
+
+%% The applications each server's fixture starts or loads (bench_app).
+apps("falco" ++ _) -> [falco];
+apps(Server) -> [list_to_atom(Server)].
 
 version(Mod) ->
     try Mod:version() of
