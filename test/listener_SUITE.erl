@@ -28,7 +28,7 @@
          body_timeout_between_reads/1,
          send_timeout_stalled_client/1, emfile_backoff/1, ipv6_listener/1,
          max_keep_alive_requests/1, read_buffers_stay_small/1, read_buffer_sizes/1,
-         idle_listener_collected/1,
+         idle_listener_collected/1, idle_listener_runs_nothing/1,
          accepted_socket_options/1, close_socket_sends_everything/1,
          limit_request_line_414/1, limit_header_line_431/1, limit_header_block_431/1,
          limit_header_count_431/1, limit_body_413/1, limit_body_413_while_uploading/1,
@@ -59,7 +59,8 @@ groups() ->
                         body_timeout_between_reads,
                         send_timeout_stalled_client, emfile_backoff,
                         max_keep_alive_requests, read_buffers_stay_small,
-                        read_buffer_sizes, idle_listener_collected, accepted_socket_options,
+                        read_buffer_sizes, idle_listener_collected, idle_listener_runs_nothing,
+                        accepted_socket_options,
                         close_socket_sends_everything]},
      {limits, [], [limit_request_line_414, limit_header_line_431, limit_header_block_431,
                    limit_header_count_431, limit_body_413, limit_body_413_while_uploading,
@@ -819,15 +820,59 @@ idle_listener_collected(Config) ->
     Acceptors = acceptors(Sup),
     ?assertEqual(2, length(Acceptors)),
     timer:sleep(1500),
-    Waiting = [P || P <- processes(),
-                    {current_function, {falco_transport, accept_port, 2}}
-                        <- [process_info(P, current_function)],
-                    {dictionary, D} <- [process_info(P, dictionary)],
-                    lists:any(fun(A) -> lists:member(A, proplists:get_value('$ancestors', D, [])) end,
-                              Acceptors)],
+    Waiting = waiting(Acceptors),
     ?assertEqual(2, length(Waiting)),
     ?assertEqual([{P, 0} || P <- Acceptors ++ Waiting],
                  [{P, old_heap(P)} || P <- Acceptors ++ Waiting]).
+
+%% An idle TCP listener runs none of its processes: the processes waiting
+%% in accept wait without a timeout (a drain closes the listen socket
+%% under them) and the acceptors once collected wait for messages only.
+%% They were scheduled 20 times a second each while they waited in
+%% rounds of 100 ms (2026-11-29).
+idle_listener_runs_nothing(Config) ->
+    case os:type() of
+        {unix, linux} ->
+            Name = idle_listener_runs_nothing,
+            {ok, Sup} = falco:start_listener(Name, #{port => 0, ip => {127, 0, 0, 1},
+                                                     handler => echo(?config(recorder, Config)),
+                                                     num_acceptors => 2}),
+            {ok, Port} = falco:port(Name),
+            [#{status := 200} = hello(Port) || _ <- lists:seq(1, 20)],
+            timer:sleep(300),
+            Acceptors = acceptors(Sup),
+            Procs = Acceptors ++ waiting(Acceptors),
+            ?assertEqual(4, length(Procs)),
+            Self = self(),
+            Tracer = spawn_link(fun() -> count_ins(Self, 0) end),
+            _ = [1 = erlang:trace(P, true, [running, {tracer, Tracer}]) || P <- Procs],
+            timer:sleep(1000),
+            _ = [1 = erlang:trace(P, false, [running]) || P <- Procs],
+            Ref = erlang:trace_delivered(all),
+            receive {trace_delivered, all, Ref} -> ok end,
+            Tracer ! count,
+            receive {ins, N} -> ?assertEqual(0, N) end,
+            %% and the drain still ends the waits and closes the socket
+            ok = falco:stop_listener(Name),
+            ?assertMatch({error, _}, gen_tcp:connect({127, 0, 0, 1}, Port, [], 1000));
+        _ ->
+            {skip, "the wait without a timeout is Linux's inet driver's"}
+    end.
+
+count_ins(Parent, N) ->
+    receive
+        {trace, _, in, _} -> count_ins(Parent, N + 1);
+        {trace, _, _, _} -> count_ins(Parent, N);
+        count -> Parent ! {ins, N}
+    end.
+
+%% The processes of `Acceptors' waiting in accept.
+waiting(Acceptors) ->
+    [P || P <- processes(),
+          {current_function, {falco_transport, accept_port, 2}} <- [process_info(P, current_function)],
+          {dictionary, D} <- [process_info(P, dictionary)],
+          lists:any(fun(A) -> lists:member(A, proplists:get_value('$ancestors', D, [])) end,
+                    Acceptors)].
 
 old_heap(P) ->
     {garbage_collection_info, Info} = process_info(P, garbage_collection_info),

@@ -293,11 +293,13 @@ supervisor_call(_, _) ->
 %% connection is told (`{falco_drain, self()}': HTTP/1.1 closes when idle
 %% or after the response in progress, which says `Connection: close';
 %% HTTP/2 sends the two-step GOAWAY and ends when its open streams have; a
-%% WebSocket session closes with 1001). The socket is closed only once no
-%% process of the listener waits in accept (each looks at the drain flag
-%% at least every 100 ms, falco_conn), since closing it under one can lose
-%% the connection it is taking; what they accept until then is served and
-%% drained like the rest. Every acceptor closes it (the first close counts).
+%% WebSocket session closes with 1001). Over TCP on Linux's inet driver
+%% the listen socket is closed at once, which ends the waits in accept
+%% (falco_conn); elsewhere only once no process of the listener waits in
+%% accept (each looks at the drain flag at least every 100 ms), since
+%% closing it under one can lose the connection it is taking. What they
+%% accept until then is served and drained like the rest. Every acceptor
+%% closes it (the first close counts).
 %% Returns at `Deadline' at the latest, with how many connections there
 %% were and how many were left to stop then (stopped as terminate/2 does).
 drain(Deadline, S0 = #acc{conns = Conns, drain = Drain, name = Name, index = I, events = E}) ->
@@ -362,11 +364,16 @@ drain_wait(Deadline, S = #acc{parent = Parent, conns = Conns}, Total, Socket) ->
     end.
 
 %% Closes the listen socket when no process of the listener waits in
-%% accept any more, or at once when `Now'; returns whether it is closed.
+%% accept any more, or at once when `Now' or when a wait there cannot lose
+%% a connection to the close (falco_transport:own_accept/2: the waiting
+%% processes then end with `{error, closed}'); returns whether it is
+%% closed.
 close_listen(#acc{slots = Slots, lsock = LSock, conf = Conf}, Now) ->
-    case Now orelse falco_slots:waiting(Slots) =:= 0 of
+    Kind = maps:get(transport, Conf),
+    case Now orelse falco_transport:own_accept(Kind, LSock)
+        orelse falco_slots:waiting(Slots) =:= 0 of
         true ->
-            _ = falco_transport:close(maps:get(transport, Conf), LSock),
+            _ = falco_transport:close(Kind, LSock),
             closed;
         false ->
             open

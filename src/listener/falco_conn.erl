@@ -26,8 +26,9 @@
 
 -include_lib("kernel/include/logger.hrl").
 
-%% How long a process waits in accept before it looks at the drain flag
-%% again: at most this long between a drain and its listen socket's close.
+%% How long a process waiting in rounds (see accept/3) waits in accept
+%% before it looks at the drain flag again: at most this long between a
+%% drain and its listen socket's close.
 -define(ACCEPT_ROUND, 100).
 
 -type ctx() :: #{parent := pid(),
@@ -64,31 +65,42 @@ init(Parent, Name, LSock, Conf = #{transport := Kind}, Cell) ->
             ok
     end.
 
-%% Waits in accept in rounds of ?ACCEPT_ROUND ms and looks at the drain
-%% flag before each: once the listener drains, it stops waiting, and the
-%% draining acceptor closes the listen socket only when no process of the
-%% listener waits in accept any more (falco_acceptor:drain/2). Closing it
-%% under a waiting process can lose a connection: gen_tcp's inet backend
-%% takes the connection from the kernel and then copies options from the
-%% listen socket onto it, and closes it if that socket has just closed
-%% (ssl's accept likewise asks the listen socket's own process).
-%% A round that ends without a connection is followed by a collection: the
-%% rounds' few words of garbage would otherwise be promoted to an old heap
-%% of 376 words, and a process waiting in accept for 1.5 s held 5.8 KB
-%% instead of 2.8 KB (2026-11-29); one collection per 100 ms of waiting
-%% keeps it at its first heap.
+%% Where the listen socket may be closed under a waiting process
+%% (falco_transport:own_accept/2: TCP on the inet driver, on Linux), the
+%% process waits in accept with no timeout and a drain ends the wait by
+%% closing the socket (`{error, closed}'): an idle listener then runs
+%% nothing at all. Elsewhere (TLS, the socket backend, other systems) it
+%% waits in rounds of ?ACCEPT_ROUND ms and looks at the drain flag before
+%% each: once the listener drains, it stops waiting, and the draining
+%% acceptor closes the listen socket only when no process of the listener
+%% waits in accept any more (falco_acceptor:drain/2), because closing it
+%% under such a wait can lose a connection: gen_tcp:accept/2 copies
+%% options from the listen socket onto the connection it has just taken,
+%% and closes that connection if the listen socket has just closed (ssl's
+%% accept likewise asks the listen socket's own process). A round that
+%% ends without a connection is followed by a collection: the rounds' few
+%% words of garbage would otherwise be promoted to an old heap of 376
+%% words, and a process waiting in accept for 1.5 s held 5.8 KB instead of
+%% 2.8 KB (2026-11-29); one collection per 100 ms of waiting keeps it at
+%% its first heap.
 accept(Kind, LSock, Drain) ->
     case falco_drain:draining(Drain) of
         true ->
             draining;
         false ->
-            case falco_transport:accept(Kind, LSock, ?ACCEPT_ROUND) of
-                {error, timeout} ->
-                    _ = erlang:garbage_collect(),
-                    accept(Kind, LSock, Drain);
-                Result ->
-                    Result
+            case falco_transport:own_accept(Kind, LSock) of
+                true -> falco_transport:accept(Kind, LSock, infinity);
+                false -> accept_rounds(Kind, LSock, Drain)
             end
+    end.
+
+accept_rounds(Kind, LSock, Drain) ->
+    case falco_transport:accept(Kind, LSock, ?ACCEPT_ROUND) of
+        {error, timeout} ->
+            _ = erlang:garbage_collect(),
+            accept(Kind, LSock, Drain);
+        Result ->
+            Result
     end.
 
 %% `proxy_protocol => off' (the default) costs this one match.

@@ -27,7 +27,7 @@
 -module(falco_transport).
 
 -export([listen/4, accept/3, close/2, handshake/2, tcp_socket/1]).
--export([tls_options/2, alpn_ids/1, setopts/3, peername/2, messages/1,
+-export([own_accept/2, tls_options/2, alpn_ids/1, setopts/3, peername/2, messages/1,
          default_ciphers/0, default_ciphers/1]).
 -export([reuseport/0]).
 -export([linger_close/2, linger_close_active/2, close_socket/2, deadline/1, remaining/1]).
@@ -121,13 +121,27 @@ unknown_tls_options(TlsOpts) ->
 %% connection's ({@link handshake/2}). `{error, timeout}' when none came
 %% within `Timeout' ms.
 -spec accept(kind(), socket(), timeout()) -> {ok, socket()} | {error, term()}.
-accept(tcp, LSock, Timeout) when is_port(LSock) ->
-    case os:type() of
-        {unix, linux} -> accept_port(LSock, Timeout);
-        _ -> gen_tcp:accept(LSock, Timeout)
-    end;
-accept(tcp, LSock, Timeout) -> gen_tcp:accept(LSock, Timeout);
-accept(tls, LSock, Timeout) -> ssl:transport_accept(LSock, Timeout).
+accept(Kind, LSock, Timeout) ->
+    case own_accept(Kind, LSock) of
+        true -> accept_port(LSock, Timeout);
+        false when Kind =:= tcp -> gen_tcp:accept(LSock, Timeout);
+        false -> ssl:transport_accept(LSock, Timeout)
+    end.
+
+%% @doc Whether {@link accept/3} takes connections from `LSock' with
+%% accept_port/2 below, which never touches the listen socket once the
+%% connection is taken: a listen socket closed under such a wait ends it
+%% with `{error, closed}' and cannot lose a connection it had already
+%% taken, so a process may wait there without a timeout and the listener
+%% may close the socket at once when it drains (falco_conn,
+%% falco_acceptor). gen_tcp:accept/2 (other systems, the socket backend)
+%% and ssl:transport_accept/2 read options from the listen socket after
+%% the accept, and close the new socket if it has just closed.
+-spec own_accept(kind(), socket()) -> boolean().
+own_accept(tcp, LSock) when is_port(LSock) ->
+    os:type() =:= {unix, linux};
+own_accept(_Kind, _LSock) ->
+    false.
 
 %% gen_tcp:accept/2 on the port driver (the `inet' backend) copies ten
 %% options from the listen socket to the new one, each read and written
@@ -144,18 +158,24 @@ accept(tls, LSock, Timeout) -> ssl:transport_accept(LSock, Timeout).
 %% accepted_socket_options compares every option with gen_tcp:accept's,
 %% so an OTP that changes either fails there. connection_storm: see
 %% docs/internals/http1.md.
+%% The listen socket's module (inet_tcp, inet6_tcp) is looked up before
+%% the wait, so that nothing is asked of the listen socket afterwards.
 accept_port(LSock, Timeout) ->
-    case prim_inet:async_accept(LSock, accept_time(Timeout)) of
-        {ok, Ref} ->
-            receive
-                {inet_async, LSock, Ref, {ok, Sock}} ->
-                    {ok, Mod} = inet_db:lookup_socket(LSock),
-                    true = inet_db:register_socket(Sock, Mod),
-                    {ok, Sock};
-                {inet_async, LSock, Ref, Error} ->
+    case inet_db:lookup_socket(LSock) of
+        {ok, Mod} ->
+            case prim_inet:async_accept(LSock, accept_time(Timeout)) of
+                {ok, Ref} ->
+                    receive
+                        {inet_async, LSock, Ref, {ok, Sock}} ->
+                            true = inet_db:register_socket(Sock, Mod),
+                            {ok, Sock};
+                        {inet_async, LSock, Ref, Error} ->
+                            Error
+                    end;
+                Error ->
                     Error
             end;
-        Error ->
+        {error, _} = Error ->
             Error
     end.
 
