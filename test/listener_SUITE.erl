@@ -811,12 +811,7 @@ read_buffer_sizes(Config) ->
 %% after a burst against 2.8-3.9 KB collected, and 5.8 KB per waiting
 %% process after 1.5 s against 2.8 KB).
 idle_listener_collected(Config) ->
-    Name = idle_listener_collected,
-    {ok, Sup} = falco:start_listener(Name, #{port => 0, ip => {127, 0, 0, 1},
-                                             handler => echo(?config(recorder, Config)),
-                                             num_acceptors => 2}),
-    {ok, Port} = falco:port(Name),
-    [#{status := 200} = hello(Port) || _ <- lists:seq(1, 200)],
+    Sup = two_acceptors(idle_listener_collected, 200, Config),
     Acceptors = acceptors(Sup),
     ?assertEqual(2, length(Acceptors)),
     timer:sleep(1500),
@@ -834,11 +829,8 @@ idle_listener_runs_nothing(Config) ->
     case os:type() of
         {unix, linux} ->
             Name = idle_listener_runs_nothing,
-            {ok, Sup} = falco:start_listener(Name, #{port => 0, ip => {127, 0, 0, 1},
-                                                     handler => echo(?config(recorder, Config)),
-                                                     num_acceptors => 2}),
+            Sup = two_acceptors(Name, 20, Config),
             {ok, Port} = falco:port(Name),
-            [#{status := 200} = hello(Port) || _ <- lists:seq(1, 20)],
             timer:sleep(300),
             Acceptors = acceptors(Sup),
             Procs = Acceptors ++ waiting(Acceptors),
@@ -858,6 +850,15 @@ idle_listener_runs_nothing(Config) ->
         _ ->
             {skip, "the wait without a timeout is Linux's inet driver's"}
     end.
+
+%% A listener `Name' with two acceptors, after `Requests' requests.
+two_acceptors(Name, Requests, Config) ->
+    {ok, Sup} = falco:start_listener(Name, #{port => 0, ip => {127, 0, 0, 1},
+                                             handler => echo(?config(recorder, Config)),
+                                             num_acceptors => 2}),
+    {ok, Port} = falco:port(Name),
+    [#{status := 200} = hello(Port) || _ <- lists:seq(1, Requests)],
+    Sup.
 
 count_ins(Parent, N) ->
     receive
