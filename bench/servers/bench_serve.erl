@@ -41,6 +41,7 @@ main() ->
 
 %% The applications each server's fixture starts or loads (bench_app).
 apps("falco" ++ _) -> [falco];
+apps("floor") -> [];
 apps(Server) -> [list_to_atom(Server)].
 
 version(Mod) ->

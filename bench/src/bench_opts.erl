@@ -10,7 +10,8 @@
 usage() ->
     "usage: bench/run [options]\n"
     "  --servers a,b,...     servers to compare (default falco,elli,cowboy,inets,\n"
-    "                        mochiweb,yaws,nginx; unavailable ones are skipped with a note)\n"
+    "                        mochiweb,yaws,nginx; unavailable ones are skipped with a note;\n"
+    "                        also falco_socket, and floor: the runtime's floor, no server)\n"
     "  --scenarios a,b,...   scenarios (default: every scenario of the protocol; `list' lists them)\n"
     "  --protocol h1|h2      protocol (default h1)\n"
     "  --runs N              runs per cell; the report shows the median and min-max (default 3)\n"
@@ -27,7 +28,7 @@ usage() ->
     "  --survey              also ramp the seed survey's workload (100 ms handler, 1 KB,\n"
     "                        about 1 request/s per connection) past saturation (needs oha)\n"
     "  --profile             profile falco with eprof on the first scenario, write the hotspots\n"
-    "  --smoke               falco and inets, hello, echo and ws_echo, 1 s each, 1 run,\n"
+    "  --smoke               falco, inets and the floor, hello, echo and ws_echo, 1 s each, 1 run,\n"
     "                        into _build/bench/smoke\n"
     "  --retries N           repeat a run disturbed by other programs (>= 15 % of a core)\n"
     "                        up to N times, keeping the least disturbed (default 2; 0 in --smoke)\n"
@@ -62,7 +63,7 @@ finish(Parsed) ->
     end.
 
 smoke_servers(#{servers_given := true, servers := S}) -> S;
-smoke_servers(_) -> [falco, inets].
+smoke_servers(_) -> [falco, inets, floor].
 
 parse([], O) -> {ok, O};
 parse([H | _], _) when H =:= "-h"; H =:= "--help" -> help;

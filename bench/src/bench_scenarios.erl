@@ -174,6 +174,11 @@ unsupported(S, Name) when Name =:= ws_echo; Name =:= ws_large; Name =:= ws_idle 
         nginx -> "nginx is set up for static files only";
         _ -> "no WebSocket fixture in the bench"
     end;
+unsupported(floor, S) ->
+    case lists:member(S, [hello, pipelined, connection_storm, short_sessions]) of
+        true -> false;
+        false -> "the floor answers GET /hello only"
+    end;
 unsupported(nginx, S) ->
     case lists:member(S, [hello, pipelined, head, large_response, connection_storm,
                           short_sessions]) of

@@ -50,6 +50,9 @@ available(falco_socket, Ctx) ->
     available(falco, Ctx);
 available(inets, _) ->
     {ok, vsn_of(inets), []};
+available(floor, _) ->
+    %% Not a server: the runtime's floor for GET /hello (bench_floor).
+    {ok, "OTP " ++ erlang:system_info(otp_release), []};
 available(cowboy, Ctx) ->
     peer_apps([cowboy, cowlib, ranch], Ctx);
 available(elli, Ctx) ->

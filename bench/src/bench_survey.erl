@@ -34,7 +34,8 @@ run(#{servers := Servers}, Ctx) ->
             {skipped, Why};
         {ok, Oha} ->
             Sc = bench_scenarios:find(survey),
-            {ok, lists:append([server(Sc, Sv, Oha, Ctx) || Sv <- Servers, Sv =/= nginx])}
+            {ok, lists:append([server(Sc, Sv, Oha, Ctx) || Sv <- Servers,
+                                                    bench_scenarios:unsupported(Sv, survey) =:= false])}
     end.
 
 server(Sc, Sv, Oha, Ctx) ->

@@ -34,6 +34,7 @@ color(inets) -> "#7048e8";
 color(mochiweb) -> "#d6336c";
 color(yaws) -> "#868e96";
 color(nginx) -> "#343a40";
+color(floor) -> "#adb5bd";
 color(_) -> "#495057".
 
 %% Rows: for each scenario a title row, then one row per server.
