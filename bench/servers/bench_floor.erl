@@ -1,14 +1,15 @@
-%% bench_floor: the BEAM's floor for the bench's GET /hello, not a server.
+%% bench_floor: what GET /hello costs an Erlang server with no HTTP work;
+%% not a server.
 %%
 %% One process per connection on gen_tcp (inet driver, passive mode), as
-%% falco runs: it yields, reads with `gen_tcp:recv(S, 0, T)', finds the end
-%% of each head with `binary:match/2', writes one fixed response per head
-%% (those of one read in one write) and closes after a head that says
-%% `Connection: close' (matched in the two spellings the bench's clients
-%% send; that response says `connection: close' too). No parsing, no request, no
-%% handler, no limits: what is left of a request's cost is the runtime's
-%% and the kernel's, which every Erlang server on gen_tcp pays. Its row
-%% shows how far any of them could go on the host of the run
+%% falco and every peer of the matrix run: it yields, reads with
+%% `gen_tcp:recv(S, 0, T)', finds the end of each head with
+%% `binary:match/2', writes one fixed response per head (those of one read
+%% in one write) and closes after a head that says `Connection: close'
+%% (matched in the two spellings the bench's clients send; that response
+%% says `connection: close' too). No parsing, no request, no handler, no
+%% limits: what is left of a request's cost is the runtime's and the
+%% kernel's, which every such server pays on the host of the run
 %% (docs/internals/http1.md). It answers only the scenarios of GET /hello
 %% (bench_scenarios:unsupported/2), with the bytes every fixture sends;
 %% its `date' field is the time it started, not the time of the response.
@@ -53,8 +54,12 @@ accept(L, Responses) ->
         {ok, S} ->
             _ = spawn(fun() -> accept(L, Responses) end),
             read(S, <<>>, Responses);
+        {error, closed} ->
+            ok;
         {error, _} ->
-            ok
+            %% out of descriptors, say: try again in a moment
+            receive after 10 -> ok end,
+            accept(L, Responses)
     end.
 
 read(S, Buf, Responses) ->
