@@ -436,12 +436,18 @@ chromium_over_h2(Config) ->
                " const t = setTimeout(() => reject(new Error('no echo in 15 s')), 15000);"
                " ws.onopen = () => ws.send('hello over h2');"
                " ws.onerror = () => reject(new Error('websocket error'));"
-               " ws.onmessage = (e) => { clearTimeout(t); ws.close(1000);"
-               "   resolve('received: ' + e.data); }; })">>,
+               " let got = null;"
+               " ws.onmessage = (e) => { got = e.data; ws.close(1000); };"
+               %% resolved once the server's close frame is back, so the
+               %% server has read the client's before the page goes away
+               %% (closing the page first resets the stream: CANCEL)
+               " ws.onclose = (e) => { clearTimeout(t);"
+               "   if (got === null) reject(new Error('closed ' + e.code));"
+               "   else resolve('received: ' + got + ', closed ' + e.code); }; })">>,
         Result = falco_test_browser:eval(Sock, Session, Js),
         ct:log("~p", [Result]),
         ok = falco_test_browser:close_page(Sock, Target),
-        ?assertEqual({ok, <<"received: hello over h2">>}, Result),
+        ?assertEqual({ok, <<"received: hello over h2, closed 1000">>}, Result),
         ?assertEqual({2, 0}, receive {ws_version, V} -> V after 1000 -> none end),
         _ = init(),
         ?assertMatch({remote, 1000, _}, terminated())
