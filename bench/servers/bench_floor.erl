@@ -13,12 +13,23 @@
 %% (docs/internals/http1.md). It answers only the scenarios of GET /hello
 %% (bench_scenarios:unsupported/2), with the bytes every fixture sends;
 %% its `date' field is the time it started, not the time of the response.
+%%
+%% A connection that opens with HTTP/2's preface (`--protocol h2', h2c with
+%% prior knowledge) gets the same floor for HTTP/2: an empty SETTINGS, an
+%% ACK for each of the client's, and for each HEADERS frame a fixed
+%% response (HEADERS with the same fields, HPACK literals of static names,
+%% then DATA with END_STREAM) made by a process of its own, as falco and
+%% cowboy run one per stream. The streams of one read start together and
+%% their responses leave in one write. No HPACK decoding, no frame or
+%% request checks, no flow control (13-byte bodies fit any window the
+%% client opens), no body (GET only) (docs/internals/http2.md).
 -module(bench_floor).
 
 -export([start/2, version/0]).
 
 -define(ACCEPTORS, 10).
 -define(IDLE_MS, 60000).
+-define(PREFACE, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").
 
 -spec start(inet:port_number(), atom()) -> ok | {error, term()}.
 start(Port, _Scenario) ->
@@ -53,13 +64,32 @@ accept(L, Responses) ->
     case gen_tcp:accept(L) of
         {ok, S} ->
             _ = spawn(fun() -> accept(L, Responses) end),
-            read(S, <<>>, Responses);
+            first(S, <<>>, Responses);
         {error, closed} ->
             ok;
         {error, _} ->
             %% out of descriptors, say: try again in a moment
             receive after 10 -> ok end,
             accept(L, Responses)
+    end.
+
+%% The connection's first bytes: HTTP/2's preface, or an HTTP/1.1 head.
+first(S, Buf, Responses) ->
+    case gen_tcp:recv(S, 0, ?IDLE_MS) of
+        {ok, Data} ->
+            case <<Buf/binary, Data/binary>> of
+                <<?PREFACE, Rest/binary>> ->
+                    h2(S, Rest);
+                Short when byte_size(Short) < byte_size(<<?PREFACE>>) ->
+                    case binary:longest_common_prefix([Short, <<?PREFACE>>]) of
+                        N when N =:= byte_size(Short) -> first(S, Short, Responses);
+                        _ -> answer(S, Short, Responses)
+                    end;
+                Head ->
+                    answer(S, Head, Responses)
+            end;
+        {error, _} ->
+            gen_tcp:close(S)
     end.
 
 read(S, Buf, Responses) ->
@@ -93,6 +123,76 @@ answer(S, Buf, Responses = {KeepAlive, Closing}, N) ->
                     gen_tcp:close(S)
             end
     end.
+
+%% -- HTTP/2 ----------------------------------------------------------------
+
+h2(S, Buf) ->
+    Block = h2_block(),
+    case gen_tcp:send(S, frame(4, 0, 0, <<>>)) of
+        ok -> frames(S, Buf, Block, [], []);
+        {error, _} -> gen_tcp:close(S)
+    end.
+
+h2_read(S, Buf, Block) ->
+    erlang:yield(),
+    case gen_tcp:recv(S, 0, ?IDLE_MS) of
+        {ok, Data} -> frames(S, <<Buf/binary, Data/binary>>, Block, [], []);
+        {error, _} -> gen_tcp:close(S)
+    end.
+
+%% The whole frames of a read: each HEADERS starts its stream's process;
+%% then the answers, in the order of the frames, in one write.
+frames(S, <<Len:24, Type, Flags, _:1, Id:31, Payload:Len/binary, Rest/binary>>, Block, Acks,
+       Streams) ->
+    case Type of
+        1 ->
+            Self = self(),
+            Stream = spawn_monitor(fun() -> Self ! {self(), stream(Id, Block)} end),
+            frames(S, Rest, Block, Acks, [Stream | Streams]);
+        4 when Flags band 1 =:= 0 ->
+            frames(S, Rest, Block, [frame(4, 1, 0, <<>>) | Acks], Streams);
+        6 when Flags band 1 =:= 0 ->
+            frames(S, Rest, Block, [frame(6, 1, 0, Payload) | Acks], Streams);
+        7 ->
+            gen_tcp:close(S);
+        _ ->
+            frames(S, Rest, Block, Acks, Streams)
+    end;
+frames(S, Buf, Block, [], []) ->
+    h2_read(S, Buf, Block);
+frames(S, Buf, Block, Acks, Streams) ->
+    Out = [lists:reverse(Acks) | [collect(Stream) || Stream <- lists:reverse(Streams)]],
+    case gen_tcp:send(S, Out) of
+        ok -> h2_read(S, Buf, Block);
+        {error, _} -> gen_tcp:close(S)
+    end.
+
+collect({Pid, Ref}) ->
+    receive
+        {Pid, Response} ->
+            receive {'DOWN', Ref, process, Pid, _} -> Response end
+    end.
+
+%% A stream's answer: the response's HEADERS and its DATA.
+stream(Id, Block) ->
+    [frame(1, 4, Id, Block), frame(0, 1, Id, bench_fx:hello())].
+
+frame(Type, Flags, Id, Payload) ->
+    [<<(iolist_size(Payload)):24, Type, Flags, 0:1, Id:31>>, Payload].
+
+%% The fields of the HTTP/1.1 response: `:status' 200 from the static
+%% table, the others literals (not indexed) of static table names:
+%% content-type (31), content-length (28) and date (33).
+h2_block() ->
+    Body = bench_fx:hello(),
+    iolist_to_binary([16#88, literal(31, <<"text/plain">>),
+                      literal(28, integer_to_binary(byte_size(Body))),
+                      literal(33, iolist_to_binary(imf_date()))]).
+
+literal(Index, Value) when Index >= 15, byte_size(Value) < 127 ->
+    [16#0f, Index - 15, byte_size(Value), Value].
+
+%% -- HTTP/1.1 ----------------------------------------------------------------
 
 response(Connection) ->
     Body = bench_fx:hello(),

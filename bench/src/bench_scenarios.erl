@@ -159,6 +159,11 @@ ws(Name) ->
 
 %% @doc `false' when the server can serve the scenario, else the reason.
 -spec unsupported(atom(), atom()) -> false | string().
+unsupported(floor, S) ->
+    case lists:member(S, [hello, pipelined, connection_storm, short_sessions, multi_stream]) of
+        true -> false;
+        false -> "the floor answers GET /hello only"
+    end;
 unsupported(S, idle_h2) ->
     case lists:member(S, [falco, falco_socket, cowboy]) of
         true -> false;
@@ -173,11 +178,6 @@ unsupported(S, Name) when Name =:= ws_echo; Name =:= ws_large; Name =:= ws_idle 
         inets -> "httpd has no WebSocket";
         nginx -> "nginx is set up for static files only";
         _ -> "no WebSocket fixture in the bench"
-    end;
-unsupported(floor, S) ->
-    case lists:member(S, [hello, pipelined, connection_storm, short_sessions]) of
-        true -> false;
-        false -> "the floor answers GET /hello only"
     end;
 unsupported(nginx, S) ->
     case lists:member(S, [hello, pipelined, head, large_response, connection_storm,

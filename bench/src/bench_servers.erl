@@ -19,9 +19,10 @@ default_erl_flags() ->
     "+S 1:1 +SDcpu 1:1 +SDio 1 +A 1 +sbwt none +sbwtdcpu none +sbwtdio none".
 
 %% @doc Whether a server speaks cleartext HTTP/2 with prior knowledge:
-%% cowboy does; falco once its build has an HTTP/2 module.
+%% cowboy and the floor do; falco once its build has an HTTP/2 module.
 -spec h2_capable(atom(), map()) -> boolean().
 h2_capable(cowboy, _) -> true;
+h2_capable(floor, _) -> true;
 h2_capable(falco_socket, Ctx) -> h2_capable(falco, Ctx);
 h2_capable(falco, Ctx) -> filelib:wildcard(filename:join(maps:get(falco_ebin, Ctx), "falco_http2*.beam")) =/= [];
 h2_capable(_, _) -> false.
