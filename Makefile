@@ -100,6 +100,7 @@ bench:
 
 bench-smoke:
 	@bench/run --smoke
+	@bench/run --smoke --protocol h2
 
 clean:
 	@$(REBAR) clean
