@@ -167,10 +167,14 @@ frames(S, Buf, Block, Acks, Streams) ->
         {error, _} -> gen_tcp:close(S)
     end.
 
+%% A stream's answer comes before its exit (the same sender's messages
+%% keep their order); a stream that ended without one answers nothing.
 collect({Pid, Ref}) ->
     receive
         {Pid, Response} ->
-            receive {'DOWN', Ref, process, Pid, _} -> Response end
+            receive {'DOWN', Ref, process, Pid, _} -> Response end;
+        {'DOWN', Ref, process, Pid, _} ->
+            []
     end.
 
 %% A stream's answer: the response's HEADERS and its DATA.
