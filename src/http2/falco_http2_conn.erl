@@ -428,7 +428,7 @@ response(Id, Status, Headers, Body, M0) ->
 exec([], C) ->
     C;
 exec([{send, Data} | Rest], C = #c{out = Out, out_n = N}) ->
-    exec(Rest, C#c{out = [Data | Out], out_n = N + 1});
+    sends(Rest, C, [Data | Out], N + 1);
 exec([{request, Id, Req} | Rest], C = #c{starts = Starts}) ->
     exec(Rest, C#c{starts = [{Id, Req} | Starts]});
 exec([{data, Id, Data, Fin} | Rest], C = #c{ids = Ids}) ->
@@ -499,6 +499,13 @@ exec([{close, Reason} | _], C) ->
     ok = flood_event(Reason, C),
     C#c{closing = {true, Reason}}.
 
+%% A run of sends (a response's HEADERS and DATA) goes into the record
+%% once.
+sends([{send, Data} | Rest], C, Out, N) ->
+    sends(Rest, C, [Data | Out], N + 1);
+sends(Rest, C, Out, N) ->
+    exec(Rest, C#c{out = Out, out_n = N}).
+
 %% A stream process that ran a request (spawn_stream/4) ended or became a
 %% tunnel: its request is no longer in flight.
 uncount(Pid, C = #c{counted = Counted, stats = Stats, cell = Cell}) ->
@@ -539,20 +546,24 @@ spawn_stream(Id, Req = #{method := Method}, Body, C = #c{stats = Stats, cell = C
                                                         max_in_flight = Max, retry_after = RA}) ->
     case falco_stats:request_start(Stats, Cell, Max, RA) of
         ok ->
-            C1 = #c{counted = Counted} = start_stream(Id, Req, Body, C),
-            C1#c{counted = Counted#{maps:get(Id, C1#c.ids) => true}};
+            #c{counted = Counted} = C,
+            Pid = start_stream(Id, Req, Body, C),
+            %% one copy of the record for the three maps
+            started(Id, Pid, C#c{counted = Counted#{Pid => true}});
         {shed, Reason} ->
-            start_stream(Id, {error, Reason, Method}, none, C)
+            started(Id, start_stream(Id, {error, Reason, Method}, none, C), C)
     end;
 spawn_stream(Id, Error, _, C) ->
-    start_stream(Id, Error, none, C).
+    started(Id, start_stream(Id, Error, none, C), C).
 
-start_stream(Id, Req, Body, C = #c{stream_ctx = Ctx0, pids = Pids, ids = Ids}) ->
+start_stream(Id, Req, Body, #c{stream_ctx = Ctx0}) ->
     Ctx = case Body of
               none -> Ctx0;
               _ -> Ctx0#{body => Body}
           end,
-    Pid = falco_http2_worker:start(self(), Id, Req, Ctx),
+    falco_http2_worker:start(self(), Id, Req, Ctx).
+
+started(Id, Pid, C = #c{pids = Pids, ids = Ids}) ->
     C#c{pids = Pids#{Pid => Id}, ids = Ids#{Id => Pid}}.
 
 flush(C = #c{out = []}) ->

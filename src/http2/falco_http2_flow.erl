@@ -65,9 +65,10 @@ status(Status) -> integer_to_binary(Status).
 local_state(fin) -> fin;
 local_state(nofin) -> open.
 
-encode(Id, Fields, Fin, M = #m{encoder = Enc0, remote_max_frame = Max}) ->
+encode(Id, Fields, Fin, M = #m{encoder = Enc0, remote_max_frame = Max, out = Out}) ->
     {Block, Enc} = falco_hpack:encode(Fields, Enc0),
-    send(falco_http2_frame:header_block(Id, Fin, Block, Max), M#m{encoder = Enc}).
+    %% send/2 inlined by hand: one copy of the record per head, not two
+    M#m{encoder = Enc, out = [{send, falco_http2_frame:header_block(Id, Fin, Block, Max)} | Out]}.
 
 %% @doc Queues body data; `{reply, Tag, ok}' once all of it is out.
 -spec data(stream_id(), iodata(), fin(), tag(), #m{}) -> #m{}.
@@ -109,11 +110,12 @@ flush_stream(S = #stream{id = Id, queue = [{data, _, 0, Fin, Tag} | Q]}, M0) ->
     flush_stream(S#stream{queue = Q}, reply(Tag, ok, M1));
 flush_stream(S = #stream{id = Id, send_window = SW, sent = Sent,
                          queue = [{data, Data, Size, Fin, Tag} | Q]},
-             M0 = #m{conn_send = CW, remote_max_frame = MaxFrame}) ->
+             M0 = #m{conn_send = CW, remote_max_frame = MaxFrame, out = Out}) ->
     N = min(min(SW, CW), MaxFrame),
     if
         Size =< N ->
-            M1 = send(falco_http2_frame:data(Id, Fin, Data), M0#m{conn_send = CW - Size}),
+            %% send/2 inlined by hand: one copy of the record per frame
+            M1 = M0#m{conn_send = CW - Size, out = [{send, falco_http2_frame:data(Id, Fin, Data)} | Out]},
             flush_stream(S#stream{send_window = SW - Size, sent = Sent + Size, queue = Q},
                          reply(Tag, ok, M1));
         N > 0, N >= ?MIN_SEND; N > 0, N >= M0#m.remote_window div 2 ->
@@ -158,9 +160,12 @@ stalled(S = #stream{id = Id, sent = Sent, sent_mark = Mark},
         false -> reset
     end.
 
-after_send(S = #stream{id = Id, queue = []}, M0 = #m{blocked = Blocked, settled = Settled}) ->
-    %% The stall timer, if it runs, runs on (see block/2).
-    put_stream(S, M0#m{settled = [Id | Settled], blocked = lists:delete(Id, Blocked)});
+after_send(S = #stream{id = Id, queue = []},
+           M0 = #m{blocked = Blocked, settled = Settled, streams = Streams}) ->
+    %% The stall timer, if it runs, runs on (see block/2). put_stream/2
+    %% inlined by hand: one copy of the record, not two.
+    M0#m{settled = [Id | Settled], blocked = lists:delete(Id, Blocked),
+         streams = Streams#{Id => S}};
 after_send(S, M) ->
     put_stream(S, M).
 

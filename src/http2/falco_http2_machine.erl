@@ -617,10 +617,10 @@ stop_lingering(S = #stream{id = Id}, M) ->
 
 %% Removes a stream, failing its queued sends, and remembers how it closed.
 forget(#stream{id = Id, queue = Q, lingering = Lingering, stall = Stall}, How,
-       M0 = #m{streams = Streams, blocked = Blocked}) ->
+       M0 = #m{streams = Streams, blocked = Blocked, closed = Closed}) ->
     M1 = lists:foldl(fun({data, _, _, _, Tag}, Acc) -> reply(Tag, {error, closed}, Acc);
                         ({trailers, _, Tag}, Acc) -> reply(Tag, {error, closed}, Acc)
-                     end, M0#m{blocked = lists:delete(Id, Blocked)}, Q),
+                     end, M0, Q),
     M2 = case Stall of
              true -> act({cancel_timer, {stall, Id}}, M1);
              false -> M1
@@ -629,7 +629,9 @@ forget(#stream{id = Id, queue = Q, lingering = Lingering, stall = Stall}, How,
              true -> act({cancel_timer, {linger, Id}}, M2);
              false -> M2
          end,
-    remember_closed(Id, How, M3#m{streams = maps:remove(Id, Streams)}).
+    %% the stream's three fields in one copy of the record (once per stream)
+    M3#m{blocked = lists:delete(Id, Blocked), streams = maps:remove(Id, Streams),
+         closed = falco_http2_closed:note(Id, How, Closed)}.
 
 remember_closed(Id, How, M = #m{closed = Closed}) ->
     M#m{closed = falco_http2_closed:note(Id, How, Closed)}.
@@ -784,10 +786,12 @@ idle_check(M = #m{streams = Streams, draining = final}) when map_size(Streams) =
 idle_check(M = #m{streams = Streams, peer_goaway = true}) when map_size(Streams) =:= 0 ->
     %% §6.8: the client is leaving and nothing is left to answer.
     goaway(no_error, peer_goaway, M);
-idle_check(M = #m{streams = Streams, idle = false}) when map_size(Streams) =:= 0 ->
-    act({timer, idle, maps:get(idle_timeout, M#m.opts)}, M#m{idle = true});
-idle_check(M = #m{streams = Streams, idle = true}) when map_size(Streams) > 0 ->
-    act({cancel_timer, idle}, M#m{idle = false});
+idle_check(M = #m{streams = Streams, idle = false, out = Out}) when map_size(Streams) =:= 0 ->
+    %% one copy of the record, not two (act/2 after the update): this runs
+    %% twice per request on a connection with one stream at a time
+    M#m{idle = true, out = [{timer, idle, maps:get(idle_timeout, M#m.opts)} | Out]};
+idle_check(M = #m{streams = Streams, idle = true, out = Out}) when map_size(Streams) > 0 ->
+    M#m{idle = false, out = [{cancel_timer, idle} | Out]};
 idle_check(M) ->
     M.
 
