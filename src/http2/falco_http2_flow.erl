@@ -68,7 +68,7 @@ local_state(nofin) -> open.
 encode(Id, Fields, Fin, M = #m{encoder = Enc0, remote_max_frame = Max, out = Out}) ->
     {Block, Enc} = falco_hpack:encode(Fields, Enc0),
     %% send/2 inlined by hand: one copy of the record per head, not two
-    M#m{encoder = Enc, out = [{send, falco_http2_frame:header_block(Id, Fin, Block, Max)} | Out]}.
+    M#m{encoder = Enc, out = [?SEND(falco_http2_frame:header_block(Id, Fin, Block, Max)) | Out]}.
 
 %% @doc Queues body data; `{reply, Tag, ok}' once all of it is out.
 -spec data(stream_id(), iodata(), fin(), tag(), #m{}) -> #m{}.
@@ -115,7 +115,8 @@ flush_stream(S = #stream{id = Id, send_window = SW, sent = Sent,
     if
         Size =< N ->
             %% send/2 inlined by hand: one copy of the record per frame
-            M1 = M0#m{conn_send = CW - Size, out = [{send, falco_http2_frame:data(Id, Fin, Data)} | Out]},
+            M1 = M0#m{conn_send = CW - Size,
+                      out = [?SEND(falco_http2_frame:data(Id, Fin, Data)) | Out]},
             flush_stream(S#stream{send_window = SW - Size, sent = Sent + Size, queue = Q},
                          reply(Tag, ok, M1));
         N > 0, N >= ?MIN_SEND; N > 0, N >= M0#m.remote_window div 2 ->

@@ -99,11 +99,15 @@
 
 %% -- state helpers, one definition for both modules ----------------------------
 
+%% The action that writes `Data' (send/2, and the updates that fold it in
+%% with others to copy the record once).
+-define(SEND(Data), {send, Data}).
+
 put_stream(S = #stream{id = Id}, M = #m{streams = Streams}) ->
     M#m{streams = Streams#{Id => S}}.
 
 send(Data, M = #m{out = Out}) ->
-    M#m{out = [{send, Data} | Out]}.
+    M#m{out = [?SEND(Data) | Out]}.
 
 act(Action, M = #m{out = Out}) ->
     M#m{out = [Action | Out]}.
