@@ -543,10 +543,10 @@ cancel(Name, Timers) ->
 %% process's exit however it ends (falco_stats); over
 %% max_requests_in_flight the stream's process answers 503 instead.
 spawn_stream(Id, Req = #{method := Method}, Body, C = #c{stats = Stats, cell = Cell,
-                                                        max_in_flight = Max, retry_after = RA}) ->
+                                                        max_in_flight = Max, retry_after = RA,
+                                                        counted = Counted}) ->
     case falco_stats:request_start(Stats, Cell, Max, RA) of
         ok ->
-            #c{counted = Counted} = C,
             Pid = start_stream(Id, Req, Body, C),
             %% one copy of the record for the three maps
             started(Id, Pid, C#c{counted = Counted#{Pid => true}});

@@ -614,8 +614,7 @@ maybe_close(S, M) ->
 stop_lingering(S = #stream{id = Id}, M) ->
     forget(S, reset_sent, send(falco_http2_frame:rst_stream(Id, no_error), M)).
 
-
-%% Removes a stream, failing its queued sends, and remembers how it closed.
+%% Removes a stream, failing its queued sends, and remembers how it closed: one record copy.
 forget(#stream{id = Id, queue = Q, lingering = Lingering, stall = Stall}, How,
        M0 = #m{streams = Streams, blocked = Blocked, closed = Closed}) ->
     M1 = lists:foldl(fun({data, _, _, _, Tag}, Acc) -> reply(Tag, {error, closed}, Acc);
@@ -629,7 +628,6 @@ forget(#stream{id = Id, queue = Q, lingering = Lingering, stall = Stall}, How,
              true -> act({cancel_timer, {linger, Id}}, M2);
              false -> M2
          end,
-    %% the stream's three fields in one copy of the record (once per stream)
     M3#m{blocked = lists:delete(Id, Blocked), streams = maps:remove(Id, Streams),
          closed = falco_http2_closed:note(Id, How, Closed)}.
 
@@ -777,7 +775,7 @@ count(Key, M = #m{counts = Counts, opts = #{flood_limits := Limits}}) ->
         false -> {ok, M#m{counts = Counts#{Key => N}}}
     end.
 
-%% An idle connection (no stream) is closed after idle_timeout.
+%% An idle connection (no stream) is closed after idle_timeout; one record copy per clause.
 idle_check(M = #m{closing = true}) ->
     M;
 idle_check(M = #m{streams = Streams, draining = final}) when map_size(Streams) =:= 0 ->
@@ -787,8 +785,6 @@ idle_check(M = #m{streams = Streams, peer_goaway = true}) when map_size(Streams)
     %% §6.8: the client is leaving and nothing is left to answer.
     goaway(no_error, peer_goaway, M);
 idle_check(M = #m{streams = Streams, idle = false, out = Out}) when map_size(Streams) =:= 0 ->
-    %% one copy of the record, not two (act/2 after the update): this runs
-    %% twice per request on a connection with one stream at a time
     M#m{idle = true, out = [{timer, idle, maps:get(idle_timeout, M#m.opts)} | Out]};
 idle_check(M = #m{streams = Streams, idle = true, out = Out}) when map_size(Streams) > 0 ->
     M#m{idle = false, out = [{cancel_timer, idle} | Out]};
