@@ -61,19 +61,31 @@
 -define(WIDE_BUFFER, 262144).
 -define(WIDE_ACTIVE_N, 4).
 
--record(c, {socket :: falco_transport:socket(),
+%% What a connection fixes when it starts: kept apart from the fields
+%% that change with every request, so that each update of #c{} (about 15
+%% per h2c request) copies 18 words instead of 36.
+-record(k, {socket :: falco_transport:socket(),
             transport :: falco_transport:transport(),
             tags :: {atom(), atom(), atom(), atom()},
             ctx :: map(),
             stream_ctx :: map(),
             parent :: pid(),
-            machine :: falco_http2_machine:state(),
             max_frame :: 16384..16777215,
+            %% the listener's read buffer, the narrow one
+            buffer :: pos_integer(),
+            stats :: falco_stats:stats(),
+            cell :: falco_stats:cell(),
+            max_in_flight :: pos_integer() | infinity,
+            retry_after :: pos_integer(),
+            %% how long the connection waits with no request in progress
+            %% before it hibernates
+            hibernate_after :: timeout()}).
+
+-record(c, {k :: #k{},
+            machine :: falco_http2_machine:state(),
             buf = <<>> :: binary(),
             active = false :: boolean(),
             wide = false :: boolean(),
-            %% the listener's read buffer, the narrow one
-            buffer :: pos_integer(),
             pids = #{} :: #{pid() => pos_integer()},
             ids = #{} :: #{pos_integer() => pid()},
             %% the stream processes running a WebSocket session (RFC 8441),
@@ -82,10 +94,6 @@
             %% the stream processes counted in flight (falco_stats): from
             %% their start to their exit, or until they become a tunnel
             counted = #{} :: #{pid() => true},
-            stats :: falco_stats:stats(),
-            cell :: falco_stats:cell(),
-            max_in_flight :: pos_integer() | infinity,
-            retry_after :: pos_integer(),
             %% the parent's exit reason while the tunnels send their 1001
             stopping = false :: false | {true, term()},
             timers = #{} :: #{term() => reference()},
@@ -98,9 +106,6 @@
             %% their processes start once its frames are all in (starts/1)
             starts = [] :: [{pos_integer(), map() | tuple()}],
             closing = false :: false | {true, term()},
-            %% how long the connection waits with no request in progress
-            %% before it hibernates
-            hibernate_after :: timeout(),
             debug = [] :: [sys:dbg_opt()]}).
 
 %% @doc Runs HTTP/2 on the connection of `Ctx' ({@link falco_conn}) until
@@ -119,14 +124,15 @@ enter(Ctx = #{socket := Socket, transport := Transport, parent := Parent, conf :
     StreamCtx = (maps:merge(maps:with([listener, handler, peer, scheme, proxy], Ctx),
                             maps:with([max_body, body_timeout, min_body_rate, handler_timeout,
                                        hibernate_after], Conf)))#{send_buffer => maps:get(h2_send_buffer, Conf)},
-    C0 = #c{socket = Socket, transport = Transport, tags = falco_transport:messages(Transport),
-            ctx = Ctx, stream_ctx = StreamCtx, parent = Parent, machine = M0,
-            hibernate_after = maps:get(hibernate_after, Conf),
-            buffer = falco_transport:read_buffer(Transport, maps:get(inet_backend, Conf, inet)),
-            stats = Stats, cell = Cell,
-            max_in_flight = maps:get(max_requests_in_flight, Conf),
-            retry_after = maps:get(shed_retry_after, Conf),
-            max_frame = falco_http2_machine:max_frame_size(M0)},
+    K = #k{socket = Socket, transport = Transport, tags = falco_transport:messages(Transport),
+           ctx = Ctx, stream_ctx = StreamCtx, parent = Parent,
+           hibernate_after = maps:get(hibernate_after, Conf),
+           buffer = falco_transport:read_buffer(Transport, maps:get(inet_backend, Conf, inet)),
+           stats = Stats, cell = Cell,
+           max_in_flight = maps:get(max_requests_in_flight, Conf),
+           retry_after = maps:get(shed_retry_after, Conf),
+           max_frame = falco_http2_machine:max_frame_size(M0)},
+    C0 = #c{k = K, machine = M0},
     C1 = exec(Acts0, C0),
     {C2, Buf} = case Start of
                     {preface, B} ->
@@ -134,7 +140,7 @@ enter(Ctx = #{socket := Socket, transport := Transport, parent := Parent, conf :
                     {upgrade, Settings, Req, B} ->
                         {M1, Acts1} = falco_http2_machine:upgrade(Settings, C1#c.machine),
                         C3 = exec(Acts1, C1#c{machine = M1}),
-                        {spawn_stream(1, Req, none, C3), B}
+                        {spawn_stream(1, Req, none, C3#c.machine, C3), B}
                 end,
     case flush(C2) of
         {ok, C} ->
@@ -145,7 +151,7 @@ enter(Ctx = #{socket := Socket, transport := Transport, parent := Parent, conf :
 
 %% §3.4: the client preface, read passively within h2_preface_timeout;
 %% the one preface check is falco_protocol's.
-preface(C = #c{socket = Sock, transport = T}, Buf, Deadline) ->
+preface(C = #c{k = #k{socket = Sock, transport = T}}, Buf, Deadline) ->
     case falco_protocol:preface(Buf) of
         preface ->
             <<_:24/binary, Rest/binary>> = Buf,
@@ -173,7 +179,7 @@ bad_preface(C = #c{machine = M0}) ->
 %% `hibernate_after' with nothing received; its timers (idle_timeout,
 %% SETTINGS) are the machine's, messages that wake it.
 -spec loop(#c{}) -> ok.
-loop(C = #c{out = [], pids = Pids, tunnels = T, hibernate_after = Hib})
+loop(C = #c{out = [], pids = Pids, tunnels = T, k = #k{hibernate_after = Hib}})
   when map_size(Pids) =< map_size(T) ->
     case map_size(Pids) =:= 0 orelse lists:all(fun(P) -> is_map_key(P, T) end, maps:keys(Pids)) of
         true ->
@@ -198,9 +204,9 @@ loop(C) ->
         end
     end.
 
-message({system, From, Request}, C = #c{parent = Parent, debug = Debug}) ->
+message({system, From, Request}, C = #c{k = #k{parent = Parent}, debug = Debug}) ->
     sys:handle_system_msg(Request, From, Parent, ?MODULE, Debug, C);
-message({'EXIT', Parent, Reason}, C = #c{parent = Parent, tunnels = Tunnels}) ->
+message({'EXIT', Parent, Reason}, C = #c{k = #k{parent = Parent}, tunnels = Tunnels}) ->
     case maps:size(Tunnels) of
         0 ->
             stop(Reason, C);
@@ -242,9 +248,10 @@ next(C = #c{out_n = N}) when N >= ?FLUSH_AFTER ->
 next(C) ->
     loop(C).
 
-handle({DataTag, Sock, Data}, C = #c{socket = Sock, tags = {DataTag, _, _, _}}) ->
+handle({DataTag, Sock, Data}, C = #c{k = #k{socket = Sock, tags = {DataTag, _, _, _}}}) ->
     starts(received(Data, width(byte_size(Data), C)));
-handle({PassiveTag, Sock}, C = #c{socket = Sock, tags = {_, _, _, PassiveTag}, transport = T,
+handle({PassiveTag, Sock}, C = #c{k = #k{socket = Sock, tags = {_, _, _, PassiveTag},
+                                          transport = T},
                                    wide = Wide}) ->
     N = case Wide of
             true -> ?WIDE_ACTIVE_N;
@@ -252,9 +259,9 @@ handle({PassiveTag, Sock}, C = #c{socket = Sock, tags = {_, _, _, PassiveTag}, t
         end,
     _ = falco_transport:setopts(T, Sock, [{active, N}]),
     C;
-handle({ClosedTag, Sock}, C = #c{socket = Sock, tags = {_, ClosedTag, _, _}}) ->
+handle({ClosedTag, Sock}, C = #c{k = #k{socket = Sock, tags = {_, ClosedTag, _, _}}}) ->
     C#c{closing = {true, closed}};
-handle({ErrorTag, Sock, Why}, C = #c{socket = Sock, tags = {_, _, ErrorTag, _}}) ->
+handle({ErrorTag, Sock, Why}, C = #c{k = #k{socket = Sock, tags = {_, _, ErrorTag, _}}}) ->
     C#c{closing = {true, Why}};
 handle({h2_stream, Id, Cmd}, C) ->
     stream_command(Id, Cmd, C);
@@ -286,8 +293,8 @@ handle({'EXIT', Pid, _}, C = #c{pids = Pids, ids = Ids, machine = M0, tunnels = 
   when is_map_key(Pid, Pids) ->
     Id = maps:get(Pid, Pids),
     {M, Acts} = falco_http2_machine:stream_exited(Id, M0),
-    exec(Acts, uncount(Pid, C#c{machine = M, pids = maps:remove(Pid, Pids),
-                                ids = maps:remove(Id, Ids), tunnels = maps:remove(Pid, T)}));
+    exec(Acts, C#c{machine = M, pids = maps:remove(Pid, Pids), ids = maps:remove(Id, Ids),
+                   tunnels = maps:remove(Pid, T), counted = uncounted(Pid, C)});
 handle({'EXIT', Pid, _}, C = #c{tunnels = T}) when is_map_key(Pid, T) ->
     %% a session whose stream was reset
     C#c{tunnels = maps:remove(Pid, T)};
@@ -315,7 +322,7 @@ received(Data, C = #c{buf = Buf}) ->
 frames(C) ->
     starts(parse(C)).
 
-parse(C = #c{buf = Buf, max_frame = Max, machine = M0}) ->
+parse(C = #c{buf = Buf, k = #k{max_frame = Max}, machine = M0}) ->
     case falco_http2_frame:parse_run(Buf, Max) of
         {ok, Frame, Rest} ->
             {M, Acts} = falco_http2_machine:frame(Frame, M0),
@@ -323,8 +330,10 @@ parse(C = #c{buf = Buf, max_frame = Max, machine = M0}) ->
         {more, _} ->
             %% every complete frame of the read is in: the streams waiting
             %% for body get what came, in one message each
-            {M, Acts} = falco_http2_machine:deliver_ready(M0),
-            exec(Acts, C#c{machine = M});
+            case falco_http2_machine:deliver_ready(M0) of
+                none -> C;
+                {M, Acts} -> exec(Acts, C#c{machine = M})
+            end;
         {error, {connection_error, _, _} = Error} ->
             {M, Acts} = falco_http2_machine:frame_error(Error, M0),
             exec(Acts, C#c{buf = <<>>, machine = M});
@@ -350,33 +359,33 @@ starts(C = #c{closing = {true, _}}) ->
 starts(C = #c{starts = Starts}) ->
     lists:foldr(fun start/2, C#c{starts = []}, Starts).
 
-start({Id, Req}, C = #c{machine = M0, stream_ctx = #{max_body := Max}}) ->
+start({Id, Req}, C = #c{machine = M0, k = #k{stream_ctx = #{max_body := Max}}}) ->
     case falco_http2_machine:prefetch(Id, Max, M0) of
         gone ->
             C;
         {Body, M} when is_binary(Body), is_map(Req) ->
-            spawn_stream(Id, Req, Body, C#c{machine = M});
+            spawn_stream(Id, Req, Body, M, C);
         {_, M} ->
-            spawn_stream(Id, Req, none, C#c{machine = M})
+            spawn_stream(Id, Req, none, M, C)
     end.
 
 %% The narrow buffer from the start: over TCP a new connection reads with
 %% a narrower one still (falco_transport:accept_buffer/2), and reads that
 %% never fill the narrow buffer would never widen it (a 10 MB h2c upload
 %% in 512-byte reads: 0.2 s instead of 0.01).
-narrow(#c{transport = gen_tcp, buffer = Buffer}) -> [{buffer, Buffer}];
+narrow(#c{k = #k{transport = gen_tcp, buffer = Buffer}}) -> [{buffer, Buffer}];
 narrow(_) -> [].
 
 %% A read that filled the buffer means more is waiting: widen it; one that
 %% did not fill the narrow buffer means the burst is over.
 %% Widening also restarts the count of reads the socket may deliver
 %% unasked (`{active, false}' drops what was left of it).
-width(Size, C = #c{wide = false, socket = Sock, transport = T, buffer = Buffer})
+width(Size, C = #c{wide = false, k = #k{socket = Sock, transport = T, buffer = Buffer}})
   when Size >= Buffer ->
     _ = falco_transport:setopts(T, Sock, [{active, false}, {buffer, ?WIDE_BUFFER}]),
     _ = falco_transport:setopts(T, Sock, [{active, ?WIDE_ACTIVE_N}]),
     C#c{wide = true};
-width(Size, C = #c{wide = true, socket = Sock, transport = T, buffer = Buffer})
+width(Size, C = #c{wide = true, k = #k{socket = Sock, transport = T, buffer = Buffer}})
   when Size < Buffer ->
     _ = falco_transport:setopts(T, Sock, [{buffer, Buffer}, {active, ?ACTIVE_N}]),
     C#c{wide = false};
@@ -409,7 +418,7 @@ stream_command(Id, Cmd, C = #c{machine = M0}) ->
 
 tunnel(Id, C = #c{ids = Ids, tunnels = T}) ->
     case Ids of
-        #{Id := Pid} -> uncount(Pid, C#c{tunnels = T#{Pid => Id}});
+        #{Id := Pid} -> C#c{tunnels = T#{Pid => Id}, counted = uncounted(Pid, C)};
         #{} -> C
     end.
 
@@ -425,30 +434,47 @@ response(Id, Status, Headers, Body, M0) ->
 
 %% -- actions ------------------------------------------------------------------------
 
+%% The actions of every request (its bytes, its start, the idle deadline)
+%% are gathered and written into the record once (gather/6); the others
+%% each update it as they come (act/2).
 exec([], C) ->
     C;
-exec([{send, Data} | Rest], C = #c{out = Out, out_n = N}) ->
-    sends(Rest, C, [Data | Out], N + 1);
-exec([{request, Id, Req} | Rest], C = #c{starts = Starts}) ->
-    exec(Rest, C#c{starts = [{Id, Req} | Starts]});
-exec([{data, Id, Data, Fin} | Rest], C = #c{ids = Ids}) ->
+exec(Acts, C = #c{out = Out, out_n = N, starts = Starts, idle_at = At}) ->
+    gather(Acts, C, Out, N, Starts, At).
+
+gather([{send, Data} | Rest], C, Out, N, Starts, At) ->
+    gather(Rest, C, [Data | Out], N + 1, Starts, At);
+gather([{request, Id, Req} | Rest], C, Out, N, Starts, At) ->
+    gather(Rest, C, Out, N, [{Id, Req} | Starts], At);
+gather([{cancel_timer, idle} | Rest], C, Out, N, Starts, _) ->
+    gather(Rest, C, Out, N, Starts, undefined);
+gather([{timer, idle, Ms} | Rest], C = #c{timers = #{idle := _}}, Out, N, Starts, _)
+  when is_integer(Ms) ->
+    %% see act/2's idle timer
+    gather(Rest, C, Out, N, Starts, erlang:monotonic_time(millisecond) + Ms);
+gather(Acts, C, Out, N, Starts, At) ->
+    act(Acts, C#c{out = Out, out_n = N, starts = Starts, idle_at = At}).
+
+act([], C) ->
+    C;
+act([{data, Id, Data, Fin} | Rest], C = #c{ids = Ids}) ->
     _ = case Ids of
             #{Id := Pid} -> Pid ! {h2_data, Data, Fin};
             #{} -> ok
         end,
     exec(Rest, C);
-exec([{trailers, Id, Fields} | Rest], C = #c{ids = Ids}) ->
+act([{trailers, Id, Fields} | Rest], C = #c{ids = Ids}) ->
     _ = case Ids of
             #{Id := Pid} -> Pid ! {h2_trailers, Fields};
             #{} -> ok
         end,
     exec(Rest, C);
-exec([{reset, _Id, send_timeout} | Rest], C) ->
+act([{reset, _Id, send_timeout} | Rest], C) ->
     %% The client read too slowly: the handler's send returns
     %% {error, send_timeout} and its process ends on its own (its exit is
     %% still awaited, and it is killed if the connection ends first).
     exec(Rest, C);
-exec([{reset, Id, Reason} | Rest], C = #c{ids = Ids, pids = Pids, tunnels = T}) ->
+act([{reset, Id, Reason} | Rest], C = #c{ids = Ids, pids = Pids, tunnels = T}) ->
     case Ids of
         #{Id := Pid} when is_map_key(Pid, T) ->
             %% A WebSocket session ends through its handler's terminate.
@@ -458,15 +484,15 @@ exec([{reset, Id, Reason} | Rest], C = #c{ids = Ids, pids = Pids, tunnels = T}) 
             %% The stream is gone: so is the work done for it (this is what
             %% makes a rapid reset cost the client as much as it costs us).
             exit(Pid, kill),
-            exec(Rest, uncount(Pid, C#c{ids = maps:remove(Id, Ids),
-                                        pids = maps:remove(Pid, Pids)}));
+            exec(Rest, C#c{ids = maps:remove(Id, Ids), pids = maps:remove(Pid, Pids),
+                           counted = uncounted(Pid, C)});
         #{} ->
             exec(Rest, C)
     end;
-exec([{reply, {Pid, Ref}, Result} | Rest], C) ->
+act([{reply, {Pid, Ref}, Result} | Rest], C) ->
     Pid ! {h2_reply, Ref, Result},
     exec(Rest, C);
-exec([{timer, idle, Ms} | Rest], C = #c{timers = Timers}) when is_integer(Ms) ->
+act([{timer, idle, Ms} | Rest], C = #c{timers = Timers}) when is_integer(Ms) ->
     %% The machine arms idle_timeout whenever its last stream closes and
     %% cancels it when the next one opens: a start_timer and a cancel_timer
     %% per request on a connection with one stream at a time. Instead the
@@ -478,49 +504,38 @@ exec([{timer, idle, Ms} | Rest], C = #c{timers = Timers}) when is_integer(Ms) ->
     %% (medians); echo 24.9 k -> 26.9 k, 40.1 -> 37.2 us (4 rounds),
     %% 2026-11-25 (docs/internals/http2.md).
     At = erlang:monotonic_time(millisecond) + Ms,
-    case Timers of
-        #{idle := _} -> exec(Rest, C#c{idle_at = At});
-        #{} ->
-            TRef = erlang:start_timer(Ms, self(), idle),
-            exec(Rest, C#c{idle_at = At, timers = Timers#{idle => TRef}})
-    end;
-exec([{cancel_timer, idle} | Rest], C) ->
-    exec(Rest, C#c{idle_at = undefined});
-exec([{timer, Name, Ms} | Rest], C = #c{timers = Timers}) ->
+    %% (a timer already running is gather/6's)
+    TRef = erlang:start_timer(Ms, self(), idle),
+    exec(Rest, C#c{idle_at = At, timers = Timers#{idle => TRef}});
+act([{timer, Name, Ms} | Rest], C = #c{timers = Timers}) ->
     cancel(Name, Timers),
     case Ms of
         infinity -> exec(Rest, C#c{timers = maps:remove(Name, Timers)});
         _ -> exec(Rest, C#c{timers = Timers#{Name => erlang:start_timer(Ms, self(), Name)}})
     end;
-exec([{cancel_timer, Name} | Rest], C = #c{timers = Timers}) ->
+act([{cancel_timer, Name} | Rest], C = #c{timers = Timers}) ->
     cancel(Name, Timers),
     exec(Rest, C#c{timers = maps:remove(Name, Timers)});
-exec([{close, Reason} | _], C) ->
+act([{close, Reason} | _], C) ->
     ok = flood_event(Reason, C),
     C#c{closing = {true, Reason}}.
 
-%% A run of sends (a response's HEADERS and DATA) goes into the record
-%% once.
-sends([{send, Data} | Rest], C, Out, N) ->
-    sends(Rest, C, [Data | Out], N + 1);
-sends(Rest, C, Out, N) ->
-    exec(Rest, C#c{out = Out, out_n = N}).
-
-%% A stream process that ran a request (spawn_stream/4) ended or became a
-%% tunnel: its request is no longer in flight.
-uncount(Pid, C = #c{counted = Counted, stats = Stats, cell = Cell}) ->
+%% A stream process that ran a request (spawn_stream/5) ended or became a
+%% tunnel: its request is no longer in flight. The counted map without it,
+%% for the caller's own update of the record.
+uncounted(Pid, #c{counted = Counted, k = #k{stats = Stats, cell = Cell}}) ->
     case maps:take(Pid, Counted) of
         {true, Rest} ->
             ok = falco_stats:request_end(Stats, Cell),
-            C#c{counted = Rest};
+            Rest;
         error ->
-            C
+            Counted
     end.
 
 %% `[falco, connection, flood]' (falco_telemetry) when a flood budget ended
 %% the connection, with the budget's name.
-flood_event({_, {flood, Key}}, #c{ctx = #{conf := Conf, listener := Name, peer := Peer},
-                                  stats = Stats}) ->
+flood_event({_, {flood, Key}}, #c{k = #k{ctx = #{conf := Conf, listener := Name, peer := Peer},
+                                         stats = Stats}}) ->
     ok = falco_stats:rejected(Stats, flood),
     case maps:get(telemetry, Conf, none) of
         none ->
@@ -541,34 +556,35 @@ cancel(Name, Timers) ->
 
 %% A request is counted in flight here, by the connection, which sees its
 %% process's exit however it ends (falco_stats); over
-%% max_requests_in_flight the stream's process answers 503 instead.
-spawn_stream(Id, Req = #{method := Method}, Body, C = #c{stats = Stats, cell = Cell,
-                                                        max_in_flight = Max, retry_after = RA,
-                                                        counted = Counted}) ->
+%% max_requests_in_flight the stream's process answers 503 instead. `M' is
+%% the machine that started the stream: the record is copied once, for it
+%% and the three maps.
+spawn_stream(Id, Req = #{method := Method}, Body, M,
+             C = #c{k = #k{stats = Stats, cell = Cell, max_in_flight = Max, retry_after = RA},
+                    counted = Counted}) ->
     case falco_stats:request_start(Stats, Cell, Max, RA) of
         ok ->
             Pid = start_stream(Id, Req, Body, C),
-            %% one copy of the record for the three maps
-            started(Id, Pid, C#c{counted = Counted#{Pid => true}});
+            started(Id, Pid, M, Counted#{Pid => true}, C);
         {shed, Reason} ->
-            started(Id, start_stream(Id, {error, Reason, Method}, none, C), C)
+            started(Id, start_stream(Id, {error, Reason, Method}, none, C), M, Counted, C)
     end;
-spawn_stream(Id, Error, _, C) ->
-    started(Id, start_stream(Id, Error, none, C), C).
+spawn_stream(Id, Error, _, M, C = #c{counted = Counted}) ->
+    started(Id, start_stream(Id, Error, none, C), M, Counted, C).
 
-start_stream(Id, Req, Body, #c{stream_ctx = Ctx0}) ->
+start_stream(Id, Req, Body, #c{k = #k{stream_ctx = Ctx0}}) ->
     Ctx = case Body of
               none -> Ctx0;
               _ -> Ctx0#{body => Body}
           end,
     falco_http2_worker:start(self(), Id, Req, Ctx).
 
-started(Id, Pid, C = #c{pids = Pids, ids = Ids}) ->
-    C#c{pids = Pids#{Pid => Id}, ids = Ids#{Id => Pid}}.
+started(Id, Pid, M, Counted, C = #c{pids = Pids, ids = Ids}) ->
+    C#c{machine = M, pids = Pids#{Pid => Id}, ids = Ids#{Id => Pid}, counted = Counted}.
 
 flush(C = #c{out = []}) ->
     {ok, C};
-flush(C = #c{out = Out, socket = Sock, transport = T}) ->
+flush(C = #c{out = Out, k = #k{socket = Sock, transport = T}}) ->
     case falco_transport:send(T, Sock, lists:reverse(Out)) of
         ok -> {ok, C#c{out = [], out_n = 0}};
         {error, _} -> {error, C#c{out = [], out_n = 0}}
@@ -578,7 +594,7 @@ flush(C = #c{out = Out, socket = Sock, transport = T}) ->
 %% is gone: write what is left, stop the streams, close with the lingering
 %% close of falco_transport, which keeps a reset from destroying the GOAWAY
 %% before the client reads it.
-finish(C = #c{socket = Sock, transport = T, active = Active}) ->
+finish(C = #c{k = #k{socket = Sock, transport = T}, active = Active}) ->
     _ = flush(C),
     kill_streams(C),
     case Active of
@@ -586,7 +602,7 @@ finish(C = #c{socket = Sock, transport = T, active = Active}) ->
         true -> falco_transport:linger_close_active(T, Sock)
     end.
 
-terminate(C = #c{socket = Sock, transport = T}) ->
+terminate(C = #c{k = #k{socket = Sock, transport = T}}) ->
     kill_streams(C),
     falco_transport:close_socket(T, Sock).
 
@@ -617,7 +633,7 @@ system_code_change(C, _Module, _OldVsn, _Extra) ->
 
 %% @private
 -spec system_get_state(#c{}) -> {ok, map()}.
-system_get_state(#c{ctx = Ctx, machine = M, pids = Pids}) ->
+system_get_state(#c{k = #k{ctx = Ctx}, machine = M, pids = Pids}) ->
     {ok, (maps:with([listener, peer, scheme, proxy], Ctx))#{
            protocol => h2, streams => falco_http2_machine:active_streams(M),
            send_queued => falco_http2_machine:send_queued(M),

@@ -76,11 +76,6 @@
 %% How long a stream whose response is complete waits for the rest of a
 %% request body nobody will read before it is reset with NO_ERROR.
 -define(LINGER, 1000).
-%% Drain (drain/1): the first GOAWAY's stream id (§6.8: 2^31-1), the PING
-%% that measures the round trip, and the most we wait for its answer.
--define(MAX_STREAM_ID, 16#7fffffff).
--define(DRAIN_PING, <<"falcodrn">>).
--define(DRAIN_RTT, 1000).
 %% DATA frames carrying at least this much (or ending their stream) are not
 %% counted in the `frames' budget: counting them would cap an upload's
 %% speed, and flow control already bounds their bytes.
@@ -253,7 +248,7 @@ in({ping, Opaque}, M) ->
         {calm, Calm} -> Calm
     end;
 in({ping_ack, ?DRAIN_PING}, M = #m{draining = first}) ->
-    final_goaway(M);
+    falco_http2_goaway:final(M);
 in({ping_ack, _}, M) ->
     M;
 in({window_update, Id, Inc}, M) ->
@@ -452,8 +447,11 @@ stream_data(S0 = #stream{id = Id, recv_window = Window, received = Received0, ex
 %% @doc Answers the reads pending on the streams that received body or
 %% trailers since the last call: the connection process calls it when it
 %% has handled every complete frame of a socket read, so a waiting stream
-%% gets all of them in one message, not one per frame.
--spec deliver_ready(state()) -> {state(), [action()]}.
+%% gets all of them in one message, not one per frame. `none' when no
+%% stream is waiting (most reads): the caller keeps its state as it is.
+-spec deliver_ready(state()) -> none | {state(), [action()]}.
+deliver_ready(#m{ready = []}) ->
+    none;
 deliver_ready(M) ->
     done(falco_http2_recv:deliver_ready(M)).
 
@@ -678,7 +676,7 @@ timeout(settings, M) ->
 timeout(flood, M = #m{opts = #{flood_window := Window}}) ->
     done(act({timer, flood, Window}, M#m{counts = #{}}));
 timeout(idle, M = #m{streams = Streams}) when map_size(Streams) =:= 0 ->
-    done(goaway(no_error, idle_timeout, M));
+    done(falco_http2_goaway:close(no_error, idle_timeout, M));
 timeout({stall, Id}, M = #m{streams = Streams}) ->
     case Streams of
         #{Id := S = #stream{queue = Q}} ->
@@ -702,7 +700,7 @@ timeout({stall, Id}, M = #m{streams = Streams}) ->
             {M, []}
     end;
 timeout(drain, M = #m{draining = first}) ->
-    done(idle_check(final_goaway(M)));
+    done(idle_check(falco_http2_goaway:final(M)));
 timeout({linger, Id}, M = #m{streams = Streams}) ->
     case Streams of
         #{Id := S = #stream{lingering = true}} -> done(idle_check(stop_lingering(S, M)));
@@ -716,28 +714,18 @@ timeout(_, M) ->
 goaway(M = #m{closing = true}) ->
     {M, []};
 goaway(M) ->
-    done(goaway(no_error, shutdown, M)).
+    done(falco_http2_goaway:close(no_error, shutdown, M)).
 
 %% @doc Graceful drain (§6.8): a GOAWAY with the largest stream id and a
 %% PING, so that requests already on their way are still taken; at the
-%% PING's answer (or after ?DRAIN_RTT ms) a second GOAWAY with the last
-%% stream taken. The streams open then finish; the connection closes when
-%% the last one has.
+%% PING's answer (or after a second) a second GOAWAY with the last stream
+%% taken (falco_http2_goaway). The streams open then finish; the
+%% connection closes when the last one has.
 -spec drain(state()) -> {state(), [action()]}.
 drain(M = #m{closing = false, draining = false}) ->
-    M1 = send(falco_http2_frame:goaway(?MAX_STREAM_ID, no_error, <<>>), M),
-    M2 = send(falco_http2_frame:ping(?DRAIN_PING), M1),
-    done(act({timer, drain, ?DRAIN_RTT}, M2#m{draining = first}));
+    done(falco_http2_goaway:drain(M));
 drain(M) ->
     {M, []}.
-
-final_goaway(M = #m{last_id = Last}) ->
-    M1 = act({cancel_timer, drain}, M#m{draining = final, goaway_sent = true}),
-    send(falco_http2_frame:goaway(Last, no_error, <<>>), M1).
-
-goaway(Code, Why, M = #m{last_id = Last}) ->
-    act({close, Why}, send(falco_http2_frame:goaway(Last, Code, <<>>),
-                           M#m{closing = true, goaway_sent = true})).
 
 %% -- errors and floods ------------------------------------------------------------------
 
@@ -775,21 +763,9 @@ count(Key, M = #m{counts = Counts, opts = #{flood_limits := Limits}}) ->
         false -> {ok, M#m{counts = Counts#{Key => N}}}
     end.
 
-%% An idle connection (no stream) is closed after idle_timeout; one record copy per clause.
-idle_check(M = #m{closing = true}) ->
-    M;
-idle_check(M = #m{streams = Streams, draining = final}) when map_size(Streams) =:= 0 ->
-    %% drained: the last GOAWAY is out and nothing is left to answer
-    act({close, drained}, M#m{closing = true});
-idle_check(M = #m{streams = Streams, peer_goaway = true}) when map_size(Streams) =:= 0 ->
-    %% §6.8: the client is leaving and nothing is left to answer.
-    goaway(no_error, peer_goaway, M);
-idle_check(M = #m{streams = Streams, idle = false, out = Out}) when map_size(Streams) =:= 0 ->
-    M#m{idle = true, out = [{timer, idle, maps:get(idle_timeout, M#m.opts)} | Out]};
-idle_check(M = #m{streams = Streams, idle = true, out = Out}) when map_size(Streams) > 0 ->
-    M#m{idle = false, out = [{cancel_timer, idle} | Out]};
+%% (falco_http2_goaway's: a connection left with no stream)
 idle_check(M) ->
-    M.
+    falco_http2_goaway:idle_check(M).
 
 %% -- action list ----------------------------------------------------------------------------
 

@@ -1,12 +1,16 @@
 %% Records and state helpers shared by falco_http2_machine (frames in,
 %% connection state), falco_http2_flow (frames out: send queues and
-%% windows) and falco_http2_recv (request bodies held until read, receive
-%% windows). Private to those modules. The machine calls flow and recv,
-%% never the reverse: flow notes the streams whose sends are done in
-%% `settled', and the machine decides whether they close.
+%% windows), falco_http2_recv (request bodies held until read, receive
+%% windows) and falco_http2_goaway (GOAWAY, drain, idle). Private to those
+%% modules. The machine calls the other three, never the reverse: flow
+%% notes the streams whose sends are done in `settled', and the machine
+%% decides whether they close.
 
 -define(MAX_WINDOW, 16#7fffffff).
 -define(DEFAULT_WINDOW, 65535).
+%% The PING of a drain, whose answer sends the final GOAWAY
+%% (falco_http2_goaway).
+-define(DRAIN_PING, <<"falcodrn">>).
 
 -type stream_id() :: pos_integer().
 -type fin() :: fin | nofin.
@@ -97,14 +101,18 @@
             ready = [] :: [stream_id()],
             out = [] :: [action()]}).
 
-%% -- state helpers, one definition for both modules ----------------------------
+%% -- state helpers, one definition for every module --------------------------
 
 %% The action that writes `Data' (send/2, and the updates that fold it in
 %% with others to copy the record once).
 -define(SEND(Data), {send, Data}).
 
+%% (a module that needs no helper defines FALCO_H2_NO_PUT_STREAM or
+%% FALCO_H2_NO_REPLY before it includes this file)
+-ifndef(FALCO_H2_NO_PUT_STREAM).
 put_stream(S = #stream{id = Id}, M = #m{streams = Streams}) ->
     M#m{streams = Streams#{Id => S}}.
+-endif.
 
 send(Data, M = #m{out = Out}) ->
     M#m{out = [?SEND(Data) | Out]}.
@@ -112,8 +120,7 @@ send(Data, M = #m{out = Out}) ->
 act(Action, M = #m{out = Out}) ->
     M#m{out = [Action | Out]}.
 
-%% (falco_http2_recv answers no sends: it defines FALCO_H2_RECV)
--ifndef(FALCO_H2_RECV).
+-ifndef(FALCO_H2_NO_REPLY).
 reply(none, _, M) -> M;
 reply(Tag, Result, M) -> act({reply, Tag, Result}, M).
 -endif.

@@ -28,7 +28,7 @@
 -export([conn_received/2, received/3, ready/2, deliver_ready/1, read/3, give_back/3,
          prefetch/3]).
 
--define(FALCO_H2_RECV, true).
+-define(FALCO_H2_NO_REPLY, true).
 -include("falco_http2_machine.hrl").
 
 %% @doc `Size' bytes of DATA (padding included) arrived on the connection.

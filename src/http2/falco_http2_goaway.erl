@@ -1,0 +1,64 @@
+%% @doc How an HTTP/2 connection ends without an error (RFC 9113 §6.8),
+%% for falco_http2_machine, on its record: one GOAWAY then close (a
+%% shutdown, idle_timeout, a client that sent its own GOAWAY and has no
+%% stream left), or a drain in two steps: a GOAWAY with the largest stream
+%% id and a PING, so that requests already on their way are still taken,
+%% then, at the PING's answer or after ?DRAIN_RTT ms, a GOAWAY with the
+%% last stream taken; the connection closes once no stream is left. A
+%% connection with no stream arms `idle_timeout' (idle_check/1, after
+%% every event). Connection errors (§5.4.1) stay with the machine, which
+%% finds them.
+%%
+%% @private internal to falco
+-module(falco_http2_goaway).
+
+-export([close/3, drain/1, final/1, idle_check/1]).
+
+-define(FALCO_H2_NO_PUT_STREAM, true).
+-define(FALCO_H2_NO_REPLY, true).
+-include("falco_http2_machine.hrl").
+
+%% The first GOAWAY's stream id (§6.8: 2^31-1), and the most we wait for
+%% the answer to the PING that measures the round trip.
+-define(MAX_STREAM_ID, 16#7fffffff).
+-define(DRAIN_RTT, 1000).
+
+%% @doc A GOAWAY with the last stream taken, then close: `Why' is the
+%% reason the connection gives.
+-spec close(falco_http2_frame:error_code(), term(), #m{}) -> #m{}.
+close(Code, Why, M = #m{last_id = Last}) ->
+    act({close, Why}, send(falco_http2_frame:goaway(Last, Code, <<>>),
+                           M#m{closing = true, goaway_sent = true})).
+
+%% @doc The drain's first step (the machine's drain/1 checks that the
+%% connection is neither closing nor draining).
+-spec drain(#m{}) -> #m{}.
+drain(M) ->
+    M1 = send(falco_http2_frame:goaway(?MAX_STREAM_ID, no_error, <<>>), M),
+    M2 = send(falco_http2_frame:ping(?DRAIN_PING), M1),
+    act({timer, drain, ?DRAIN_RTT}, M2#m{draining = first}).
+
+%% @doc The drain's second step: the GOAWAY with the last stream taken.
+-spec final(#m{}) -> #m{}.
+final(M = #m{last_id = Last}) ->
+    M1 = act({cancel_timer, drain}, M#m{draining = final, goaway_sent = true}),
+    send(falco_http2_frame:goaway(Last, no_error, <<>>), M1).
+
+%% @doc After every event: a connection left with no stream closes if it
+%% is drained or the client said GOAWAY, else arms idle_timeout (and a
+%% stream opening cancels it); one record copy per clause.
+-spec idle_check(#m{}) -> #m{}.
+idle_check(M = #m{closing = true}) ->
+    M;
+idle_check(M = #m{streams = Streams, draining = final}) when map_size(Streams) =:= 0 ->
+    %% drained: the last GOAWAY is out and nothing is left to answer
+    act({close, drained}, M#m{closing = true});
+idle_check(M = #m{streams = Streams, peer_goaway = true}) when map_size(Streams) =:= 0 ->
+    %% §6.8: the client is leaving and nothing is left to answer.
+    close(no_error, peer_goaway, M);
+idle_check(M = #m{streams = Streams, idle = false, out = Out}) when map_size(Streams) =:= 0 ->
+    M#m{idle = true, out = [{timer, idle, maps:get(idle_timeout, M#m.opts)} | Out]};
+idle_check(M = #m{streams = Streams, idle = true, out = Out}) when map_size(Streams) > 0 ->
+    M#m{idle = false, out = [{cancel_timer, idle} | Out]};
+idle_check(M) ->
+    M.
