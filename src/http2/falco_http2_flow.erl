@@ -38,7 +38,7 @@
 
 %% @doc Queues the response head of stream `Id' (`fin': no body follows).
 -spec headers(stream_id(), 100..999, headers(), fin(), #m{}) -> #m{}.
-headers(Id, Status, Headers, Fin, M = #m{streams = Streams, closing = false}) ->
+headers(Id, Status, Headers, Fin, M = #m{streams = Streams, rare = #rare{closing = false}}) ->
     case Streams of
         #{Id := S = #stream{local = idle}} ->
             M1 = encode(Id, [{<<":status">>, status(Status)} | Headers], Fin, M),
@@ -51,7 +51,7 @@ headers(_, _, _, _, M) ->
 
 %% @doc Queues an interim (1xx) response head.
 -spec inform(stream_id(), 100..199, #m{}) -> #m{}.
-inform(Id, Status, M = #m{streams = Streams, closing = false}) ->
+inform(Id, Status, M = #m{streams = Streams, rare = #rare{closing = false}}) ->
     case Streams of
         #{Id := #stream{local = idle}} -> encode(Id, [{<<":status">>, status(Status)}], nofin, M);
         #{} -> M
@@ -65,14 +65,14 @@ status(Status) -> integer_to_binary(Status).
 local_state(fin) -> fin;
 local_state(nofin) -> open.
 
-encode(Id, Fields, Fin, M = #m{encoder = Enc0, remote_max_frame = Max, out = Out}) ->
+encode(Id, Fields, Fin, M = #m{encoder = Enc0, rare = #rare{remote_max_frame = Max}, out = Out}) ->
     {Block, Enc} = falco_hpack:encode(Fields, Enc0),
     %% send/2 inlined by hand: one copy of the record per head, not two
     M#m{encoder = Enc, out = [?SEND(falco_http2_frame:header_block(Id, Fin, Block, Max)) | Out]}.
 
 %% @doc Queues body data; `{reply, Tag, ok}' once all of it is out.
 -spec data(stream_id(), iodata(), fin(), tag(), #m{}) -> #m{}.
-data(Id, Data, Fin, Tag, M = #m{streams = Streams, closing = false}) ->
+data(Id, Data, Fin, Tag, M = #m{streams = Streams, rare = #rare{closing = false}}) ->
     case Streams of
         #{Id := S = #stream{local = open, queue = Q}} ->
             Item = {data, Data, iolist_size(Data), Fin, Tag},
@@ -85,7 +85,7 @@ data(_, _, _, Tag, M) ->
 
 %% @doc Queues trailer fields, ending the stream after any queued data.
 -spec trailers(stream_id(), headers(), tag(), #m{}) -> #m{}.
-trailers(Id, Fields, Tag, M = #m{streams = Streams, closing = false}) ->
+trailers(Id, Fields, Tag, M = #m{streams = Streams, rare = #rare{closing = false}}) ->
     case Streams of
         #{Id := S = #stream{local = open, queue = Q}} ->
             flush_stream(S#stream{queue = Q ++ [{trailers, Fields, Tag}], local = fin}, M);
@@ -110,7 +110,8 @@ flush_stream(S = #stream{id = Id, queue = [{data, _, 0, Fin, Tag} | Q]}, M0) ->
     flush_stream(S#stream{queue = Q}, reply(Tag, ok, M1));
 flush_stream(S = #stream{id = Id, send_window = SW, sent = Sent,
                          queue = [{data, Data, Size, Fin, Tag} | Q]},
-             M0 = #m{conn_send = CW, remote_max_frame = MaxFrame, out = Out}) ->
+             M0 = #m{conn_send = CW, out = Out,
+                     rare = #rare{remote_max_frame = MaxFrame, remote_window = RW}}) ->
     N = min(min(SW, CW), MaxFrame),
     if
         Size =< N ->
@@ -119,7 +120,7 @@ flush_stream(S = #stream{id = Id, send_window = SW, sent = Sent,
                       out = [?SEND(falco_http2_frame:data(Id, Fin, Data)) | Out]},
             flush_stream(S#stream{send_window = SW - Size, sent = Sent + Size, queue = Q},
                          reply(Tag, ok, M1));
-        N > 0, N >= ?MIN_SEND; N > 0, N >= M0#m.remote_window div 2 ->
+        N > 0, N >= ?MIN_SEND; N > 0, N >= RW div 2 ->
             <<Part:N/binary, Rest/binary>> = iolist_to_binary(Data),
             M1 = send(falco_http2_frame:data(Id, nofin, Part), M0#m{conn_send = CW - N}),
             flush_stream(S#stream{send_window = SW - N, sent = Sent + N,
@@ -143,7 +144,7 @@ block(S = #stream{id = Id, sent = Sent, stall = Stall}, M0 = #m{blocked = Blocke
                             act({timer, {stall, Id}, send_timeout(M)}, M))
     end.
 
-send_timeout(#m{opts = #{send_timeout := T}}) -> T.
+send_timeout(#m{rare = #rare{opts = #{send_timeout := T}}}) -> T.
 
 %% @doc The stall timer of a stream expired. With nothing queued the
 %% stream waits for its handler, not for the client: `continue', the timer
@@ -154,7 +155,7 @@ send_timeout(#m{opts = #{send_timeout := T}}) -> T.
 stalled(S = #stream{queue = []}, M) ->
     {continue, put_stream(S#stream{stall = false}, M)};
 stalled(S = #stream{id = Id, sent = Sent, sent_mark = Mark},
-        M = #m{opts = #{send_timeout := Timeout, send_min_rate := Rate}}) ->
+        M = #m{rare = #rare{opts = #{send_timeout := Timeout, send_min_rate := Rate}}}) ->
     case Sent - Mark >= max(1, Rate * Timeout div 1000) of
         true -> {continue, put_stream(S#stream{sent_mark = Sent},
                                       act({timer, {stall, Id}, Timeout}, M))};

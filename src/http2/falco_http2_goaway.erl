@@ -26,38 +26,42 @@
 %% @doc A GOAWAY with the last stream taken, then close: `Why' is the
 %% reason the connection gives.
 -spec close(falco_http2_frame:error_code(), term(), #m{}) -> #m{}.
-close(Code, Why, M = #m{last_id = Last}) ->
+close(Code, Why, M = #m{last_id = Last, rare = R}) ->
     act({close, Why}, send(falco_http2_frame:goaway(Last, Code, <<>>),
-                           M#m{closing = true, goaway_sent = true})).
+                           M#m{rare = R#rare{closing = true, goaway_sent = true}})).
 
 %% @doc The drain's first step (the machine's drain/1 checks that the
 %% connection is neither closing nor draining).
 -spec drain(#m{}) -> #m{}.
-drain(M) ->
+drain(M = #m{rare = R}) ->
     M1 = send(falco_http2_frame:goaway(?MAX_STREAM_ID, no_error, <<>>), M),
     M2 = send(falco_http2_frame:ping(?DRAIN_PING), M1),
-    act({timer, drain, ?DRAIN_RTT}, M2#m{draining = first}).
+    act({timer, drain, ?DRAIN_RTT}, M2#m{rare = R#rare{draining = first}}).
 
 %% @doc The drain's second step: the GOAWAY with the last stream taken.
 -spec final(#m{}) -> #m{}.
-final(M = #m{last_id = Last}) ->
-    M1 = act({cancel_timer, drain}, M#m{draining = final, goaway_sent = true}),
+final(M = #m{last_id = Last, rare = R}) ->
+    M1 = act({cancel_timer, drain}, M#m{rare = R#rare{draining = final, goaway_sent = true}}),
     send(falco_http2_frame:goaway(Last, no_error, <<>>), M1).
 
 %% @doc After every event: a connection left with no stream closes if it
 %% is drained or the client said GOAWAY, else arms idle_timeout (and a
 %% stream opening cancels it); one record copy per clause.
 -spec idle_check(#m{}) -> #m{}.
-idle_check(M = #m{closing = true}) ->
+idle_check(M = #m{rare = #rare{closing = true}}) ->
     M;
-idle_check(M = #m{streams = Streams, draining = final}) when map_size(Streams) =:= 0 ->
+idle_check(M = #m{streams = Streams, rare = R = #rare{draining = final}})
+  when map_size(Streams) =:= 0 ->
     %% drained: the last GOAWAY is out and nothing is left to answer
-    act({close, drained}, M#m{closing = true});
-idle_check(M = #m{streams = Streams, peer_goaway = true}) when map_size(Streams) =:= 0 ->
+    act({close, drained}, M#m{rare = R#rare{closing = true}});
+idle_check(M = #m{streams = Streams, rare = #rare{peer_goaway = true}})
+  when map_size(Streams) =:= 0 ->
     %% §6.8: the client is leaving and nothing is left to answer.
     close(no_error, peer_goaway, M);
-idle_check(M = #m{streams = Streams, idle = false, out = Out}) when map_size(Streams) =:= 0 ->
-    M#m{idle = true, out = [{timer, idle, maps:get(idle_timeout, M#m.opts)} | Out]};
+idle_check(M = #m{streams = Streams, idle = false, out = Out,
+                  rare = #rare{opts = #{idle_timeout := Idle}}})
+  when map_size(Streams) =:= 0 ->
+    M#m{idle = true, out = [{timer, idle, Idle} | Out]};
 idle_check(M = #m{streams = Streams, idle = true, out = Out}) when map_size(Streams) > 0 ->
     M#m{idle = false, out = [{cancel_timer, idle} | Out]};
 idle_check(M) ->

@@ -127,8 +127,8 @@ new(Opts0) ->
                    true -> Settings0#{enable_connect_protocol => true};
                    false -> Settings0
                end,
-    M0 = #m{opts = Opts, conn_recv = ConnWindow, conn_target = ConnWindow,
-            pending_local = [Settings],
+    M0 = #m{rare = #rare{opts = Opts, pending_local = [Settings]},
+            conn_recv = ConnWindow, conn_target = ConnWindow,
             decoder = falco_hpack:new(), encoder = falco_hpack:new()},
     M1 = send(falco_http2_frame:settings(Settings), M0),
     M2 = case ConnWindow > ?DEFAULT_WINDOW of
@@ -141,7 +141,7 @@ new(Opts0) ->
 
 %% @doc The largest frame we accept (for {@link falco_http2_frame:parse/2}).
 -spec max_frame_size(state()) -> 16384..16777215.
-max_frame_size(#m{opts = #{max_frame_size := Max}}) -> Max.
+max_frame_size(#m{rare = #rare{opts = #{max_frame_size := Max}}}) -> Max.
 
 %% @doc The number of streams open or half-closed.
 -spec active_streams(state()) -> non_neg_integer().
@@ -170,7 +170,7 @@ upgrade(Settings, M0) ->
 
 %% @doc Handles one frame from the client.
 -spec frame(falco_http2_frame:frame(), state()) -> {state(), [action()]}.
-frame(_, M = #m{closing = true}) ->
+frame(_, M = #m{rare = #rare{closing = true}}) ->
     {M, []};
 frame(Frame, M) ->
     case counted(Frame, M) andalso count(frames, M) of
@@ -203,13 +203,13 @@ counted(_, _) -> true.
 -spec frame_error({connection_error, falco_http2_frame:error_code(), atom()}
                   | {stream_error, stream_id(), falco_http2_frame:error_code(), atom()},
                   state()) -> {state(), [action()]}.
-frame_error(_, M = #m{closing = true}) ->
+frame_error(_, M = #m{rare = #rare{closing = true}}) ->
     {M, []};
 frame_error({connection_error, Code, Why}, M) ->
     done(conn_error(Code, Why, M));
-frame_error({stream_error, _, Code, Why}, M = #m{preface = false}) ->
+frame_error({stream_error, _, Code, Why}, M = #m{rare = #rare{preface = false}}) ->
     done(conn_error(Code, Why, M));
-frame_error({stream_error, _, Code, Why}, M = #m{block = B}) when B =/= undefined ->
+frame_error({stream_error, _, Code, Why}, M = #m{rare = #rare{block = B}}) when B =/= undefined ->
     _ = Code,
     done(conn_error(protocol_error, {frame_inside_field_block, Why}, M));
 frame_error({stream_error, Id, Code, Why}, M = #m{last_id = Last}) when Id > Last ->
@@ -219,14 +219,14 @@ frame_error({stream_error, Id, Code, _}, M) ->
     done(idle_check(stream_error(Id, Code, M))).
 
 %% §3.4: the preface is followed by a SETTINGS frame.
-in({settings, Settings}, M = #m{preface = false}) ->
-    in({settings, Settings}, M#m{preface = true});
-in(_, M = #m{preface = false}) ->
+in({settings, Settings}, M = #m{rare = R = #rare{preface = false}}) ->
+    in({settings, Settings}, M#m{rare = R#rare{preface = true}});
+in(_, M = #m{rare = #rare{preface = false}}) ->
     conn_error(protocol_error, settings_expected, M);
 %% §6.10: nothing may come between HEADERS and its last CONTINUATION.
-in({continuation, Id, EndHeaders, Frag}, M = #m{block = {Id, _, _, _, _, _}}) ->
+in({continuation, Id, EndHeaders, Frag}, M = #m{rare = #rare{block = {Id, _, _, _, _, _}}}) ->
     continuation(EndHeaders, Frag, M);
-in(_, M = #m{block = {_, _, _, _, _, _}}) ->
+in(_, M = #m{rare = #rare{block = {_, _, _, _, _, _}}}) ->
     conn_error(protocol_error, field_block_interrupted, M);
 in({continuation, _, _, _}, M) ->
     conn_error(protocol_error, unexpected_continuation, M);
@@ -247,7 +247,7 @@ in({ping, Opaque}, M) ->
         {ok, M1} -> send(falco_http2_frame:ping_ack(Opaque), M1);
         {calm, Calm} -> Calm
     end;
-in({ping_ack, ?DRAIN_PING}, M = #m{draining = first}) ->
+in({ping_ack, ?DRAIN_PING}, M = #m{rare = #rare{draining = first}}) ->
     falco_http2_goaway:final(M);
 in({ping_ack, _}, M) ->
     M;
@@ -271,8 +271,8 @@ in({priority, Id, _, Dep, _}, M) ->
         {calm, Calm} ->
             Calm
     end;
-in({goaway, _, _, _}, M) ->
-    M#m{peer_goaway = true};
+in({goaway, _, _, _}, M = #m{rare = R}) ->
+    M#m{rare = R#rare{peer_goaway = true}};
 in({push_promise, _, _, _, _}, M) ->
     %% §8.4: clients cannot push.
     conn_error(protocol_error, push_promise_from_client, M);
@@ -286,15 +286,16 @@ headers(Id, _, _, _, _, M) when Id rem 2 =:= 0 ->
     conn_error(protocol_error, even_stream_id, M);
 headers(Id, Fin, fin, Prio, Frag, M) ->
     field_block(Id, Fin, Prio, Frag, M);
-headers(Id, Fin, nofin, Prio, Frag, M = #m{opts = #{max_header_block := Max}}) ->
+headers(Id, Fin, nofin, Prio, Frag, M = #m{rare = R = #rare{opts = #{max_header_block := Max}}}) ->
     case byte_size(Frag) > Max of
         true -> conn_error(enhance_your_calm, field_block_too_large, M);
-        false -> M#m{block = {Id, Fin, Prio, [Frag], byte_size(Frag), 0}}
+        false -> M#m{rare = R#rare{block = {Id, Fin, Prio, [Frag], byte_size(Frag), 0}}}
     end.
 
-continuation(EndHeaders, Frag, M = #m{block = {Id, Fin, Prio, Acc, Size0, Count0},
-                                       opts = #{max_header_block := Max,
-                                                max_continuations := MaxCount}}) ->
+continuation(EndHeaders, Frag,
+             M = #m{rare = R = #rare{block = {Id, Fin, Prio, Acc, Size0, Count0},
+                                     opts = #{max_header_block := Max,
+                                              max_continuations := MaxCount}}}) ->
     Size = Size0 + byte_size(Frag),
     Count = Count0 + 1,
     if
@@ -304,14 +305,15 @@ continuation(EndHeaders, Frag, M = #m{block = {Id, Fin, Prio, Acc, Size0, Count0
             conn_error(enhance_your_calm, too_many_continuations, M);
         EndHeaders =:= fin ->
             field_block(Id, Fin, Prio, iolist_to_binary(lists:reverse(Acc, [Frag])),
-                        M#m{block = undefined});
+                        M#m{rare = R#rare{block = undefined}});
         true ->
-            M#m{block = {Id, Fin, Prio, [Frag | Acc], Size, Count}}
+            M#m{rare = R#rare{block = {Id, Fin, Prio, [Frag | Acc], Size, Count}}}
     end.
 
 %% The block is decoded first, whatever happens to the stream: the HPACK
 %% context must stay in step with the client's (§4.3).
-field_block(Id, Fin, Prio, Block, M = #m{decoder = Dec0, opts = #{max_header_list_size := Max}}) ->
+field_block(Id, Fin, Prio, Block,
+            M = #m{decoder = Dec0, rare = #rare{opts = #{max_header_list_size := Max}}}) ->
     case falco_hpack:decode(Block, Dec0, #{max_header_list_size => Max}) of
         {ok, Fields, Dec} ->
             stream_headers(Id, Fin, Prio, Fields, M#m{decoder = Dec});
@@ -335,23 +337,25 @@ stream_headers(Id, Fin, Prio, Fields, M = #m{streams = Streams}) ->
             end
     end.
 
-open_stream(Id, _, _, _, M = #m{goaway_sent = true}) ->
+open_stream(Id, _, _, _, M = #m{rare = #rare{goaway_sent = true}}) ->
     %% §6.8: streams after our GOAWAY are ignored.
     _ = Id,
     M;
 open_stream(Id, _, {_, Id, _}, _, M) ->
     stream_error(Id, protocol_error, M);
-open_stream(Id, _, _, _, M = #m{streams = Streams, opts = #{max_concurrent_streams := Max}})
+open_stream(Id, _, _, _,
+            M = #m{streams = Streams, rare = #rare{opts = #{max_concurrent_streams := Max}}})
   when map_size(Streams) >= Max ->
     %% §5.1.2: over the limit we advertised.
     stream_error(Id, refused_stream, M);
 open_stream(Id, Fin, _, too_large, M) ->
     start_stream(Id, Fin, undefined, {error, {header_too_large, block}, undefined}, M);
-open_stream(Id, Fin, _, Fields, M = #m{opts = #{max_header_count := MaxCount}}) ->
+open_stream(Id, Fin, _, Fields,
+            M = #m{rare = #rare{opts = #{max_header_count := MaxCount,
+                                         enable_connect_protocol := Connect}}}) ->
     case falco_http2_request:request(Fields, #{max_header_count => MaxCount,
                                                end_stream => Fin =:= fin,
-                                               connect_protocol =>
-                                                   maps:get(enable_connect_protocol, M#m.opts)}) of
+                                               connect_protocol => Connect}) of
         {ok, Req = #{body := {length, N}}} -> start_stream(Id, Fin, N, Req, M);
         {ok, Req} -> start_stream(Id, Fin, undefined, Req, M);
         {error, {reply, Reason}} ->
@@ -371,7 +375,7 @@ start_stream(Id, Fin, Expected, Req, M = #m{streams = Streams}) ->
     S = (new_stream(Id, Fin, Expected, M))#stream{tunnel = is_map(Req) andalso is_map_key(protocol, Req)},
     act({request, Id, Req}, M#m{streams = Streams#{Id => S}}).
 
-new_stream(Id, Fin, Expected, #m{local_window = LW, remote_window = RW}) ->
+new_stream(Id, Fin, Expected, #m{rare = #rare{local_window = LW, remote_window = RW}}) ->
     Remote = case Fin of fin -> fin; nofin -> open end,
     #stream{id = Id, remote = Remote, send_window = RW, recv_window = LW, expected = Expected}.
 
@@ -469,7 +473,7 @@ prefetch(Id, Max, M) ->
 %% held to a round trip per initial window. A stream no longer open gets
 %% the end of its body.
 -spec read(stream_id(), pos_integer(), state()) -> {state(), [action()]}.
-read(Id, Want, M = #m{closing = false}) ->
+read(Id, Want, M = #m{rare = #rare{closing = false}}) ->
     done(falco_http2_recv:read(Id, Want, M));
 read(_, _, M) ->
     {M, []}.
@@ -527,37 +531,38 @@ apply_remote_settings(Settings, M0) ->
              #{} -> M0
          end,
     M2 = case Settings of
-             #{max_frame_size := Max} -> M1#m{remote_max_frame = Max};
+             #{max_frame_size := Max} -> M1#m{rare = (M1#m.rare)#rare{remote_max_frame = Max}};
              #{} -> M1
          end,
     case Settings of
         #{initial_window_size := New} ->
             %% §6.9.2: the change applies to every stream's send window.
-            Delta = New - M2#m.remote_window,
+            R = M2#m.rare,
+            Delta = New - R#rare.remote_window,
             Streams = maps:map(fun(_, S = #stream{send_window = W}) ->
                                        S#stream{send_window = W + Delta}
                                end, M2#m.streams),
             Over = [Id || {Id, #stream{send_window = W}} <- maps:to_list(Streams), W > ?MAX_WINDOW],
             case Over of
-                [] -> settle(falco_http2_flow:flush_blocked(M2#m{remote_window = New,
-                                                                 streams = Streams}));
+                [] -> settle(falco_http2_flow:flush_blocked(
+                                M2#m{rare = R#rare{remote_window = New}, streams = Streams}));
                 _ -> conn_error(flow_control_error, window_overflow, M2)
             end;
         #{} ->
             M2
     end.
 
-settings_ack(M = #m{pending_local = []}) ->
+settings_ack(M = #m{rare = #rare{pending_local = []}}) ->
     M;
-settings_ack(M = #m{pending_local = [Settings | Rest], local_window = Old}) ->
-    M1 = act({cancel_timer, settings}, M#m{pending_local = Rest}),
+settings_ack(M = #m{rare = R = #rare{pending_local = [Settings | Rest], local_window = Old}}) ->
+    M1 = act({cancel_timer, settings}, M#m{rare = R#rare{pending_local = Rest}}),
     case Settings of
         #{initial_window_size := New} ->
             Delta = New - Old,
             Streams = maps:map(fun(_, S = #stream{recv_window = W}) ->
                                        S#stream{recv_window = W + Delta}
                                end, M1#m.streams),
-            M1#m{local_window = New, streams = Streams};
+            M1#m{rare = R#rare{pending_local = Rest, local_window = New}, streams = Streams};
         #{} ->
             M1
     end.
@@ -641,7 +646,7 @@ closed_how(Id, #m{closed = Closed}) ->
 %% the stream is reset with INTERNAL_ERROR (the client must not take a cut
 %% response for a whole one).
 -spec stream_exited(stream_id(), state()) -> {state(), [action()]}.
-stream_exited(Id, M = #m{streams = Streams, closing = false}) ->
+stream_exited(Id, M = #m{streams = Streams, rare = #rare{closing = false}}) ->
     case Streams of
         #{Id := S = #stream{local = fin}} ->
             %% Nobody will read what is left of the body.
@@ -655,7 +660,7 @@ stream_exited(_, M) ->
 
 %% @doc Resets stream `Id' from our side.
 -spec reset_stream(stream_id(), falco_http2_frame:error_code(), state()) -> {state(), [action()]}.
-reset_stream(Id, Code, M = #m{streams = Streams, closing = false}) ->
+reset_stream(Id, Code, M = #m{streams = Streams, rare = #rare{closing = false}}) ->
     case Streams of
         #{Id := S} ->
             done(idle_check(forget(S, reset_sent,
@@ -668,13 +673,13 @@ reset_stream(_, _, M) ->
 
 %% @doc A timer set by an earlier `{timer, Name, Ms}' action expired.
 -spec timeout(term(), state()) -> {state(), [action()]}.
-timeout(_, M = #m{closing = true}) ->
+timeout(_, M = #m{rare = #rare{closing = true}}) ->
     {M, []};
 timeout(settings, M) ->
     %% §6.5.3: the client never acknowledged our SETTINGS.
     done(conn_error(settings_timeout, settings_not_acknowledged, M));
-timeout(flood, M = #m{opts = #{flood_window := Window}}) ->
-    done(act({timer, flood, Window}, M#m{counts = #{}}));
+timeout(flood, M = #m{rare = R = #rare{opts = #{flood_window := Window}}}) ->
+    done(act({timer, flood, Window}, M#m{rare = R#rare{counts = #{}}}));
 timeout(idle, M = #m{streams = Streams}) when map_size(Streams) =:= 0 ->
     done(falco_http2_goaway:close(no_error, idle_timeout, M));
 timeout({stall, Id}, M = #m{streams = Streams}) ->
@@ -699,7 +704,7 @@ timeout({stall, Id}, M = #m{streams = Streams}) ->
         #{} ->
             {M, []}
     end;
-timeout(drain, M = #m{draining = first}) ->
+timeout(drain, M = #m{rare = #rare{draining = first}}) ->
     done(idle_check(falco_http2_goaway:final(M)));
 timeout({linger, Id}, M = #m{streams = Streams}) ->
     case Streams of
@@ -711,7 +716,7 @@ timeout(_, M) ->
 
 %% @doc Graceful shutdown: GOAWAY NO_ERROR, then close.
 -spec goaway(state()) -> {state(), [action()]}.
-goaway(M = #m{closing = true}) ->
+goaway(M = #m{rare = #rare{closing = true}}) ->
     {M, []};
 goaway(M) ->
     done(falco_http2_goaway:close(no_error, shutdown, M)).
@@ -722,7 +727,7 @@ goaway(M) ->
 %% taken (falco_http2_goaway). The streams open then finish; the
 %% connection closes when the last one has.
 -spec drain(state()) -> {state(), [action()]}.
-drain(M = #m{closing = false, draining = false}) ->
+drain(M = #m{rare = #rare{closing = false, draining = false}}) ->
     done(falco_http2_goaway:drain(M));
 drain(M) ->
     {M, []}.
@@ -730,9 +735,9 @@ drain(M) ->
 %% -- errors and floods ------------------------------------------------------------------
 
 %% §5.4.1: GOAWAY with the last stream we handled, then close.
-conn_error(_, _, M = #m{closing = true}) ->
+conn_error(_, _, M = #m{rare = #rare{closing = true}}) ->
     M;
-conn_error(Code, Why, M = #m{last_id = Last}) ->
+conn_error(Code, Why, M = #m{last_id = Last, rare = R}) ->
     %% The debug data names the fault, and for a flood the budget that
     %% tripped, so a client's operator can tell which limit it hit.
     Debug = case Why of
@@ -741,7 +746,7 @@ conn_error(Code, Why, M = #m{last_id = Last}) ->
                 _ -> <<>>
             end,
     act({close, {Code, Why}}, send(falco_http2_frame:goaway(Last, Code, Debug),
-                                   M#m{closing = true, goaway_sent = true})).
+                                   M#m{rare = R#rare{closing = true, goaway_sent = true}})).
 
 %% §5.4.2: RST_STREAM; the stream is closed and its late frames ignored.
 stream_error(Id, Code, M0) ->
@@ -756,11 +761,11 @@ stream_error(Id, Code, M0) ->
             Calm
     end.
 
-count(Key, M = #m{counts = Counts, opts = #{flood_limits := Limits}}) ->
+count(Key, M = #m{rare = R = #rare{counts = Counts, opts = #{flood_limits := Limits}}}) ->
     N = maps:get(Key, Counts, 0) + 1,
     case N > maps:get(Key, Limits) of
         true -> {calm, conn_error(enhance_your_calm, {flood, Key}, M)};
-        false -> {ok, M#m{counts = Counts#{Key => N}}}
+        false -> {ok, M#m{rare = R#rare{counts = Counts#{Key => N}}}}
     end.
 
 %% (falco_http2_goaway's: a connection left with no stream)

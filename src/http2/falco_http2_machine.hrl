@@ -60,20 +60,31 @@
 -type out() :: {data, iodata(), non_neg_integer(), fin(), tag()}
              | {trailers, headers(), tag()}.
 
--record(m, {opts :: map(),
-            preface = false :: boolean(),
-            closing = false :: boolean(),
-            peer_goaway = false :: boolean(),
-            goaway_sent = false :: boolean(),
-            %% a graceful drain (falco_http2_machine:drain/1): `first' once
-            %% the GOAWAY with the largest id is out, `final' once the one
-            %% with the last stream we took is
-            draining = false :: false | first | final,
-            %% settings
-            pending_local = [] :: [map()],
-            local_window = ?DEFAULT_WINDOW :: non_neg_integer(),
-            remote_window = ?DEFAULT_WINDOW :: non_neg_integer(),
-            remote_max_frame = 16384 :: 16384..16777215,
+%% The fields of the machine that change rarely (settings, how the
+%% connection ends, a field block spread over CONTINUATION frames, the
+%% flood counters) or never (the options): kept apart from those that
+%% change with every request, so that each copy of #m{} (about 17 per
+%% h2c request) is 15 words instead of 31.
+-record(rare, {opts :: map(),
+               preface = false :: boolean(),
+               closing = false :: boolean(),
+               peer_goaway = false :: boolean(),
+               goaway_sent = false :: boolean(),
+               %% a graceful drain (falco_http2_machine:drain/1): `first' once
+               %% the GOAWAY with the largest id is out, `final' once the one
+               %% with the last stream we took is
+               draining = false :: false | first | final,
+               %% settings
+               pending_local = [] :: [map()],
+               local_window = ?DEFAULT_WINDOW :: non_neg_integer(),
+               remote_window = ?DEFAULT_WINDOW :: non_neg_integer(),
+               remote_max_frame = 16384 :: 16384..16777215,
+               block :: undefined | {stream_id(), fin(), term(), [binary()], non_neg_integer(),
+                                     non_neg_integer()},
+               %% flood counters for the current window
+               counts = #{} :: #{atom() => non_neg_integer()}}).
+
+-record(m, {rare :: #rare{},
             %% connection flow control
             conn_send = ?DEFAULT_WINDOW :: integer(),
             conn_recv :: integer(),
@@ -86,13 +97,9 @@
             %% how the streams no longer open closed, as far as remembered
             closed = falco_http2_closed:new() :: falco_http2_closed:closed(),
             blocked = [] :: [stream_id()],
-            block :: undefined | {stream_id(), fin(), term(), [binary()], non_neg_integer(),
-                                  non_neg_integer()},
             %% HPACK
             decoder :: falco_hpack:ctx(),
             encoder :: falco_hpack:ctx(),
-            %% flood counters for the current window
-            counts = #{} :: #{atom() => non_neg_integer()},
             idle = false :: boolean(),
             %% streams whose queued sends flow has finished, newest first
             settled = [] :: [stream_id()],

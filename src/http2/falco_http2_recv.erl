@@ -153,7 +153,7 @@ handed_over(S, _, M) ->
 %% the connection can hold it. The connection window follows.
 grow(S = #stream{remote = open, reader = true, id = Id, recv_window = Window, buf = Buf,
                  unacked = Unacked, expected = Expected, received = Received}, Want,
-     M = #m{opts = #{max_receive_buffer := Cap}}) ->
+     M = #m{rare = #rare{opts = #{max_receive_buffer := Cap}}}) ->
     Buffered = falco_http2_buffer:size(Buf),
     Target = case Expected of
                  undefined -> Want - Buffered;
@@ -182,7 +182,7 @@ committed(Streams) ->
 %% The connection window is raised to cover what the streams may send, up
 %% to max_receive_buffer; it never goes below its configured size.
 grow_connection(Committed, M = #m{conn_target = Target, conn_recv = Window,
-                                  opts = #{max_receive_buffer := Cap}}) ->
+                                  rare = #rare{opts = #{max_receive_buffer := Cap}}}) ->
     case min(Committed, Cap) - Target of
         Inc when Inc > 0, Window + Inc =< ?MAX_WINDOW ->
             send(falco_http2_frame:window_update(0, Inc),
@@ -198,7 +198,7 @@ grow_connection(Committed, M = #m{conn_target = Target, conn_recv = Window,
 %% 2026-11-24); at once when the client's window is spent.
 -spec give_back(#stream{}, non_neg_integer(), #m{}) -> {#stream{}, #m{}}.
 give_back(S = #stream{unacked = Unacked0, recv_window = Window, id = Id, buf = Buf}, N,
-          M = #m{opts = #{initial_window_size := Target}}) ->
+          M = #m{rare = #rare{opts = #{initial_window_size := Target}}}) ->
     Threshold = max(Target div 2, (Window + falco_http2_buffer:size(Buf) + Unacked0 + N) div 4),
     case Unacked0 + N of
         Unacked when Unacked > 0, Unacked >= Threshold; Unacked > 0, Window =< 0 ->
