@@ -165,6 +165,26 @@ response_test() ->
     ?assertEqual([], (call(fun(M) -> ?M:send_headers(1, 200, [], fin, M) end, T3))#t.acts),
     ?assertEqual([], (call(fun(M) -> ?M:send_inform(1, 100, M) end, T3))#t.acts).
 
+%% A whole response in one call: its head and its body ending the stream,
+%% or the head alone ending it when the body is empty; the stream closes
+%% and the idle timer is armed in the same actions.
+send_response_test() ->
+    T1 = headers(1, req_get(1), fin, start()),
+    T2 = call(fun(M) -> ?M:send_response(1, 200, [{<<"x-a">>, <<"b">>}], [<<"bo">>, "dy"], M) end,
+              T1),
+    [{headers, 1, nofin, fin, undefined, Block}, {data, 1, fin, <<"body">>, 4}] = frames(T2),
+    {ok, Fields, _} = falco_hpack:decode(Block, falco_hpack:new()),
+    ?assertEqual([{<<":status">>, <<"200">>}, {<<"x-a">>, <<"b">>}], Fields),
+    ?assertEqual([{timer, idle, 60000}], others(T2)),
+    ?assertEqual(0, ?M:active_streams(T2#t.m)),
+    T3 = headers(3, req_get(3), fin, T2),
+    T4 = call(fun(M) -> ?M:send_response(3, 204, [], <<>>, M) end, T3),
+    [{headers, 3, fin, fin, undefined, _}] = frames(T4),
+    ?assertEqual([{timer, idle, 60000}], others(T4)),
+    ?assertEqual(0, ?M:active_streams(T4#t.m)),
+    %% a stream already closed gets nothing
+    ?assertEqual([], (call(fun(M) -> ?M:send_response(3, 200, [], <<"x">>, M) end, T4))#t.acts).
+
 inform_test() ->
     T1 = headers(1, req_get(1), fin, start()),
     T2 = call(fun(M) -> ?M:send_inform(1, 100, M) end, T1),

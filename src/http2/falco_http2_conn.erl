@@ -396,7 +396,7 @@ width(_, C) ->
 stream_command(Id, Cmd, C = #c{machine = M0}) ->
     {M, Acts} = case Cmd of
                     {response, Status, Headers, Body} ->
-                        response(Id, Status, Headers, Body, M0);
+                        falco_http2_machine:send_response(Id, Status, Headers, Body, M0);
                     {headers, Status, Headers} ->
                         falco_http2_machine:send_headers(Id, Status, Headers, nofin, M0);
                     {tunnel, Status, Headers} ->
@@ -420,16 +420,6 @@ tunnel(Id, C = #c{ids = Ids, tunnels = T}) ->
     case Ids of
         #{Id := Pid} -> C#c{tunnels = T#{Pid => Id}, counted = uncounted(Pid, C)};
         #{} -> C
-    end.
-
-response(Id, Status, Headers, Body, M0) ->
-    case iolist_size(Body) of
-        0 ->
-            falco_http2_machine:send_headers(Id, Status, Headers, fin, M0);
-        _ ->
-            {M1, A1} = falco_http2_machine:send_headers(Id, Status, Headers, nofin, M0),
-            {M2, A2} = falco_http2_machine:send_data(Id, Body, fin, none, M1),
-            {M2, A1 ++ A2}
     end.
 
 %% -- actions ------------------------------------------------------------------------

@@ -28,7 +28,8 @@
 %% @private internal to falco
 -module(falco_http2_flow).
 
--export([headers/5, inform/3, data/5, trailers/4, flush_stream/2, flush_blocked/1, stalled/2]).
+-export([headers/5, inform/3, data/5, trailers/4, flush_stream/2, flush_blocked/1, stalled/2,
+         queued/1]).
 
 -include("falco_http2_machine.hrl").
 
@@ -94,6 +95,16 @@ trailers(Id, Fields, Tag, M = #m{streams = Streams, rare = #rare{closing = false
     end;
 trailers(_, _, Tag, M) ->
     reply(Tag, {error, closed}, M).
+
+%% @doc The response bytes queued for the client's windows, over every
+%% stream.
+-spec queued(#m{}) -> non_neg_integer().
+queued(#m{streams = Streams}) ->
+    maps:fold(fun(_, #stream{queue = Q}, Acc) ->
+                      lists:foldl(fun({data, _, Size, _, _}, N) -> N + Size;
+                                     ({trailers, _, _}, N) -> N
+                                  end, Acc, Q)
+              end, 0, Streams).
 
 %% @doc Writes what the windows allow from the stream's queue.
 -spec flush_stream(#stream{}, #m{}) -> #m{}.

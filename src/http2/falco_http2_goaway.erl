@@ -5,14 +5,14 @@
 %% id and a PING, so that requests already on their way are still taken,
 %% then, at the PING's answer or after ?DRAIN_RTT ms, a GOAWAY with the
 %% last stream taken; the connection closes once no stream is left. A
-%% connection with no stream arms `idle_timeout' (idle_check/1, after
-%% every event). Connection errors (§5.4.1) stay with the machine, which
+%% connection with no stream arms `idle_timeout' (idle/1, after every
+%% event). Connection errors (§5.4.1) stay with the machine, which
 %% finds them.
 %%
 %% @private internal to falco
 -module(falco_http2_goaway).
 
--export([close/3, drain/1, final/1, idle_check/1]).
+-export([close/3, drain/1, final/1, idle/1]).
 
 -define(FALCO_H2_NO_PUT_STREAM, true).
 -define(FALCO_H2_NO_REPLY, true).
@@ -44,25 +44,27 @@ final(M = #m{last_id = Last, rare = R}) ->
     M1 = act({cancel_timer, drain}, M#m{rare = R#rare{draining = final, goaway_sent = true}}),
     send(falco_http2_frame:goaway(Last, no_error, <<>>), M1).
 
-%% @doc After every event: a connection left with no stream closes if it
-%% is drained or the client said GOAWAY, else arms idle_timeout (and a
-%% stream opening cancels it); one record copy per clause.
--spec idle_check(#m{}) -> #m{}.
-idle_check(M = #m{rare = #rare{closing = true}}) ->
-    M;
-idle_check(M = #m{streams = Streams, rare = R = #rare{draining = final}})
+%% @doc After every event, what the streams left make of the connection:
+%% with none left it closes if it is drained or the client said GOAWAY
+%% (`{closed, M}'), else arms idle_timeout (`{true, Action}'); when its
+%% first stream opens the timer is cancelled (`{false, Action}'); `keep'
+%% otherwise. The machine writes `idle' and the action with its other
+%% updates, in one copy of its record (falco_http2_machine:finish/1).
+-spec idle(#m{}) -> keep | {boolean(), action()} | {closed, #m{}}.
+idle(#m{rare = #rare{closing = true}}) ->
+    keep;
+idle(M = #m{streams = Streams, rare = R = #rare{draining = final}})
   when map_size(Streams) =:= 0 ->
     %% drained: the last GOAWAY is out and nothing is left to answer
-    act({close, drained}, M#m{rare = R#rare{closing = true}});
-idle_check(M = #m{streams = Streams, rare = #rare{peer_goaway = true}})
+    {closed, act({close, drained}, M#m{rare = R#rare{closing = true}})};
+idle(M = #m{streams = Streams, rare = #rare{peer_goaway = true}})
   when map_size(Streams) =:= 0 ->
     %% §6.8: the client is leaving and nothing is left to answer.
-    close(no_error, peer_goaway, M);
-idle_check(M = #m{streams = Streams, idle = false, out = Out,
-                  rare = #rare{opts = #{idle_timeout := Idle}}})
+    {closed, close(no_error, peer_goaway, M)};
+idle(#m{streams = Streams, idle = false, rare = #rare{opts = #{idle_timeout := Idle}}})
   when map_size(Streams) =:= 0 ->
-    M#m{idle = true, out = [{timer, idle, Idle} | Out]};
-idle_check(M = #m{streams = Streams, idle = true, out = Out}) when map_size(Streams) > 0 ->
-    M#m{idle = false, out = [{cancel_timer, idle} | Out]};
-idle_check(M) ->
-    M.
+    {true, {timer, idle, Idle}};
+idle(#m{streams = Streams, idle = true}) when map_size(Streams) > 0 ->
+    {false, {cancel_timer, idle}};
+idle(_) ->
+    keep.

@@ -63,7 +63,7 @@
 -module(falco_http2_machine).
 
 -export([new/1, frame/2, frame_error/2, upgrade/2,
-         send_headers/5, send_inform/3, send_data/5, send_trailers/4,
+         send_response/5, send_headers/5, send_inform/3, send_data/5, send_trailers/4,
          read/3, deliver_ready/1, prefetch/3, stream_exited/2, reset_stream/3, timeout/2,
          goaway/1, drain/1, max_frame_size/1, active_streams/1, send_queued/1, default_opts/0]).
 
@@ -137,7 +137,7 @@ new(Opts0) ->
          end,
     M3 = act({timer, settings, maps:get(settings_timeout, Opts)}, M2),
     M4 = act({timer, flood, maps:get(flood_window, Opts)}, M3),
-    done(idle_check(M4)).
+    finish(M4).
 
 %% @doc The largest frame we accept (for {@link falco_http2_frame:parse/2}).
 -spec max_frame_size(state()) -> 16384..16777215.
@@ -150,12 +150,8 @@ active_streams(#m{streams = S}) -> map_size(S).
 %% @doc The response bytes queued for the client's windows, over every
 %% stream (each stream process queues at most `h2_send_buffer' of them).
 -spec send_queued(state()) -> non_neg_integer().
-send_queued(#m{streams = Streams}) ->
-    maps:fold(fun(_, #stream{queue = Q}, Acc) ->
-                      lists:foldl(fun({data, _, Size, _, _}, N) -> N + Size;
-                                     ({trailers, _, _}, N) -> N
-                                  end, Acc, Q)
-              end, 0, Streams).
+send_queued(M) ->
+    falco_http2_flow:queued(M).
 
 %% @doc The HTTP/1.1 `Upgrade: h2c' path (RFC 7540 §3.2): the client's
 %% HTTP2-Settings are applied as its first SETTINGS (the 101 acknowledges
@@ -164,7 +160,7 @@ send_queued(#m{streams = Streams}) ->
 upgrade(Settings, M0) ->
     M1 = apply_remote_settings(Settings, M0),
     S = new_stream(1, fin, undefined, M1),
-    done(idle_check(M1#m{last_id = 1, streams = #{1 => S}})).
+    finish(M1#m{last_id = 1, streams = #{1 => S}}).
 
 %% -- incoming frames ----------------------------------------------------------
 
@@ -174,8 +170,8 @@ frame(_, M = #m{rare = #rare{closing = true}}) ->
     {M, []};
 frame(Frame, M) ->
     case counted(Frame, M) andalso count(frames, M) of
-        false -> done(idle_check(in(Frame, M)));
-        {ok, M1} -> done(idle_check(in(Frame, M1)));
+        false -> finish(in(Frame, M));
+        {ok, M1} -> finish(in(Frame, M1));
         {calm, Calm} -> done(Calm)
     end.
 
@@ -216,7 +212,7 @@ frame_error({stream_error, Id, Code, Why}, M = #m{last_id = Last}) when Id > Las
     %% Resetting an idle stream is not allowed (§5.1): end the connection.
     done(conn_error(Code, Why, M));
 frame_error({stream_error, Id, Code, _}, M) ->
-    done(idle_check(stream_error(Id, Code, M))).
+    finish(stream_error(Id, Code, M)).
 
 %% §3.4: the preface is followed by a SETTINGS frame.
 in({settings, Settings}, M = #m{rare = R = #rare{preface = false}}) ->
@@ -316,16 +312,18 @@ field_block(Id, Fin, Prio, Block,
             M = #m{decoder = Dec0, rare = #rare{opts = #{max_header_list_size := Max}}}) ->
     case falco_hpack:decode(Block, Dec0, #{max_header_list_size => Max}) of
         {ok, Fields, Dec} ->
-            stream_headers(Id, Fin, Prio, Fields, M#m{decoder = Dec});
+            stream_headers(Id, Fin, Prio, Fields, Dec, M);
         {error, {header_list_too_large, Dec}} ->
-            stream_headers(Id, Fin, Prio, too_large, M#m{decoder = Dec});
+            stream_headers(Id, Fin, Prio, too_large, Dec, M);
         {error, {compression_error, Why}} ->
             conn_error(compression_error, Why, M)
     end.
 
-stream_headers(Id, Fin, Prio, Fields, M = #m{last_id = Last}) when Id > Last ->
-    open_stream(Id, Fin, Prio, Fields, M#m{last_id = Id});
-stream_headers(Id, Fin, Prio, Fields, M = #m{streams = Streams}) ->
+%% `Dec': the decoder after the block, written with the new stream's id.
+stream_headers(Id, Fin, Prio, Fields, Dec, M = #m{last_id = Last}) when Id > Last ->
+    open_stream(Id, Fin, Prio, Fields, M#m{last_id = Id, decoder = Dec});
+stream_headers(Id, Fin, Prio, Fields, Dec, M0 = #m{streams = Streams}) ->
+    M = M0#m{decoder = Dec},
     case Streams of
         #{Id := S} -> request_trailers(S, Fin, Prio, Fields, M);
         #{} ->
@@ -359,21 +357,15 @@ open_stream(Id, Fin, _, Fields,
         {ok, Req = #{body := {length, N}}} -> start_stream(Id, Fin, N, Req, M);
         {ok, Req} -> start_stream(Id, Fin, undefined, Req, M);
         {error, {reply, Reason}} ->
-            start_stream(Id, Fin, undefined, {error, Reason, method(Fields)}, M);
+            start_stream(Id, Fin, undefined, {error, Reason, falco_http2_request:method(Fields)},
+                         M);
         {error, {malformed, _}} -> stream_error(Id, protocol_error, M)
     end.
 
-%% The method of a request answered with an error status, if it has one
-%% (a reply to HEAD carries no content, RFC 9110 §9.3.2).
-method(Fields) ->
-    case lists:keyfind(<<":method">>, 1, Fields) of
-        {_, Method} -> Method;
-        false -> undefined
-    end.
-
-start_stream(Id, Fin, Expected, Req, M = #m{streams = Streams}) ->
+start_stream(Id, Fin, Expected, Req, M = #m{streams = Streams, out = Out}) ->
     S = (new_stream(Id, Fin, Expected, M))#stream{tunnel = is_map(Req) andalso is_map_key(protocol, Req)},
-    act({request, Id, Req}, M#m{streams = Streams#{Id => S}}).
+    %% act/2 folded in: one copy of the record
+    M#m{streams = Streams#{Id => S}, out = [{request, Id, Req} | Out]}.
 
 new_stream(Id, Fin, Expected, #m{rare = #rare{local_window = LW, remote_window = RW}}) ->
     Remote = case Fin of fin -> fin; nofin -> open end,
@@ -572,7 +564,20 @@ settings_ack(M = #m{rare = R = #rare{pending_local = [Settings | Rest], local_wi
 %% @doc Sends the response head of stream `Id' (`fin': no body follows).
 -spec send_headers(stream_id(), 100..999, headers(), fin(), state()) -> {state(), [action()]}.
 send_headers(Id, Status, Headers, Fin, M) ->
-    done(idle_check(settle(falco_http2_flow:headers(Id, Status, Headers, Fin, M)))).
+    finish(settle(falco_http2_flow:headers(Id, Status, Headers, Fin, M))).
+
+%% @doc Sends a whole response on stream `Id': its head, and its body in
+%% DATA frames that end the stream (the head ends it when the body is
+%% empty).
+-spec send_response(stream_id(), 100..999, headers(), iodata(), state()) ->
+          {state(), [action()]}.
+send_response(Id, Status, Headers, Body, M) ->
+    M1 = case iolist_size(Body) of
+             0 -> falco_http2_flow:headers(Id, Status, Headers, fin, M);
+             _ -> falco_http2_flow:data(Id, Body, fin, none,
+                                        falco_http2_flow:headers(Id, Status, Headers, nofin, M))
+         end,
+    finish(settle(M1)).
 
 %% @doc Sends an interim (1xx) response on stream `Id'.
 -spec send_inform(stream_id(), 100..199, state()) -> {state(), [action()]}.
@@ -584,12 +589,12 @@ send_inform(Id, Status, M) ->
 %% `none' nothing comes back.
 -spec send_data(stream_id(), iodata(), fin(), tag(), state()) -> {state(), [action()]}.
 send_data(Id, Data, Fin, Tag, M) ->
-    done(idle_check(settle(falco_http2_flow:data(Id, Data, Fin, Tag, M)))).
+    finish(settle(falco_http2_flow:data(Id, Data, Fin, Tag, M))).
 
 %% @doc Ends stream `Id' with trailer fields (after any queued data).
 -spec send_trailers(stream_id(), headers(), tag(), state()) -> {state(), [action()]}.
 send_trailers(Id, Fields, Tag, M) ->
-    done(idle_check(settle(falco_http2_flow:trailers(Id, Fields, Tag, M)))).
+    finish(settle(falco_http2_flow:trailers(Id, Fields, Tag, M))).
 
 %% The streams whose sends flow finished (oldest first) may now close.
 settle(M = #m{settled = []}) ->
@@ -663,8 +668,7 @@ stream_exited(_, M) ->
 reset_stream(Id, Code, M = #m{streams = Streams, rare = #rare{closing = false}}) ->
     case Streams of
         #{Id := S} ->
-            done(idle_check(forget(S, reset_sent,
-                                   send(falco_http2_frame:rst_stream(Id, Code), M))));
+            finish(forget(S, reset_sent, send(falco_http2_frame:rst_stream(Id, Code), M)));
         #{} ->
             {M, []}
     end;
@@ -698,17 +702,17 @@ timeout({stall, Id}, M = #m{streams = Streams}) ->
                                              reply(Tag, {error, send_timeout}, Acc)
                                      end, M, Q),
                     M2 = send(falco_http2_frame:rst_stream(Id, cancel), M1),
-                    done(idle_check(forget(S#stream{queue = []}, reset_sent,
-                                           act({reset, Id, send_timeout}, M2))))
+                    finish(forget(S#stream{queue = []}, reset_sent,
+                                  act({reset, Id, send_timeout}, M2)))
             end;
         #{} ->
             {M, []}
     end;
 timeout(drain, M = #m{rare = #rare{draining = first}}) ->
-    done(idle_check(falco_http2_goaway:final(M)));
+    finish(falco_http2_goaway:final(M));
 timeout({linger, Id}, M = #m{streams = Streams}) ->
     case Streams of
-        #{Id := S = #stream{lingering = true}} -> done(idle_check(stop_lingering(S, M)));
+        #{Id := S = #stream{lingering = true}} -> finish(stop_lingering(S, M));
         #{} -> {M, []}
     end;
 timeout(_, M) ->
@@ -768,9 +772,16 @@ count(Key, M = #m{rare = R = #rare{counts = Counts, opts = #{flood_limits := Lim
         false -> {ok, M#m{rare = R#rare{counts = Counts#{Key => N}}}}
     end.
 
-%% (falco_http2_goaway's: a connection left with no stream)
-idle_check(M) ->
-    falco_http2_goaway:idle_check(M).
+%% The end of every event: the idle check (falco_http2_goaway:idle/1) and
+%% the actions handed over (done/1), with one copy of the record for both
+%% when the connection goes idle or busy (every request, one stream at a
+%% time).
+finish(M = #m{out = Out}) ->
+    case falco_http2_goaway:idle(M) of
+        keep -> done(M);
+        {closed, M1} -> done(M1);
+        {Idle, Action} -> {M#m{idle = Idle, out = []}, lists:reverse(Out, [Action])}
+    end.
 
 %% -- action list ----------------------------------------------------------------------------
 

@@ -38,7 +38,7 @@
 %% @private internal to falco
 -module(falco_http2_request).
 
--export([request/2, trailers/1, response_fields/1]).
+-export([request/2, method/1, trailers/1, response_fields/1]).
 
 -export_type([malformed/0]).
 
@@ -71,6 +71,16 @@ request(Fields, Opts0) ->
     case pseudo(Fields, #acc{}) of
         {ok, Acc} -> finish(Acc, Opts);
         {error, Why} -> {error, {malformed, Why}}
+    end.
+
+%% @doc The method of a field block, if it has one: for a request falco
+%% answers with an error status (a reply to HEAD carries no content, RFC
+%% 9110 §9.3.2).
+-spec method(headers()) -> binary() | undefined.
+method(Fields) ->
+    case lists:keyfind(<<":method">>, 1, Fields) of
+        {_, Method} -> Method;
+        false -> undefined
     end.
 
 %% §8.3: pseudo-fields come first, each at most once.
