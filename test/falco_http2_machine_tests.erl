@@ -416,11 +416,15 @@ recv_window_test() ->
     T1 = headers(1, post(100000), nofin, start(#{initial_window_size => 65535})),
     T2 = feed({data, 1, nofin, binary:copy(<<"a">>, 16384), 16384}, T1),
     ?assertEqual([], frames(T2)),
-    %% handed over below half the window: nothing yet; at half: WINDOW_UPDATE
+    %% the first read, however small, lets the client send ahead of the
+    %% reader (falco_http2_recv's READ_AHEAD): here the rest of the
+    %% declared length, at once
     T3 = read(1, 16384, T2),
-    ?assertEqual([], frames(T3)),
+    ?assertEqual([{window_update, 1, 100000 - 65535}], frames(T3)),
+    %% what is handed over afterwards is not given back: the window covers
+    %% the rest of the body
     T4 = read(1, 16384, feed({data, 1, nofin, binary:copy(<<"a">>, 16384), 16384}, T3)),
-    ?assertEqual([{window_update, 1, 32768}], frames(T4)),
+    ?assertEqual([], frames(T4)),
     %% a stream that is gone gets the end of its body
     ?assertEqual([{data, 99, <<>>, fin}], others(read(99, 10, T4))).
 
@@ -465,9 +469,33 @@ window_grows_with_reads_test() ->
     %% a third gets nothing beyond its initial window
     T5 = headers(5, post(3000000), nofin, T4),
     ?assertEqual([], frames(read(5, 10000000, T5))),
-    %% small reads do not grow anything
+    %% a small read grows the stream window to the read-ahead, 1 MB
+    %% (falco_http2_recv's READ_AHEAD), not to what it asked
     T6 = headers(7, post(3000000), nofin, start()),
-    ?assertEqual([], frames(read(7, 1000, T6))).
+    ?assertEqual([{window_update, 7, 1048576 - 65535}], frames(read(7, 1000, T6))),
+    %% and no further while the reader is that far behind
+    T7 = read(7, 1000, feed({data, 7, nofin, binary:copy(<<"r">>, 16384), 16384},
+                            read(7, 1000, T6))),
+    ?assertEqual([], [U || U = {window_update, 7, _} <- frames(T7)]).
+
+%% The read-ahead is granted within max_receive_buffer like any window
+%% beyond the initial ones: streams whose handlers each read a little
+%% cannot make the connection hold more than the buffer.
+read_ahead_within_buffer_test() ->
+    T0 = start(#{max_receive_buffer => 1500000}),
+    Read = fun(Id, T) ->
+                   T1 = read(Id, 1000, headers(Id, post(10000000), nofin, T)),
+                   {[I || {window_update, S, I} <- frames(T1), S =:= Id], T1}
+           end,
+    {G1, T1} = Read(1, T0),
+    ?assertEqual([1048576 - 65535], G1),
+    %% the second: what is left of the buffer (its own initial window
+    %% included): the two windows are the whole buffer
+    {G3, T3} = Read(3, T1),
+    ?assertEqual([1500000 - 1048576 - 65535], G3),
+    %% the third: its initial window only
+    {G5, _} = Read(5, T3),
+    ?assertEqual([], G5).
 
 %% An upload read whole costs one stream WINDOW_UPDATE, whatever came
 %% before the read: the window grows at once to the rest of the declared
