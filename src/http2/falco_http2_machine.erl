@@ -36,8 +36,10 @@
 %% Request bodies (§6.9, {@link falco_http2_recv}, the receiving half):
 %% DATA is appended to its stream's buffer and handed over when the
 %% stream's process asks ({@link read/3}), so a client's frame sizes do
-%% not decide how many messages and binaries the server keeps. A read gives the delivered bytes back to the stream window
-%% and grows that window towards what the handler asked for, within
+%% not decide how many messages and binaries the server keeps. A read
+%% gives the delivered bytes back to the stream window and grows that
+%% window towards what the handler asked for, and for a request body to
+%% at least 1 MB ahead of the handler, within
 %% `max_receive_buffer': the most request body the connection's streams may
 %% hold or be promised, all together (windows beyond the initial ones are
 %% granted only within it). The connection window grows with them.
@@ -460,9 +462,10 @@ prefetch(Id, Max, M) ->
 %% body: one `{data, Id, Bin | [Bin], Fin}' (or `{trailers, Id, Fields}')
 %% action answers it, at once if anything is buffered, else after the
 %% next socket read that brings some. The bytes handed over are given back
-%% to the stream window, and the window grows towards `Want' as far as
-%% `max_receive_buffer' allows, so a handler reading a large body is not
-%% held to a round trip per initial window. A stream no longer open gets
+%% to the stream window, and the window grows towards `Want' (a request
+%% body's to at least 1 MB ahead) as far as `max_receive_buffer' allows,
+%% so a handler reading a large body is not held to a round trip per
+%% window. A stream no longer open gets
 %% the end of its body.
 -spec read(stream_id(), pos_integer(), state()) -> {state(), [action()]}.
 read(Id, Want, M = #m{rare = #rare{closing = false}}) ->

@@ -13,11 +13,12 @@
 %%
 %% Windows: the connection window is given back as soon as data arrives,
 %% since the stream windows bound what a client can make us hold; a stream
-%% window is given back as its body is handed over. A read for more than a
-%% stream window holds grows it, to what the handler asked for (or what is
-%% left of a declared length), as long as the sum over the connection's
-%% streams of what is held, what their windows let the client send and
-%% what is about to be given back stays within `max_receive_buffer'; the
+%% window is given back as its body is handed over. A read grows it, to
+%% what the handler asked for and for a request body to at least
+%% ?READ_AHEAD (or what is left of a declared length), as long as the sum
+%% over the connection's streams of what is held, what their windows let
+%% the client send and what is about to be given back stays within
+%% `max_receive_buffer'; the
 %% connection window grows with them. A read grows the window before it is
 %% answered, and nothing is given back while the window already covers
 %% what is left of a declared length.
