@@ -486,15 +486,15 @@ act([{timer, idle, Ms} | Rest], C = #c{timers = Timers}) when is_integer(Ms) ->
     %% The machine arms idle_timeout whenever its last stream closes and
     %% cancels it when the next one opens: a start_timer and a cancel_timer
     %% per request on a connection with one stream at a time. Instead the
-    %% deadline is noted and a timer already running is kept; when it fires
-    %% early it is armed again for what is left (handle/2). idle_timeout is
+    %% deadline is noted and a timer already running is kept (gather/6);
+    %% only when none runs is one started, here. When it fires early it is
+    %% armed again for what is left (handle/2). idle_timeout is
     %% fixed for the connection, so a running timer never fires after the
     %% new deadline and never needs cancelling. With done/1's
     %% shortcut, 9 interleaved rounds of h2c hello: 32.3 k -> 33.8 k req/s
     %% (medians); echo 24.9 k -> 26.9 k, 40.1 -> 37.2 us (4 rounds),
     %% 2026-11-25 (docs/internals/http2.md).
     At = erlang:monotonic_time(millisecond) + Ms,
-    %% (a timer already running is gather/6's)
     TRef = erlang:start_timer(Ms, self(), idle),
     exec(Rest, C#c{idle_at = At, timers = Timers#{idle => TRef}});
 act([{timer, Name, Ms} | Rest], C = #c{timers = Timers}) ->
