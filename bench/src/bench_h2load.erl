@@ -47,6 +47,10 @@ run(Sc, Url, #{seconds := Seconds, clients := Clients}, Pin, WorkDir) ->
     Streams = maps:get(streams, Sc, 1),
     Args = ["-t1", "-c" ++ integer_to_list(Clients), "-m" ++ integer_to_list(Streams),
             "-D", integer_to_list(Seconds), "--log-file", Log]
+        ++ case maps:get(h1, Sc, false) of
+               true -> ["--h1"];
+               false -> []
+           end
         ++ lists:append([["-H", binary_to_list(<<K/binary, ": ", V/binary>>)]
                          || {K, V} <- maps:get(headers, Sc)])
         ++ body_args(Sc, WorkDir) ++ [Url],

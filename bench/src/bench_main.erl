@@ -271,6 +271,7 @@ measure_running(Sc = #{name := Name}, H = #{os_pid := Pid}, Port, Path, Ctx) ->
     Check = case {maps:get(driver, Sc), maps:get(protocol, Ctx)} of
                 {wsload, _} -> bench_ws:check(Sc, Port, Ctx);
                 {_, h1} -> bench_check:check(Sc, Port);
+                {_, h2} when map_get(h1, Sc) -> bench_check:check(Sc, Port);
                 {_, h2} -> bench_h2load:check(Sc, Port)
             end,
     case Check of

@@ -69,6 +69,7 @@ markdown(R = #{servers := Servers, scenarios := All}) ->
      open_loop(R),
      survey(R),
      not_leading(R),
+     over_h1(R),
      scenario_table(R),
      failures(R)].
 
@@ -345,6 +346,44 @@ not_leading(#{results := Results, servers := Servers, scenarios := Scs}) ->
                  _ -> Lines
              end]
     end.
+
+%% For each h2 upload scenario whose HTTP/1.1 baseline ran too (the same
+%% request from the same client, h2load --h1; bench_scenarios), how much
+%% slower the upload was over h2, per server: the ratio of the medians of
+%% req/s and of server CPU per request.
+over_h1(#{results := Results, servers := Servers, scenarios := Scs}) ->
+    Names = [N || #{name := N} <- Scs],
+    Pairs = [{N, H1} || #{name := H1, h1 := true} <- Scs,
+                        N <- [base_name(H1)], lists:member(N, Names)],
+    Lines = [over_h1_line(N, H1, S, cells(Results, S, N), cells(Results, S, H1))
+             || {N, H1} <- Pairs, S <- Servers],
+    case [L || L <- Lines, L =/= []] of
+        [] -> [];
+        Some -> ["\n## Uploads over h2 against HTTP/1.1, one client for both\n\n",
+                 "Each `_h1` row sends the request of the scenario it names over HTTP/1.1 "
+                 "through h2load (`--h1`), so the two differ only by the protocol. The "
+                 "HTTP/1.1 table (results.md) drives uploads with wrk, which costs the server "
+                 "less per byte than h2load does over either protocol.\n\n",
+                 "| scenario | server | h2 req/s | HTTP/1.1 req/s | h2 slower by | h2 CPU per request | "
+                 "HTTP/1.1 CPU per request | ratio |\n|---|---|---:|---:|---:|---:|---:|---:|\n",
+                 Some]
+    end.
+
+base_name(H1) ->
+    Name = atom_to_list(H1),
+    list_to_atom(lists:sublist(Name, length(Name) - length("_h1"))).
+
+over_h1_line(N, _, S, #{rps := #{median := R2}, cpu_us := C2}, #{rps := #{median := R1}, cpu_us := C1})
+  when R2 > 0 ->
+    {Cpu2, Cpu1, CpuRatio} = case {C2, C1} of
+                                 {#{median := A}, #{median := B}} when B > 0 ->
+                                     {fmt_us(A), fmt_us(B), io_lib:format("~.2fx", [A / B])};
+                                 _ -> {"?", "?", "?"}
+                             end,
+    io_lib:format("| ~s | ~s | ~ts | ~ts | ~.2fx | ~ts | ~ts | ~ts |~n",
+                  [N, S, fmt_rps(R2), fmt_rps(R1), R1 / R2, Cpu2, Cpu1, CpuRatio]);
+over_h1_line(_, _, _, _, _) ->
+    [].
 
 %% The line of a scenario where another server beats falco's median.
 behind(Sc = #{name := Name}, Erlang, Results) ->

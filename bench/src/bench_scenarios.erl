@@ -27,13 +27,14 @@ names(h1) ->
      ws_echo, ws_large, ws_idle, idle_h1, idle_h2];
 names(h2) ->
     [hello, json, echo, headers_heavy, multi_stream, large_response, upload_1mb, upload_20mb,
-     tls_handshake].
+     upload_1mb_h1, upload_20mb_h1, tls_handshake].
 
 %% @doc One scenario. Keys: name, what, method, path, headers, body
 %% (binary or {rep, Line, Count}), lua (extra script or none), clients
 %% (undefined = the --clients value), expect (status, body, content-type
 %% prefix, content-encoding) and note; optionally tls (served over TLS,
-%% see bench_tls) and only (h2: no HTTP/1.1 form; h1: no HTTP/2 form).
+%% see bench_tls), only (h2: no HTTP/1.1 form; h1: no HTTP/2 form) and h1
+%% (an --protocol h2 scenario that h2load sends over HTTP/1.1, `--h1').
 %% The WebSocket scenarios (driver wsload, see bench_ws) have ws: the
 %% generator's mode, message size and kind; their expect is unused (the
 %% generator checks every echo).
@@ -117,6 +118,10 @@ find(survey) ->
 find(slow_handler) ->
     s(slow_handler, "GET /slow, the handler sleeps 100 ms; 1000 connections (seed 001's shape)",
       get, "/slow", #{clients => 1000}, ok(<<"text/plain">>, bench_fx:hello()));
+find(upload_1mb_h1) ->
+    over_h1(upload_1mb);
+find(upload_20mb_h1) ->
+    over_h1(upload_20mb);
 find(multi_stream) ->
     (s(multi_stream, "HTTP/2 only: GET /hello, 10 connections x 100 concurrent streams",
        get, "/hello", #{streams => 100, clients => 10}, ok(<<"text/plain">>, bench_fx:hello())))
@@ -210,6 +215,18 @@ idle(Name, What, Proto) ->
        ok(<<"text/plain">>, bench_fx:hello())))
         #{note => "after a forced GC and 2 s of rest; then every connection must answer "
                   "one more GET"}.
+
+%% The HTTP/1.1 baseline of an h2 upload scenario, from the same client:
+%% h2load with --h1 sends the same request over HTTP/1.1. wrk and h2load
+%% differ by more than the protocols do (h2load writes each 16 KB DATA
+%% frame with a write of its own), so the h2 run compares h2 with HTTP/1.1
+%% through h2load alone (docs/internals/http2.md).
+over_h1(Name) ->
+    Sc = #{what := What} = find(Name),
+    Sc#{name => list_to_atom(atom_to_list(Name) ++ "_h1"), h1 => true, only => h2,
+        what => "HTTP/1.1 through h2load --h1, the baseline of " ++ atom_to_list(Name)
+                ++ " over h2: " ++ What,
+        note => "h2load --h1"}.
 
 line64() -> <<"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-\n">>.
 
