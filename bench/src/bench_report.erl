@@ -353,9 +353,8 @@ not_leading(#{results := Results, servers := Servers, scenarios := Scs}) ->
 %% req/s and of server CPU per request.
 over_h1(#{results := Results, servers := Servers, scenarios := Scs}) ->
     Names = [N || #{name := N} <- Scs],
-    Pairs = [{N, H1} || #{name := H1, h1 := true} <- Scs,
-                        N <- [base_name(H1)], lists:member(N, Names)],
-    Lines = [over_h1_line(N, H1, S, cells(Results, S, N), cells(Results, S, H1))
+    Pairs = [{N, H1} || #{name := H1, baseline_of := N} <- Scs, lists:member(N, Names)],
+    Lines = [over_h1_line(N, S, cells(Results, S, N), cells(Results, S, H1))
              || {N, H1} <- Pairs, S <- Servers],
     case [L || L <- Lines, L =/= []] of
         [] -> [];
@@ -369,11 +368,7 @@ over_h1(#{results := Results, servers := Servers, scenarios := Scs}) ->
                  Some]
     end.
 
-base_name(H1) ->
-    Name = atom_to_list(H1),
-    list_to_atom(lists:sublist(Name, length(Name) - length("_h1"))).
-
-over_h1_line(N, _, S, #{rps := #{median := R2}, cpu_us := C2}, #{rps := #{median := R1}, cpu_us := C1})
+over_h1_line(N, S, #{rps := #{median := R2}, cpu_us := C2}, #{rps := #{median := R1}, cpu_us := C1})
   when R2 > 0 ->
     {Cpu2, Cpu1, CpuRatio} = case {C2, C1} of
                                  {#{median := A}, #{median := B}} when B > 0 ->
@@ -382,7 +377,7 @@ over_h1_line(N, _, S, #{rps := #{median := R2}, cpu_us := C2}, #{rps := #{median
                              end,
     io_lib:format("| ~s | ~s | ~ts | ~ts | ~.2fx | ~ts | ~ts | ~ts |~n",
                   [N, S, fmt_rps(R2), fmt_rps(R1), R1 / R2, Cpu2, Cpu1, CpuRatio]);
-over_h1_line(_, _, _, _, _) ->
+over_h1_line(_, _, _, _) ->
     [].
 
 %% The line of a scenario where another server beats falco's median.

@@ -33,8 +33,9 @@ names(h2) ->
 %% (binary or {rep, Line, Count}), lua (extra script or none), clients
 %% (undefined = the --clients value), expect (status, body, content-type
 %% prefix, content-encoding) and note; optionally tls (served over TLS,
-%% see bench_tls), only (h2: no HTTP/1.1 form; h1: no HTTP/2 form) and h1
-%% (an --protocol h2 scenario that h2load sends over HTTP/1.1, `--h1').
+%% see bench_tls), only (h2: no HTTP/1.1 form; h1: no HTTP/2 form), h1
+%% (an --protocol h2 scenario that h2load sends over HTTP/1.1, `--h1') and
+%% baseline_of (the h2 scenario an h1 one is the baseline of).
 %% The WebSocket scenarios (driver wsload, see bench_ws) have ws: the
 %% generator's mode, message size and kind; their expect is unused (the
 %% generator checks every echo).
@@ -223,7 +224,8 @@ idle(Name, What, Proto) ->
 %% through h2load alone (docs/internals/http2.md).
 over_h1(Name) ->
     Sc = #{what := What} = find(Name),
-    Sc#{name => list_to_atom(atom_to_list(Name) ++ "_h1"), h1 => true, only => h2,
+    Sc#{name => list_to_atom(atom_to_list(Name) ++ "_h1"), h1 => true, baseline_of => Name,
+        only => h2,
         what => "HTTP/1.1 through h2load --h1, the baseline of " ++ atom_to_list(Name)
                 ++ " over h2: " ++ What,
         note => "h2load --h1"}.
