@@ -111,14 +111,17 @@ matrix(Servers, Skipped, Scenarios, Ctx = #{runs := Runs}) ->
                lists:join(",", [atom_to_list(S) || S <- Servers]),
                maps:get(warmup, Ctx), maps:get(duration, Ctx)]),
     T0 = erlang:monotonic_time(second),
+    Before = host_speed("before", Ctx),
     {Results, _} = lists:mapfoldl(
                      fun({R, Sc, Sv}, I) ->
                              Res = cell(R, Sc, Sv, Ctx),
                              progress(I, Total, Res, T0),
                              {Res, I + 1}
                      end, 1, Cells),
+    After = host_speed("after", Ctx),
     Report0 = #{servers => Servers, skipped => Skipped, scenarios => Scenarios,
                 results => Results, ctx => Ctx, machine => bench_proc:machine(),
+                host => #{first => Before, last => After},
                 loadgen => case maps:get(protocol, Ctx) of
                                h1 -> bench_wrk:version();
                                h2 -> bench_h2load:version()
@@ -146,6 +149,29 @@ matrix(Servers, Skipped, Scenarios, Ctx = #{runs := Runs}) ->
              || #{server := Sv, scenario := Sc, run := R, status := {error, Why}} <- Failed],
             1
     end.
+
+%% The host's speed, before the matrix and after it: the runtime's floor
+%% (bench_floor) under the run's own hello load, one run each way (a
+%% disturbed one repeated as a cell's would be). The
+%% same machine runs a floor at very different speeds from one hour to
+%% the next (its neighbours are not ours to see), and a slower host moves
+%% the servers' ratios too, so a publication says where its host stood;
+%% the report puts it in its header. --smoke has the floor among its
+%% servers already.
+host_speed(_, #{smoke := true}) ->
+    none;
+host_speed(When, Ctx) ->
+    {ok, Vsn, _} = bench_servers:available(floor, Ctx),
+    C = Ctx#{versions => (maps:get(versions, Ctx))#{floor => Vsn}},
+    Res = attempt(#{server => floor, scenario => hello, run => 0}, bench_scenarios:find(hello),
+                  floor, C, maps:get(retries, Ctx), none),
+    io:format("bench: host speed ~s the matrix: ~ts~n", [When, host_line(Res)]),
+    Res.
+
+host_line(#{status := ok, rps := Rps} = M) ->
+    io_lib:format("floor ~ts req/s, cpu ~ts/req", [bench_report:fmt_rps(Rps), cpu(M)]);
+host_line(#{status := {error, Why}}) ->
+    "floor FAILED: " ++ Why.
 
 cell(R, Sc = #{name := Name}, Sv, Ctx) ->
     Base = #{server => Sv, scenario => Name, run => R},

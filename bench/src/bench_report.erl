@@ -178,6 +178,8 @@ header(R = #{ctx := Ctx, machine := M, loadgen := Wrk, skipped := Skipped, serve
                                      "the scenario sets its own",
                                      [maps:get(runs, Ctx), maps:get(warmup, Ctx),
                                       maps:get(duration, Ctx), maps:get(clients, Ctx)])}]
+           ++ [{"host speed", host_speed(H)} || H = #{first := B} <- [maps:get(host, R, #{})],
+                                                 B =/= none]
            ++ [{"skipped", [lists:join("; ", [[atom_to_list(S), ": ", W] || {S, W} <- Skipped])]}
                || Skipped =/= []],
     ["# falco benchmark results, ", case maps:get(protocol, Ctx) of
@@ -188,6 +190,26 @@ header(R = #{ctx := Ctx, machine := M, loadgen := Wrk, skipped := Skipped, serve
      "Written by bench/run; every number below was measured in the run described here.\n\n",
      "| | |\n|---|---|\n",
      [["| ", K, " | ", V, " |\n"] || {K, V} <- Rows]].
+
+%% The runtime's floor (bench_main:host_speed/2) before and after the
+%% matrix: where the host stood, to compare publications through.
+host_speed(#{first := B, last := A}) ->
+    ["the runtime's floor (bench_floor, no HTTP work) under this run's hello load, "
+     "measured like a cell: ", floor_text(B), " before the matrix, ", floor_text(A),
+     " after it. The host's speed varies from hour to hour and moves the servers' "
+     "ratios too; compare publications through these figures"].
+
+floor_text(#{status := ok, rps := Rps, cpu_us := Cpu} = M) when is_number(Cpu) ->
+    [fmt_rps(Rps), " req/s at ", fmt_us(Cpu), " of CPU per request",
+     case maps:get(noise, M, undefined) of
+         N when is_number(N), N >= 1 -> io_lib:format(" (~b % other load on the server core)",
+                                                       [round(N)]);
+         _ -> ""
+     end];
+floor_text(#{status := {error, Why}}) ->
+    ["failed (", Why, ")"];
+floor_text(_) ->
+    "unknown".
 
 pin_text([]) -> "not pinned (fewer than 2 cores or no taskset)";
 pin_text([_, "-c", Core]) -> ["pinned to core ", Core, " (taskset)"].
