@@ -152,12 +152,12 @@ matrix(Servers, Skipped, Scenarios, Ctx = #{runs := Runs}) ->
 
 %% The host's speed, before the matrix and after it: the runtime's floor
 %% (bench_floor) under the run's own hello load, one run each way (a
-%% disturbed one repeated as a cell's would be). The
-%% same machine runs a floor at very different speeds from one hour to
-%% the next (its neighbours are not ours to see), and a slower host moves
-%% the servers' ratios too, so a publication says where its host stood;
-%% the report puts it in its header. --smoke has the floor among its
-%% servers already.
+%% disturbed one repeated as a cell's would be). The same machine runs a
+%% floor at very different speeds from one hour to the next (its
+%% neighbours are not ours to see), and a slower host moves the servers'
+%% ratios too, so a publication says where its host stood; the report
+%% puts it in its header. --smoke has the floor among its servers
+%% already.
 host_speed(_, #{smoke := true}) ->
     none;
 host_speed(When, Ctx) ->
