@@ -99,11 +99,23 @@ mask_is_an_involution_test_() ->
     [?_assertEqual(D, falco_ws_frame:mask(falco_ws_frame:mask(D, ?KEY), ?KEY))
      || N <- [0, 1, 2, 3, 4, 5, 255, 256, 257, 1000], D <- [crypto:strong_rand_bytes(N)]].
 
+%% mask/3, a part of a payload from its offset with the frame's key
+%% stream, gives the bytes of mask/2 on the whole at that offset; a stream
+%% shorter than the part is made anew.
+mask_from_an_offset_test_() ->
+    D = crypto:strong_rand_bytes(1000),
+    Whole = falco_ws_frame:mask(D, ?KEY),
+    Stream = falco_ws_frame:key_stream(?KEY, 300),
+    [?_assertEqual(binary:part(Whole, Off, Len),
+                   falco_ws_frame:mask(binary:part(D, Off, Len), Stream, Off))
+     || {Off, Len} <- [{0, 0}, {0, 1}, {1, 3}, {2, 300}, {3, 297}, {5, 299}, {7, 301},
+                       {100, 900}, {999, 1}]].
+
 %% peek/1: the payload so far of a frame that is not complete, still masked.
 peek_test_() ->
     Frame = masked(text, <<"Hello, world">>),
     [?_assertEqual(none, falco_ws_frame:peek(binary:part(Frame, 0, 5))),
-     ?_assertEqual({text, false, <<16#37, 16#fa, 16#21, 16#3d>>, binary:part(Frame, 6, 3)},
+     ?_assertEqual({text, fin, false, <<16#37, 16#fa, 16#21, 16#3d>>, binary:part(Frame, 6, 3)},
                    falco_ws_frame:peek(binary:part(Frame, 0, 9))),
      %% control frames are never peeked (they are short and checked whole)
      ?_assertEqual(none, falco_ws_frame:peek(binary:part(masked(ping, <<"abc">>), 0, 7)))].

@@ -201,7 +201,7 @@ valid_frame(_, _) ->
 
 %% Valid frames fed a byte at a time: whenever parse/2 says `{more, N}', no
 %% frame completes before N more bytes; and for a server, peek/1 on a
-%% data frame in progress gives its opcode, RSV1, key and a prefix of its
+%% data frame in progress gives its opcode, FIN, RSV1, key and a prefix of its
 %% masked payload (none for a control frame or before the key).
 prop_incremental() ->
     ?FORALL({Role, Frames}, {role(), ?LET(N, range(1, 3), vector(N, {small_frame(), key()}))},
@@ -221,11 +221,11 @@ incremental(Bin, {Op, Fin, Rsv1, P} = F, Key, Role, Opts) ->
                  ({I, _}) -> I =:= Size
               end, Results).
 
-peek_ok(Prefix, {Op, _, Rsv1, P}, Key, server) ->
+peek_ok(Prefix, {Op, Fin, Rsv1, P}, Key, server) ->
     case ?F:peek(Prefix) of
         none ->
             true;
-        {Op, Rsv1, Key, Part} ->
+        {Op, Fin, Rsv1, Key, Part} ->
             lists:member(Op, [continuation, text, binary])
                 andalso byte_size(Part) < byte_size(P)
                 andalso ?F:mask(Part, Key) =:= binary:part(P, 0, byte_size(Part));

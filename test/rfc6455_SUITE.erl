@@ -18,6 +18,7 @@
          handler_bad_close_code_1011/1, handle_info_and_hibernate/1,
          unmasked_frame_1002/1, reserved_opcode_1002/1, invalid_utf8_1007/1,
          invalid_utf8_mid_frame_1007/1, large_frames_in_pieces/1,
+         large_frame_then_more_in_one_read/1, close_while_large_frame_arrives/1,
          huge_declared_length_1009/1, endless_fragments_1009/1, idle_timeout/1,
          ping_interval/1, close_timeout/1, crash_1011_bounded_report/1,
          listener_stop_1001/1, sys_get_state/1, slow_reader_bounded/1, ping_flood_bounded/1,
@@ -38,10 +39,11 @@ groups() ->
                               subprotocol_selected, pipelined_frames_after_handshake]},
      {frames, [parallel], [echo_text_and_binary, fragments_and_control_frames, ping_gets_pong,
                            unmasked_frame_1002, reserved_opcode_1002, invalid_utf8_1007,
-                           invalid_utf8_mid_frame_1007, large_frames_in_pieces]},
+                           invalid_utf8_mid_frame_1007, large_frames_in_pieces,
+                           large_frame_then_more_in_one_read]},
      {closing, [parallel], [client_close_echoed, handler_stop_closes_1000, handler_close_code,
                             handler_bad_close_code_1011, idle_timeout, ping_interval,
-                            close_timeout]},
+                            close_timeout, close_while_large_frame_arrives]},
      {handler, [], [handle_info_and_hibernate, crash_1011_bounded_report, listener_stop_1001,
                     sys_get_state]},
      {hostile, [], [huge_declared_length_1009, endless_fragments_1009,
@@ -277,6 +279,39 @@ large_frames_in_pieces(Config) ->
     ?assertEqual({[], {close, 1007}}, ?WS:recv_until_close(Sock2, 5000)),
     ?assertEqual({protocol_error, 1007, invalid_utf8}, terminated(Pid2)).
 
+%% A large frame is unmasked read by read at each read's offset in the
+%% payload: pieces of sizes that move the key's phase every time, UTF-8
+%% characters split across them, and the last piece carrying a small frame
+%% and a ping after the large one, which must come back too, in order.
+large_frame_then_more_in_one_read(Config) ->
+    Port = start(Config, #{max_frame_size => 4000000, max_message_size => 4000000}),
+    {Sock, _Pid} = open(Port),
+    Text = iolist_to_binary(lists:duplicate(20000, <<"a", 16#c3, 16#a9, 16#e2, 16#82, 16#ac>>)),
+    Binary = crypto:strong_rand_bytes(300001),
+    Frame = fun(Op, Payload, Key) ->
+                    iolist_to_binary(falco_ws_frame:encode_masked(Op, Payload, fin, false, Key))
+            end,
+    Big1 = Frame(text, Text, <<1, 2, 3, 4>>),
+    Big2 = Frame(binary, Binary, <<255, 0, 17, 99>>),
+    After = [Frame(text, <<"after">>, <<5, 6, 7, 8>>), Frame(ping, <<"p">>, <<9, 9, 9, 9>>)],
+    ok = send_odd_pieces(Sock, Big1, [4099, 7, 65537, 1, 30001, 3]),
+    ?assertEqual({text, Text}, ?WS:recv(Sock, 10000)),
+    %% the tail of Big2 and the frames after it in one write
+    Cut = byte_size(Big2) - 5,
+    ok = send_odd_pieces(Sock, binary:part(Big2, 0, Cut), [65538, 5, 131073]),
+    ok = ?WS:send_raw(Sock, [binary:part(Big2, Cut, 5) | After]),
+    ?assertEqual({binary, Binary}, ?WS:recv(Sock, 10000)),
+    ?assertEqual({text, <<"after">>}, ?WS:recv(Sock, 5000)),
+    ?assertEqual({pong, <<"p">>}, ?WS:recv(Sock, 5000)).
+
+send_odd_pieces(Sock, Bin, [Size | Sizes]) when byte_size(Bin) > Size ->
+    <<Piece:Size/binary, Rest/binary>> = Bin,
+    ok = ?WS:send_raw(Sock, Piece),
+    timer:sleep(2),
+    send_odd_pieces(Sock, Rest, Sizes ++ [Size]);
+send_odd_pieces(Sock, Bin, _) ->
+    ?WS:send_raw(Sock, Bin).
+
 send_pieces(Sock, Bin, Size) when byte_size(Bin) =< Size ->
     ?WS:send_raw(Sock, Bin);
 send_pieces(Sock, Bin, Size) ->
@@ -329,6 +364,26 @@ handler_bad_close_code_1011(Config) ->
         ?assertMatch({crash, error, {bad_websocket_frame, _}}, terminated(Pid))
     end),
     ?assertMatch([_], Log).
+
+%% The handler closes while a large frame is half received: the rest of
+%% that frame is read and dropped (never given to the handler, never
+%% echoed), and the peer's close after it ends the handshake (§7.1.2).
+close_while_large_frame_arrives(Config) ->
+    Port = start(Config, #{max_frame_size => 4000000, max_message_size => 4000000}),
+    {Sock, Pid} = open(Port),
+    Big = iolist_to_binary(falco_ws_frame:encode_masked(binary, crypto:strong_rand_bytes(200000),
+                                                         fin, false, <<3, 1, 4, 1>>)),
+    ok = ?WS:send_raw(Sock, binary:part(Big, 0, 70000)),
+    timer:sleep(50),
+    Pid ! stop,
+    ?assertEqual({close, <<1000:16>>}, ?WS:recv(Sock, 5000)),
+    %% the rest of the frame is read as that frame's: the session still
+    %% waits for the peer's close, and nothing is echoed
+    ok = ?WS:send_raw(Sock, binary:part(Big, 70000, byte_size(Big) - 70000)),
+    ?assertEqual({error, timeout}, ?WS:recv(Sock, 300)),
+    ok = ?WS:send(Sock, close, <<1000:16>>),
+    ?assertEqual({error, closed}, ?WS:recv(Sock, 5000)),
+    ?assertEqual(normal, terminated(Pid)).
 
 idle_timeout(Config) ->
     Port = start(Config, #{idle_timeout => 300}),

@@ -59,8 +59,8 @@
 %% what an HTTP/2 session asks for at a time: the stream window grows to it
 -define(H2_READ, 65536).
 
-%% Frames whose payload still lacks at least this many bytes are gathered
-%% as a list of reads rather than appended to one binary (gathering/4).
+%% Frames whose payload still lacks at least this many bytes are unmasked
+%% read by read rather than parsed whole (gathering/3).
 -define(GATHER, 16384).
 
 %% The socket's read buffer over HTTP/1.1: narrow while frames are small
@@ -68,7 +68,7 @@
 %% connection: 1460 bytes cost ws_idle about 950 bytes per connection more
 %% than 512), wide while a large frame is gathered (fewer reads).
 -define(NARROW_BUFFER, 512).
--define(WIDE_BUFFER, 262144).
+-define(WIDE_BUFFER, 65536).
 
 -record(ws, {io :: io(),
              %% a read is asked for (`{active, once}' set, or a `{read, Want}'
@@ -88,10 +88,11 @@
              %% checked as UTF-8 already, and the state after them (`none':
              %% not checkable text; `unknown': not looked at yet)
              peek = {0, unknown} :: {non_neg_integer(), falco_ws_utf8:state() | none | unknown},
-             %% a large frame being gathered (see gather/2): the byte count
-             %% at which it is whole, the pieces so far (newest first), their
-             %% size, the frame's masking key
-             more = none :: none | {pos_integer(), [binary()], non_neg_integer(), <<_:32>>},
+             %% a large frame being gathered (see gather/2): its opcode, FIN
+             %% and RSV1, the payload bytes still to come, the payload so
+             %% far (unmasked), its size, the frame's key stream
+             more = none :: none | {{falco_ws_frame:opcode(), falco_ws_frame:fin(), boolean()},
+                                    pos_integer(), binary(), non_neg_integer(), binary()},
              idle_timeout :: timeout(),
              ping_interval :: timeout(),
              close_timeout :: timeout(),
@@ -175,11 +176,7 @@ now_ms() -> erlang:monotonic_time(millisecond).
 frames(Bin, S = #ws{parse = P}) ->
     case falco_ws_frame:parse(Bin, P) of
         {ok, Frame, Rest} ->
-            S1 = S#ws{peek = {0, unknown}},
-            case S#ws.closing of
-                false -> frame(Frame, Rest, S1);
-                _ -> closing_frame(Frame, Rest, S1)
-            end;
+            parsed(Frame, Rest, S);
         {more, N} when S#ws.closing =:= false ->
             partial(Bin, N, S);
         {more, _} ->
@@ -190,71 +187,91 @@ frames(Bin, S = #ws{parse = P}) ->
             fail(falco_ws_frame:close_code(Why), Why, S)
     end.
 
+%% A whole frame, `Rest' the bytes after it.
+parsed(Frame, Rest, S) ->
+    S1 = S#ws{peek = {0, unknown}},
+    case S#ws.closing of
+        false -> frame(Frame, Rest, S1);
+        _ -> closing_frame(Frame, Rest, S1)
+    end.
+
 %% A text frame arriving in pieces is checked as it comes: invalid UTF-8
 %% fails the connection at once, not when the frame is complete (RFC 6455
 %% §8.1; Autobahn 6.4.3, 6.4.4). Only the new bytes are unmasked and
 %% checked each time.
 partial(Bin, Need, S = #ws{peek = {Done, U0}, session = Session}) ->
     case falco_ws_frame:peek(Bin) of
-        {Op, Rsv1, Key, Part} when byte_size(Part) > Done, U0 =/= none ->
+        {Op, _, Rsv1, Key, Part} when byte_size(Part) > Done, U0 =/= none ->
             case U0 of
                 unknown -> partial_check(Bin, Need, Key, Part, Done, falco_ws_session:partial_text(Op, Rsv1, Session), S);
                 _ -> partial_check(Bin, Need, Key, Part, Done, {ok, U0}, S)
             end;
-        {_, _, Key, _} when U0 =:= none ->
-            wait(gathering(Bin, Need, Key, S));
+        {_, _, _, _, _} when U0 =:= none ->
+            wait(gathering(Bin, Need, S));
         _ ->
             %% only the header so far, or a control frame
             wait(S#ws{buf = Bin})
     end.
 
-partial_check(Bin, Need, Key, _Part, _Done, none, S) ->
-    wait(gathering(Bin, Need, Key, S#ws{peek = {0, none}}));
+partial_check(Bin, Need, _Key, _Part, _Done, none, S) ->
+    wait(gathering(Bin, Need, S#ws{peek = {0, none}}));
 partial_check(Bin, Need, Key, Part, Done, {ok, U0}, S) ->
     New = binary:part(Part, Done, byte_size(Part) - Done),
-    case falco_ws_utf8:validate(falco_ws_frame:mask(New, rotate(Key, Done rem 4)), U0) of
-        {ok, U} -> wait(gathering(Bin, Need, Key, S#ws{peek = {byte_size(Part), U}}));
+    Plain = falco_ws_frame:mask(New, falco_ws_frame:key_stream(Key, byte_size(New)), Done),
+    case falco_ws_utf8:validate(Plain, U0) of
+        {ok, U} -> wait(gathering(Bin, Need, S#ws{peek = {byte_size(Part), U}}));
         {error, invalid_utf8} -> fail(1007, invalid_utf8, S)
     end.
 
 %% A data frame whose header is in and whose payload still lacks `Need'
-%% bytes: below ?GATHER they are appended to the buffer as they come; a
-%% larger one is gathered as a list of reads and joined once, when it is
-%% whole (appending each read to a 1 MB frame copied what came before it
-%% every time: ws_large 11 MB/s against cowboy's 164).
-gathering(Bin, Need, _Key, S) when Need < ?GATHER ->
+%% bytes: below ?GATHER they are appended to the buffer as they come and
+%% the frame is parsed whole. A larger one is unmasked read by read into
+%% one binary that grows in place (gather/2), the frame's key stream made
+%% once: joining the masked reads and then unmasking the whole held three
+%% copies of the payload and a key as long as it (ws_large: 3.1 MB of
+%% binaries per connection at the peak, 2026-11-30); appending each read
+%% to the parse buffer copied what came before it every time (ws_large
+%% 11 MB/s against cowboy's 164).
+gathering(Bin, Need, S) when Need < ?GATHER ->
     S#ws{buf = Bin};
-gathering(Bin, Need, Key, S = #ws{io = Io}) ->
+gathering(Bin, Need, S = #ws{io = Io}) ->
+    {Op, Fin, Rsv1, Key, Part} = falco_ws_frame:peek(Bin),
     ok = read_buffer(Io, ?WIDE_BUFFER),
-    S#ws{buf = <<>>, more = {byte_size(Bin) + Need, [Bin], byte_size(Bin), Key}}.
+    Stream = falco_ws_frame:key_stream(Key, ?WIDE_BUFFER),
+    S#ws{buf = <<>>, more = {{Op, Fin, Rsv1}, Need, falco_ws_frame:mask(Part, Stream, 0),
+                             byte_size(Part), Stream}}.
 
-%% New bytes of a frame being gathered: checked as UTF-8 as they come if
-%% the frame is checkable text (the bytes before it were), joined with the
-%% rest once the frame is whole.
-gather(Data, S = #ws{more = {Whole, Pieces, Size, Key}, peek = {Done, U0}}) ->
-    Size1 = Size + byte_size(Data),
-    case Size1 >= Whole of
-        true ->
-            ok = read_buffer(S#ws.io, ?NARROW_BUFFER),
-            frames(iolist_to_binary(lists:reverse(Pieces, [Data])), S#ws{more = none});
-        false when U0 =:= none ->
-            wait(S#ws{more = {Whole, [Data | Pieces], Size1, Key}});
-        false ->
-            case falco_ws_utf8:validate(falco_ws_frame:mask(Data, rotate(Key, Done rem 4)), U0) of
-                {ok, U} -> wait(S#ws{more = {Whole, [Data | Pieces], Size1, Key},
-                                     peek = {Done + byte_size(Data), U}});
+%% New bytes of a frame being gathered: unmasked and appended; checked as
+%% UTF-8 as they come if the frame is checkable text (the bytes before it
+%% were); the frame goes on with the bytes after it once it is whole.
+gather(Data, S = #ws{more = {Head, Need, Payload, Size, Stream}, peek = {_, U0}})
+  when byte_size(Data) < Need ->
+    Plain = falco_ws_frame:mask(Data, Stream, Size),
+    More = {Head, Need - byte_size(Data), <<Payload/binary, Plain/binary>>,
+            Size + byte_size(Data), Stream},
+    case U0 of
+        none ->
+            wait(S#ws{more = More});
+        _ ->
+            case falco_ws_utf8:validate(Plain, U0) of
+                {ok, U} -> wait(S#ws{more = More, peek = {Size + byte_size(Data), U}});
                 {error, invalid_utf8} -> fail(1007, invalid_utf8, S)
             end
+    end;
+gather(Data, S = #ws{more = {{Op, Fin, Rsv1}, Need, Payload, Size, Stream}}) ->
+    <<Last:Need/binary, Rest/binary>> = Data,
+    Plain = falco_ws_frame:mask(Last, Stream, Size),
+    ok = read_buffer(S#ws.io, ?NARROW_BUFFER),
+    parsed({frame, Op, Fin, Rsv1, <<Payload/binary, Plain/binary>>}, Rest, S#ws{more = none}).
+
+%% Our close frame is out: what is buffered is parsed for the peer's close;
+%% a frame being gathered is gathered to its end first.
+close_sent(Reason, S = #ws{close_timeout = T}) ->
+    S1 = S#ws{closing = at(now_ms(), T), stop_reason = Reason},
+    case S1 of
+        #ws{more = none, buf = Buf} -> frames(Buf, S1#ws{buf = <<>>});
+        _ -> wait(S1)
     end.
-
-%% Everything received and not parsed yet.
-buffered(#ws{more = none, buf = Buf}) -> Buf;
-buffered(#ws{more = {_, Pieces, _, _}}) -> iolist_to_binary(lists:reverse(Pieces)).
-
-%% The key for a payload that starts `N' bytes into the frame's.
-rotate(Key, N) ->
-    <<Head:N/binary, Tail/binary>> = Key,
-    <<Tail/binary, Head/binary>>.
 
 frame(Frame, Rest, S = #ws{session = Session}) ->
     case falco_ws_session:frame(Frame, Session) of
@@ -599,10 +616,6 @@ close(Code, Text, Reason, S) ->
         {ok, S1} -> close_sent(Reason, S1);
         {error, Why, S1} -> finish({error, Why}, S1)
     end.
-
-close_sent(Reason, S = #ws{close_timeout = T}) ->
-    frames(buffered(S), S#ws{closing = at(now_ms(), T), stop_reason = Reason, buf = <<>>,
-                             more = none}).
 
 %% The peer broke the protocol: it gets `Code', the connection closes
 %% without waiting for its answer (§7.1.7: fail the connection).

@@ -27,7 +27,7 @@
 %% @private internal to falco
 -module(falco_ws_frame).
 
--export([parse/2, peek/1, encode/2, encode/4, encode_masked/5, mask/2,
+-export([parse/2, peek/1, encode/2, encode/4, encode_masked/5, mask/2, mask/3, key_stream/2,
          close_payload/1, close_payload/2, close_code/1, valid_close_code/1]).
 -export_type([opcode/0, fin/0, frame/0, parse_opts/0, error_reason/0]).
 
@@ -105,19 +105,20 @@ payload(Len, Rest, {Op, Fin, Rsv1, 0}, _) ->
     end.
 
 %% @doc The part of a frame's payload received so far, still masked, with
-%% its opcode, RSV1 and masking key: for a frame `parse/2' said needs
+%% its opcode, FIN, RSV1 and masking key: for a frame `parse/2' said needs
 %% more bytes, so the payload of a text frame can be checked before the
 %% frame is complete (the session fails invalid UTF-8 as soon as it
-%% arrives). `none' until the header and key are complete.
--spec peek(binary()) -> {opcode(), boolean(), <<_:32>>, binary()} | none.
-peek(<<_:1, Rsv1:1, _:2, Op:4, 1:1, Len7:7, Rest/binary>>) when Op < 3 ->
+%% arrives), and a large frame can be unmasked as it comes. `none' until
+%% the header and key are complete.
+-spec peek(binary()) -> {opcode(), fin(), boolean(), <<_:32>>, binary()} | none.
+peek(<<Fin:1, Rsv1:1, _:2, Op:4, 1:1, Len7:7, Rest/binary>>) when Op < 3 ->
     Skip = case Len7 of
                126 -> 2;
                127 -> 8;
                _ -> 0
            end,
     case Rest of
-        <<_:Skip/binary, Key:4/binary, Part/binary>> -> {opcode(Op), Rsv1 =:= 1, Key, Part};
+        <<_:Skip/binary, Key:4/binary, Part/binary>> -> {opcode(Op), fin(Fin), Rsv1 =:= 1, Key, Part};
         _ -> none
     end;
 peek(_) ->
@@ -150,8 +151,25 @@ mask(<<>>, _Key) ->
     <<>>;
 mask(Data, Key) ->
     Size = byte_size(Data),
-    Keys = binary:copy(Key, Size div 4 + 1),
-    crypto:exor(Data, binary:part(Keys, 0, Size)).
+    crypto:exor(Data, binary:part(key_stream(Key, Size), 0, Size)).
+
+%% @doc The masking key repeated to cover `Size' bytes of payload from any
+%% offset (`Size' + 3 bytes at least), for {@link mask/3}: a large frame
+%% unmasked read by read builds it once rather than once per read.
+-spec key_stream(<<_:32>>, non_neg_integer()) -> binary().
+key_stream(Key, Size) ->
+    binary:copy(Key, Size div 4 + 2).
+
+%% @doc Masks or unmasks `Data', the part of a payload that starts `Offset'
+%% bytes into it, with the frame's key stream ({@link key_stream/2}); a
+%% stream too short for `Data' is made anew for it.
+-spec mask(binary(), binary(), non_neg_integer()) -> binary().
+mask(<<>>, _Stream, _Offset) ->
+    <<>>;
+mask(Data, Stream, Offset) when byte_size(Data) + 3 =< byte_size(Stream) ->
+    crypto:exor(Data, binary:part(Stream, Offset rem 4, byte_size(Data)));
+mask(Data, Stream, Offset) ->
+    mask(Data, key_stream(binary:part(Stream, 0, 4), byte_size(Data)), Offset).
 
 %% @doc A complete, unfragmented server frame.
 -spec encode(opcode(), iodata()) -> iodata().
