@@ -92,3 +92,28 @@ compressed_invalid_utf8_test() ->
     Bad = falco_ws_deflate:deflate(<<"ok", 16#ff>>, D),
     ?assertEqual({error, 1007, invalid_utf8}, events([{frame, text, fin, true, Bad}], S)),
     falco_ws_deflate:close(D).
+
+%% frame/3: the payload bytes the connection checked as they arrived are
+%% not checked again; the rest is, from the state they ended in (here the
+%% checked prefix is deliberately not UTF-8, which only a check that
+%% skips it accepts), and the pending code point carries over.
+checked_prefix_test_() ->
+    S = new(),
+    {ok, U0} = falco_ws_session:partial_text(text, false, S),
+    {ok, U1} = falco_ws_utf8:validate(<<"ab", 16#c3>>, U0),
+    Payload = <<16#ff, 16#fe, 16#c3, 16#a9, "z">>,
+    [?_assertMatch({ok, [{text, Payload}], _},
+                   falco_ws_session:frame(f(text, fin, Payload), {2, U0}, S)),
+     ?_assertMatch({ok, [{text, <<"ab", 16#c3, 16#a9>>}], _},
+                   falco_ws_session:frame(f(text, fin, <<"ab", 16#c3, 16#a9>>), {3, U1}, S)),
+     %% the unchecked rest is still checked
+     ?_assertEqual({error, 1007, invalid_utf8},
+                   falco_ws_session:frame(f(text, fin, <<"ab", 16#ff>>), {2, U0}, S)),
+     ?_assertEqual({error, 1007, invalid_utf8},
+                   falco_ws_session:frame(f(text, fin, <<"ab", 16#c3, "z">>), {3, U1}, S)),
+     %% without a checked prefix the whole payload is checked
+     ?_assertEqual({error, 1007, invalid_utf8},
+                   falco_ws_session:frame(f(text, fin, Payload), none, S)),
+     %% binary payloads are never checked
+     ?_assertMatch({ok, [{binary, Payload}], _},
+                   falco_ws_session:frame(f(binary, fin, Payload), none, S))].

@@ -23,7 +23,7 @@
 %% @private internal to falco
 -module(falco_ws_session).
 
--export([new/1, frame/2, partial_text/3]).
+-export([new/1, frame/2, frame/3, partial_text/3]).
 -export_type([session/0, event/0, opts/0]).
 
 -type opts() :: #{max_message_size := non_neg_integer() | infinity,
@@ -54,29 +54,37 @@ new(#{max_message_size := Max, deflate := Deflate}) ->
 %% connection.
 -spec frame(falco_ws_frame:frame(), session()) ->
           {ok, [event()], session()} | close_error().
-frame({frame, Op, _, _, Payload}, S) when Op =:= ping; Op =:= pong ->
+frame(Frame, S) ->
+    frame(Frame, none, S).
+
+%% @doc {@link frame/2} for a frame whose first `Done' payload bytes were
+%% checked as UTF-8 as they arrived, from the state {@link partial_text/3}
+%% gave, to state `U': only the bytes after them are checked again.
+-spec frame(falco_ws_frame:frame(), none | {non_neg_integer(), falco_ws_utf8:state()},
+            session()) -> {ok, [event()], session()} | close_error().
+frame({frame, Op, _, _, Payload}, _, S) when Op =:= ping; Op =:= pong ->
     {ok, [{Op, Payload}], S};
-frame({frame, close, _, _, Payload}, S) ->
+frame({frame, close, _, _, Payload}, _, S) ->
     case falco_ws_frame:close_payload(Payload) of
         {ok, none} -> {ok, [{close, none}], S};
         {ok, Code, Reason} -> {ok, [{close, {Code, Reason}}], S};
         {error, invalid_utf8} -> {error, 1007, invalid_utf8};
         {error, Why} -> {error, 1002, Why}
     end;
-frame({frame, continuation, _, _, _}, #session{msg = undefined}) ->
+frame({frame, continuation, _, _, _}, _, #session{msg = undefined}) ->
     {error, 1002, unexpected_continuation};
-frame({frame, continuation, _, true, _}, _) ->
+frame({frame, continuation, _, true, _}, _, _) ->
     {error, 1002, rsv1_on_continuation};
-frame({frame, continuation, Fin, false, Payload}, S = #session{msg = M}) ->
-    data(Payload, Fin, M, S);
-frame({frame, _, _, _, _}, #session{msg = #msg{}}) ->
+frame({frame, continuation, Fin, false, Payload}, Checked, S = #session{msg = M}) ->
+    data(Payload, Fin, M, Checked, S);
+frame({frame, _, _, _, _}, _, #session{msg = #msg{}}) ->
     {error, 1002, expected_continuation};
-frame({frame, Type, Fin, Rsv1, Payload}, S) ->
+frame({frame, Type, Fin, Rsv1, Payload}, Checked, S) ->
     Utf8 = case Type of
                text -> falco_ws_utf8:new();
                binary -> binary
            end,
-    data(Payload, Fin, #msg{type = Type, compressed = Rsv1, utf8 = Utf8}, S).
+    data(Payload, Fin, #msg{type = Type, compressed = Rsv1, utf8 = Utf8}, Checked, S).
 
 %% @doc The UTF-8 state a frame being received with `Op' and `Rsv1' would
 %% continue from, if its payload is text that can be checked before the
@@ -90,27 +98,33 @@ partial_text(continuation, false, #session{msg = #msg{type = text, compressed = 
 partial_text(_, _, _) ->
     none.
 
-data(Payload, Fin, M = #msg{compressed = true}, S = #session{max = Max, deflate = D}) ->
+data(Payload, Fin, M = #msg{compressed = true}, _, S = #session{max = Max, deflate = D}) ->
     case falco_ws_deflate:inflate(Payload, Fin, room(Max, M), D) of
-        {ok, Plain} -> append(iolist_to_binary(Plain), Fin, M, S);
+        {ok, Plain} -> append(iolist_to_binary(Plain), Fin, M, none, S);
         {error, too_big} -> {error, 1009, message_too_big};
         {error, corrupt} -> {error, 1007, bad_deflate_data}
     end;
-data(Payload, Fin, M, S = #session{max = Max}) ->
+data(Payload, Fin, M, Checked, S = #session{max = Max}) ->
     case room(Max, M) of
         Room when Room =/= infinity, byte_size(Payload) > Room ->
             {error, 1009, message_too_big};
         _ ->
-            append(Payload, Fin, M, S)
+            append(Payload, Fin, M, Checked, S)
     end.
 
 room(infinity, _) -> infinity;
 room(Max, #msg{size = Size}) -> Max - Size.
 
-append(Data, Fin, M = #msg{utf8 = binary}, S) ->
+append(Data, Fin, M = #msg{utf8 = binary}, _, S) ->
     next(Data, Fin, M, S);
-append(Data, Fin, M = #msg{utf8 = U}, S) ->
-    case falco_ws_utf8:validate(Data, U) of
+append(Data, Fin, M = #msg{utf8 = U}, none, S) ->
+    text(Data, Data, U, Fin, M, S);
+append(Data, Fin, M, {Done, U}, S) ->
+    text(Data, binary:part(Data, Done, byte_size(Data) - Done), U, Fin, M, S).
+
+%% `New', the end of `Data' not checked yet, checked from state `U'.
+text(Data, New, U, Fin, M, S) ->
+    case falco_ws_utf8:validate(New, U) of
         {ok, U1} ->
             case Fin =:= fin andalso not falco_ws_utf8:complete(U1) of
                 true -> {error, 1007, invalid_utf8};
