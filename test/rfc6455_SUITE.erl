@@ -367,18 +367,24 @@ handler_bad_close_code_1011(Config) ->
 
 %% The handler closes while a large frame is half received: the rest of
 %% that frame is read and dropped (never given to the handler, never
-%% echoed), and the peer's close after it ends the handshake (§7.1.2).
+%% echoed, a text frame's bytes no longer checked: invalid UTF-8 in them
+%% brings no second close frame), and the peer's close after it ends the
+%% handshake (§7.1.2).
 close_while_large_frame_arrives(Config) ->
     Port = start(Config, #{max_frame_size => 4000000, max_message_size => 4000000}),
+    Binary = crypto:strong_rand_bytes(200000),
+    Text = <<(binary:copy(<<"t">>, 100000))/binary, 16#ff, (binary:copy(<<"u">>, 99999))/binary>>,
+    [close_while_gathering(Port, Op, Payload) || {Op, Payload} <- [{binary, Binary}, {text, Text}]].
+
+close_while_gathering(Port, Op, Payload) ->
     {Sock, Pid} = open(Port),
-    Big = iolist_to_binary(falco_ws_frame:encode_masked(binary, crypto:strong_rand_bytes(200000),
-                                                         fin, false, <<3, 1, 4, 1>>)),
+    Big = iolist_to_binary(falco_ws_frame:encode_masked(Op, Payload, fin, false, <<3, 1, 4, 1>>)),
     ok = ?WS:send_raw(Sock, binary:part(Big, 0, 70000)),
     timer:sleep(50),
     Pid ! stop,
     ?assertEqual({close, <<1000:16>>}, ?WS:recv(Sock, 5000)),
     %% the rest of the frame is read as that frame's: the session still
-    %% waits for the peer's close, and nothing is echoed
+    %% waits for the peer's close, and nothing is sent
     ok = ?WS:send_raw(Sock, binary:part(Big, 70000, byte_size(Big) - 70000)),
     ?assertEqual({error, timeout}, ?WS:recv(Sock, 300)),
     ok = ?WS:send(Sock, close, <<1000:16>>),

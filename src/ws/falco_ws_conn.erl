@@ -271,12 +271,13 @@ gather(Data, S = #ws{more = {{Op, Fin, Rsv1}, Need, Payload, Size, Stream}}) ->
     parsed({frame, Op, Fin, Rsv1, <<Payload/binary, Plain/binary>>}, Rest, S#ws{more = none}).
 
 %% Our close frame is out: what is buffered is parsed for the peer's close;
-%% a frame being gathered is gathered to its end first.
+%% a frame being gathered is gathered to its end first, its bytes no longer
+%% checked as UTF-8 (a 1007 now would be a second close frame).
 close_sent(Reason, S = #ws{close_timeout = T}) ->
     S1 = S#ws{closing = at(now_ms(), T), stop_reason = Reason},
     case S1 of
         #ws{more = none, buf = Buf} -> frames(Buf, S1#ws{buf = <<>>});
-        _ -> wait(S1)
+        _ -> wait(S1#ws{peek = {0, none}})
     end.
 
 frame(Frame, Checked, Rest, S = #ws{session = Session}) ->
