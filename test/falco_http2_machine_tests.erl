@@ -1009,11 +1009,12 @@ frame_flood_test() ->
                  closed(lists:foldl(Small, T20, lists:seq(1, 11)))).
 
 %% A WebSocket tunnel's small DATA frames (its messages) are not counted
-%% in `frames' (a chat may send many, as it may over HTTP/1.1); the same
-%% frames on a request stream are, and empty DATA on a tunnel still counts
-%% in `empty_data'.
-tunnel_data_not_counted_test() ->
-    Opts = #{flood_limits => #{frames => 12, empty_data => 5}},
+%% in `frames' (a chat may send many, as it may over HTTP/1.1) but in a
+%% budget of their own, `tunnel_data'; the same frames on a request stream
+%% count in `frames', and empty DATA on a tunnel still counts in
+%% `empty_data'.
+tunnel_data_budget_test() ->
+    Opts = #{flood_limits => #{frames => 12, empty_data => 5, tunnel_data => 300}},
     Connect = [{<<":method">>, <<"CONNECT">>}, {<<":protocol">>, <<"websocket">>},
                {<<":scheme">>, <<"http">>}, {<<":path">>, <<"/ws">>},
                {<<":authority">>, <<"example.com">>}],
@@ -1027,7 +1028,16 @@ tunnel_data_not_counted_test() ->
                                          {Acc ++ closed(Tj), Tj}
                                  end, {[], T}, lists:seq(1, N))
              end,
-    ?assertMatch({[], _}, Closes({data, 1, nofin, <<16#81, 1, "a">>, 3}, 200, T1)),
+    ?assertMatch({[], _}, Closes({data, 1, nofin, <<16#81, 1, "a">>, 3}, 300, T1)),
+    ?assertMatch({[{enhance_your_calm, {flood, tunnel_data}}], _},
+                 Closes({data, 1, nofin, <<16#81, 1, "a">>, 3}, 301, T1)),
+    %% a tunnel's large DATA frames are not counted at all
+    T2 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end,
+              headers(1, Connect, nofin, start(#{flood_limits => #{tunnel_data => 5}}))),
+    Big = <<16#82, 126, 2000:16, 0:16000>>,
+    ?assertMatch({[], _}, Closes({data, 1, nofin, Big, byte_size(Big)}, 20, T2)),
+    ?assertMatch({[{enhance_your_calm, {flood, tunnel_data}}], _},
+                 Closes({data, 1, nofin, <<16#81, 1, "a">>, 3}, 6, T2)),
     ?assertMatch({[{enhance_your_calm, {flood, empty_data}}], _},
                  Closes({data, 1, nofin, <<>>, 0}, 6, T1)),
     T3 = headers(3, post(5000), nofin, T1),

@@ -7,7 +7,10 @@
 -include_lib("eunit/include/eunit.hrl").
 
 new() -> new(infinity).
-new(Max) -> falco_ws_session:new(#{max_message_size => Max, deflate => undefined}).
+new(Max) -> new(Max, infinity, infinity).
+new(Max, Frags, Empties) ->
+    falco_ws_session:new(#{max_message_size => Max, max_fragments => Frags,
+                           max_empty_fragments => Empties, deflate => undefined}).
 
 f(Op, Fin, Payload) -> {frame, Op, Fin, false, Payload}.
 
@@ -71,7 +74,8 @@ size_limit_test_() ->
 deflate_session(Max) ->
     {ok, _, P} = falco_ws_deflate:negotiate([<<"permessage-deflate">>], #{}),
     D = falco_ws_deflate:init(P, #{}),
-    {D, falco_ws_session:new(#{max_message_size => Max, deflate => D})}.
+    {D, falco_ws_session:new(#{max_message_size => Max, max_fragments => infinity,
+                               max_empty_fragments => infinity, deflate => D})}.
 
 compressed_test() ->
     {D, S} = deflate_session(infinity),
@@ -117,3 +121,50 @@ checked_prefix_test_() ->
      %% binary payloads are never checked
      ?_assertMatch({ok, [{binary, Payload}], _},
                    falco_ws_session:frame(f(binary, fin, Payload), none, S))].
+
+%% A message costs its payload, not its fragment count: after 100,000
+%% one-byte fragments the session is one binary of 100,000 bytes and a
+%% few words (a list of the fragments was about 9 words each, 7 MB).
+fragments_cost_payload_test() ->
+    S0 = new(infinity),
+    {ok, [], S1} = falco_ws_session:frame(f(binary, nofin, <<"a">>), S0),
+    Feed = fun(_, S) -> {ok, [], S2} = falco_ws_session:frame(f(continuation, nofin, <<"b">>), S),
+                        S2 end,
+    S3 = lists:foldl(Feed, S1, lists:seq(1, 99998)),
+    ?assert(erts_debug:flat_size(S3) < 100),
+    {ok, [{binary, Msg}], _} = falco_ws_session:frame(f(continuation, fin, <<"c">>), S3),
+    ?assertEqual(100000, byte_size(Msg)),
+    ?assertEqual(<<"a", (binary:copy(<<"b">>, 99998))/binary, "c">>, Msg).
+
+%% `max_fragments' counts a message's data frames (the first and its
+%% continuations, control frames between them not): past it, 1009;
+%% `max_empty_fragments' counts those with no payload: past it, 1008.
+fragment_bounds_test_() ->
+    Frags = fun(N, Last) -> [f(text, nofin, <<"a">>)]
+                                ++ [f(continuation, nofin, <<"b">>) || _ <- lists:seq(1, N - 2)]
+                                ++ [f(ping, fin, <<>>), f(continuation, Last, <<"c">>)] end,
+    Empty = fun(N) -> [f(binary, nofin, <<>>)]
+                          ++ [f(continuation, nofin, <<>>) || _ <- lists:seq(1, N - 2)]
+                          ++ [f(continuation, fin, <<>>)] end,
+    [?_assertMatch([{ping, <<>>}, {text, _}], events(Frags(10, fin), new(infinity, 10, 0))),
+     ?_assertEqual({error, 1009, too_many_fragments},
+                   events(Frags(10, nofin) ++ [f(continuation, fin, <<>>)], new(infinity, 10, 1))),
+     %% the count is per message
+     ?_assertMatch([{ping, <<>>}, {text, _}, {ping, <<>>}, {text, _}],
+                   events(Frags(10, fin) ++ Frags(10, fin), new(infinity, 10, 0))),
+     ?_assertEqual([{binary, <<>>}], events(Empty(5), new(infinity, infinity, 5))),
+     ?_assertEqual({error, 1008, too_many_empty_fragments},
+                   events(Empty(6), new(infinity, infinity, 5))),
+     ?_assertEqual([{binary, <<>>}, {binary, <<>>}],
+                   events(Empty(5) ++ Empty(5), new(infinity, infinity, 5))),
+     %% compressed fragments are counted as they came, before inflating
+     ?_assertEqual({error, 1009, too_many_fragments},
+                   events([{frame, binary, nofin, true, <<16#f2, 16#48>>},
+                           f(continuation, nofin, <<16#cd>>), f(continuation, fin, <<16#c9>>)],
+                          deflate_session(infinity, 2)))].
+
+deflate_session(Max, Frags) ->
+    {ok, _, P} = falco_ws_deflate:negotiate([<<"permessage-deflate">>], #{}),
+    falco_ws_session:new(#{max_message_size => Max, max_fragments => Frags,
+                           max_empty_fragments => infinity,
+                           deflate => falco_ws_deflate:init(P, #{})}).

@@ -1,7 +1,12 @@
 %% TLS listeners: protocol versions (TLS 1.3 only, TLS 1.2 only, both),
 %% the check of `tls_opts' when the listener starts (ssl:listen/2 processes
 %% them once, so a bad option is a start error rather than a failure of
-%% every handshake), max_connections and the listen socket's life over TLS.
+%% every handshake), max_connections and the listen socket's life over TLS,
+%% and the deadlines of a connection's start: the handshake ends within
+%% `handshake_timeout' and the first request's `request_timeout' from the
+%% accept, whichever comes first (a ClientHello trickled a byte at a time
+%% included), and a connection silent after its handshake is closed at
+%% the first request's deadline.
 %% Clients: OTP's ssl, and curl where installed (skipped without it unless
 %% FALCO_REQUIRE_TOOLS=1, see falco_test_tools).
 -module(tls_SUITE).
@@ -10,13 +15,16 @@
 
 -export([all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
 -export([tls13_only/1, tls13_only_curl/1, tls12_only/1, both_versions/1, bad_options/1,
-         max_connections/1, stop_closes_listen_socket/1, ssl_started_by_tls_listener/1]).
+         max_connections/1, stop_closes_listen_socket/1, ssl_started_by_tls_listener/1,
+         trickled_hello_request_timeout/1, trickled_hello_handshake_timeout/1,
+         silent_after_handshake/1]).
 %% the handler, also of the peer node of ssl_started_by_tls_listener
 -export([handle/1]).
 
 all() ->
     [tls13_only, tls13_only_curl, tls12_only, both_versions, bad_options, max_connections,
-     stop_closes_listen_socket, ssl_started_by_tls_listener].
+     stop_closes_listen_socket, ssl_started_by_tls_listener,
+     trickled_hello_request_timeout, trickled_hello_handshake_timeout, silent_after_handshake].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
@@ -269,3 +277,92 @@ pem_files(Config) ->
     ok = file:write_file(CertPem, public_key:pem_encode([{'Certificate', CertDer, not_encrypted}])),
     ok = file:write_file(KeyPem, public_key:pem_encode([{KeyType, KeyDer, not_encrypted}])),
     {CertPem, KeyPem}.
+
+%% -- the deadlines of a connection's start ----------------------------------------------
+
+%% A real ClientHello (OTP's ssl client's first record), caught by a plain
+%% TCP listener.
+client_hello() ->
+    {ok, L} = gen_tcp:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    {ok, Port} = inet:port(L),
+    Client = spawn(fun() -> ssl:connect({127, 0, 0, 1}, Port, [{verify, verify_none}], 5000) end),
+    {ok, S} = gen_tcp:accept(L, 5000),
+    {ok, <<22, 3, _, Len:16>> = Head} = gen_tcp:recv(S, 5, 5000),
+    {ok, Body} = gen_tcp:recv(S, Len, 5000),
+    exit(Client, kill),
+    _ = gen_tcp:close(S),
+    _ = gen_tcp:close(L),
+    <<Head/binary, Body/binary>>.
+
+%% Sends `Hello' a byte every 100 ms on a new connection; returns the ms
+%% from the connect until the server closed it.
+trickle_until_closed(Port, Hello) ->
+    T0 = erlang:monotonic_time(millisecond),
+    {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}], 5000),
+    Trickler = spawn_link(fun() -> trickle(S, Hello) end),
+    closed = wait_closed(fun() -> gen_tcp:recv(S, 0, 20000) end),
+    Elapsed = erlang:monotonic_time(millisecond) - T0,
+    unlink(Trickler),
+    exit(Trickler, kill),
+    _ = gen_tcp:close(S),
+    Elapsed.
+
+trickle(S, <<B, Rest/binary>>) ->
+    case gen_tcp:send(S, <<B>>) of
+        ok -> timer:sleep(100), trickle(S, Rest);
+        {error, _} -> ok
+    end;
+trickle(_, <<>>) ->
+    ok.
+
+%% Reads (and drops: an alert, if the server sends one) until the close.
+wait_closed(Recv) ->
+    case Recv() of
+        {ok, _} -> wait_closed(Recv);
+        {error, closed} -> closed;
+        {error, Other} -> Other
+    end.
+
+%% request_timeout 1.5 s, handshake_timeout 10 s (its default): a
+%% ClientHello of a few hundred bytes trickled a byte every 100 ms (tens
+%% of seconds in all) is cut at the first request's deadline, 1.5 s from
+%% the accept (before: at handshake_timeout, 10 s).
+trickled_hello_request_timeout(Config) ->
+    Port = start(#{request_timeout => 1500}, Config),
+    Hello = client_hello(),
+    Elapsed = trickle_until_closed(Port, Hello),
+    ct:log("a ~p-byte ClientHello trickled, request_timeout 1500: closed after ~p ms",
+           [byte_size(Hello), Elapsed]),
+    true = Elapsed >= 1400,
+    true = Elapsed < 5000.
+
+%% handshake_timeout 1 s under a request_timeout of 10 s: the handshake's
+%% own deadline comes first.
+trickled_hello_handshake_timeout(Config) ->
+    Port = start(#{request_timeout => 10000, handshake_timeout => 1000}, Config),
+    Elapsed = trickle_until_closed(Port, client_hello()),
+    ct:log("trickled ClientHello, handshake_timeout 1000: closed after ~p ms", [Elapsed]),
+    true = Elapsed >= 900,
+    true = Elapsed < 5000.
+
+%% A connection silent after its handshake, over HTTP/1.1 and h2 (ALPN),
+%% is closed at the first request's deadline, request_timeout from the
+%% accept (the handshake's time included), without a reply.
+silent_after_handshake(Config) ->
+    Port = start(#{request_timeout => 1500, idle_timeout => 60000,
+                   protocols => [http1, h2]}, Config),
+    lists:foreach(
+      fun(Alpn) ->
+              T0 = erlang:monotonic_time(millisecond),
+              {ok, S} = ssl:connect({127, 0, 0, 1}, Port,
+                                    [binary, {active, false}, {verify, verify_none},
+                                     {alpn_advertised_protocols, [Alpn]}], 5000),
+              {ok, Alpn} = ssl:negotiated_protocol(S),
+              Result = wait_closed(fun() -> ssl:recv(S, 0, 20000) end),
+              Elapsed = erlang:monotonic_time(millisecond) - T0,
+              ct:log("~s, silent after the handshake: ~p after ~p ms", [Alpn, Result, Elapsed]),
+              closed = Result,
+              true = Elapsed >= 1400,
+              true = Elapsed < 5000,
+              ssl:close(S)
+      end, [<<"http/1.1">>, <<"h2">>]).

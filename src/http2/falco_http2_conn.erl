@@ -134,22 +134,28 @@ enter(Ctx = #{socket := Socket, transport := Transport, parent := Parent, conf :
            max_frame = falco_http2_machine:max_frame_size(M0)},
     C0 = #c{k = K, machine = M0},
     C1 = exec(Acts0, C0),
-    {C2, Buf} = case Start of
-                    {preface, B} ->
-                        {C1, B};
-                    {upgrade, Settings, Req, B} ->
-                        {M1, Acts1} = falco_http2_machine:upgrade(Settings, C1#c.machine),
-                        C3 = exec(Acts1, C1#c{machine = M1}),
-                        {spawn_stream(1, Req, none, C3#c.machine, C3), B}
-                end,
+    Preface = falco_transport:deadline(maps:get(h2_preface_timeout, Conf)),
+    {C2, Buf, Deadline} =
+        case Start of
+            {preface, B} ->
+                %% the preface is the first request's start: within its
+                %% deadline too (request_timeout from the accept), as over
+                %% HTTP/1.1 (after ALPN h2, a silent client is closed then)
+                {C1, B, min(Preface, maps:get(deadline, Ctx, infinity))};
+            {upgrade, Settings, Req, B} ->
+                {M1, Acts1} = falco_http2_machine:upgrade(Settings, C1#c.machine),
+                C3 = exec(Acts1, C1#c{machine = M1}),
+                {spawn_stream(1, Req, none, C3#c.machine, C3), B, Preface}
+        end,
     case flush(C2) of
         {ok, C} ->
-            preface(C, Buf, falco_transport:deadline(maps:get(h2_preface_timeout, Conf)));
+            preface(C, Buf, Deadline);
         {error, C} ->
             terminate(C)
     end.
 
-%% §3.4: the client preface, read passively within h2_preface_timeout;
+%% §3.4: the client preface, read passively within h2_preface_timeout
+%% (and the first request's deadline, unless after an h2c upgrade);
 %% the one preface check is falco_protocol's.
 preface(C = #c{k = #k{socket = Sock, transport = T}}, Buf, Deadline) ->
     case falco_protocol:preface(Buf) of

@@ -50,7 +50,8 @@
 %% forward are not counted: a HEADERS that opens a stream, DATA that ends
 %% its stream or carries at least 1 KB), client RST_STREAMs on live streams
 %% (rapid reset, CVE-2023-44487), PING, SETTINGS, PRIORITY, WINDOW_UPDATE,
-%% empty DATA frames, and the RST_STREAMs we are made to send
+%% empty DATA frames, a WebSocket tunnel's DATA frames under 1 KB
+%% (`tunnel_data'), and the RST_STREAMs we are made to send
 %% (`stream_errors', CVE-2019-9514). A field block is
 %% bounded in bytes and in CONTINUATION frames (CVE-2024-27316), and its
 %% decoded size by SETTINGS_MAX_HEADER_LIST_SIZE (HPACK bombs: 431).
@@ -171,31 +172,36 @@ upgrade(Settings, M0) ->
 frame(_, M = #m{rare = #rare{closing = true}}) ->
     {M, []};
 frame(Frame, M) ->
-    case counted(Frame, M) andalso count(frames, M) of
-        false -> finish(in(Frame, M));
-        {ok, M1} -> finish(in(Frame, M1));
-        {calm, Calm} -> done(Calm)
+    case budget(Frame, M) of
+        none ->
+            finish(in(Frame, M));
+        Key ->
+            case count(Key, M) of
+                {ok, M1} -> finish(in(Frame, M1));
+                {calm, Calm} -> done(Calm)
+            end
     end.
 
-%% Whether a frame counts in the `frames' budget: all do but those that
-%% carry requests forward (a HEADERS opening a stream: the stream budgets
-%% and max_concurrent_streams bound those; DATA ending its stream or
-%% carrying at least ?FULL_DATA bytes: flow control bounds those), and the
-%% DATA of a WebSocket tunnel, each frame of which is a message or part of
-%% one: a chat or a game sends many small ones, as it may over HTTP/1.1,
-%% where nothing counts them (flow control bounds their bytes, the session
-%% its message sizes; empty DATA frames still count in `empty_data').
-counted({headers, Id, _, _, _, _}, #m{last_id = Last}) when Id > Last -> false;
-counted({data, _, fin, _, _}, _) -> false;
+%% The budget a frame counts in: `frames' for all but those that carry
+%% requests forward (a HEADERS opening a stream: the stream budgets and
+%% max_concurrent_streams bound those; DATA ending its stream or carrying
+%% at least ?FULL_DATA bytes: flow control bounds those), and for the
+%% small DATA of a WebSocket tunnel `tunnel_data', a budget of its own:
+%% each such frame is a message or a part of one, and a chat or a game
+%% sends many small ones, as it may over HTTP/1.1, but a flood of tiny
+%% frames (a message of a million one-byte fragments) must end at a bound
+%% (empty DATA frames also count in `empty_data').
+budget({headers, Id, _, _, _, _}, #m{last_id = Last}) when Id > Last -> none;
+budget({data, _, fin, _, _}, _) -> none;
 %% A run of DATA frames (falco_http2_frame:parse_run/2) is made of large ones.
-counted({data, _, nofin, Data, _}, _) when is_list(Data) -> false;
-counted({data, _, nofin, Data, _}, _) when byte_size(Data) >= ?FULL_DATA -> false;
-counted({data, Id, nofin, _, _}, #m{streams = Streams}) ->
+budget({data, _, nofin, Data, _}, _) when is_list(Data) -> none;
+budget({data, _, nofin, Data, _}, _) when byte_size(Data) >= ?FULL_DATA -> none;
+budget({data, Id, nofin, _, _}, #m{streams = Streams}) ->
     case Streams of
-        #{Id := #stream{tunnel = true}} -> false;
-        #{} -> true
+        #{Id := #stream{tunnel = true}} -> tunnel_data;
+        #{} -> frames
     end;
-counted(_, _) -> true.
+budget(_, _) -> frames.
 
 %% @doc Handles an error the frame codec reported.
 -spec frame_error({connection_error, falco_http2_frame:error_code(), atom()}

@@ -5,8 +5,9 @@
 %% waits in `accept' on the listen socket itself, tells the acceptor when
 %% it has a connection, reads the PROXY protocol header when the listener
 %% asks for one (`proxy_protocol'; before anything else, TLS included, as
-%% the header comes first on the wire), runs the TLS handshake (with
-%% `handshake_timeout'; never in the acceptor), and then picks the protocol
+%% the header comes first on the wire), runs the TLS handshake (within
+%% `handshake_timeout' and the first request's deadline, whichever ends
+%% first; never in the acceptor), and then picks the protocol
 %% from the one
 %% decision table ({@link falco_protocol:select/3}): after the handshake
 %% (ALPN), on the first bytes of a cleartext connection (the HTTP/2
@@ -161,8 +162,14 @@ start(tcp, Ctx = #{socket := Socket, conf := #{protocols := Protocols}}, Buf) ->
     protocol(falco_protocol:select(tcp, connect, Protocols),
              Ctx#{transport => gen_tcp, scheme => http,
                   peer => peer(Ctx, gen_tcp, Socket)}, Buf);
-start(tls, Ctx = #{socket := Socket, conf := Conf = #{protocols := Protocols}}, <<>>) ->
-    case falco_transport:handshake(Socket, maps:get(handshake_timeout, Conf)) of
+start(tls, Ctx = #{socket := Socket, conf := Conf = #{protocols := Protocols},
+                   deadline := First}, <<>>) ->
+    %% The handshake ends within `handshake_timeout' and within the first
+    %% request's deadline (`request_timeout' from the accept), whichever
+    %% comes first: a ClientHello trickled a byte at a time is cut at the
+    %% earlier of the two, as the guides say.
+    Timeout = min(maps:get(handshake_timeout, Conf), falco_transport:remaining(First)),
+    case falco_transport:handshake(Socket, Timeout) of
         {ok, TlsSocket, Alpn} ->
             protocol(falco_protocol:select(tls, {alpn, Alpn}, Protocols),
                      Ctx#{socket => TlsSocket, transport => ssl, scheme => https,

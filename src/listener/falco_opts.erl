@@ -102,12 +102,13 @@ defaults() ->
       %% Per 10 s window; over a limit is a GOAWAY ENHANCE_YOUR_CALM
       %% (falco_http2_machine, which merges a listener's own map over this one).
       %% `frames': every received frame but those that carry requests forward;
+      %% `tunnel_data': a WebSocket tunnel's DATA frames under 1 KB;
       %% `rst_stream': client cancels of live streams; `stream_errors': the
       %% RST_STREAMs we are made to send (cowboy: 10,000 frames, 500 cancels
       %% and 10 resets per 10 s).
       h2_flood_limits => #{frames => 10000, rst_stream => 500, ping => 1000, settings => 100,
                            priority => 10000, window_update => 10000, empty_data => 1000,
-                           stream_errors => 10},
+                           tunnel_data => 100000, stream_errors => 10},
       %% Load shedding (falco_stats): above this many requests in flight on
       %% the listener (HTTP/1.1 requests and HTTP/2 streams), a new request
       %% is answered 503 with Retry-After: shed_retry_after (seconds).

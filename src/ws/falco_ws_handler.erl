@@ -43,6 +43,8 @@
 %%
 %% `Opts' (all optional; defaults in `falco_ws_handshake:default_opts/0'):
 %% `max_frame_size' and `max_message_size' (bytes; past them, 1009),
+%% `max_fragments' (data frames in one message; past it, 1009) and
+%% `max_empty_fragments' (those of them with no payload; past it, 1008),
 %% `idle_timeout' (ms without a byte from the peer before closing with
 %% 1000), `ping_interval' (ms of peer silence before falco sends a ping;
 %% `infinity' for none), `close_timeout' (ms to wait for the peer's close
@@ -61,10 +63,12 @@
                      | {stop, State}.
 -type terminate_reason() :: normal | {remote, 1000..4999, binary()} | {remote, none}
                           | {error, term()} | timeout | shutdown
-                          | {protocol_error, 1002 | 1007 | 1009, atom()}
+                          | {protocol_error, 1002 | 1007 | 1008 | 1009, atom()}
                           | {crash, error | exit | throw, term()}.
 -type opts() :: #{max_frame_size => non_neg_integer() | infinity,
                   max_message_size => non_neg_integer() | infinity,
+                  max_fragments => pos_integer() | infinity,
+                  max_empty_fragments => non_neg_integer() | infinity,
                   idle_timeout => timeout(),
                   ping_interval => timeout(),
                   close_timeout => timeout(),

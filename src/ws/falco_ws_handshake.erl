@@ -138,6 +138,10 @@ has_element(Name, Token, Req) ->
 -spec default_opts() -> #{atom() => term()}.
 default_opts() ->
     #{max_frame_size => 16 * 1024 * 1024, max_message_size => 16 * 1024 * 1024,
+      %% data frames of one message, and those of them with no payload
+      %% (falco_ws_session): Autobahn's largest case is 4 MB in 64-byte
+      %% fragments, 65,536 frames
+      max_fragments => 65536, max_empty_fragments => 64,
       idle_timeout => 60000, ping_interval => infinity, close_timeout => 5000,
       compress => false, protocols => []}.
 
@@ -156,6 +160,8 @@ check_opts(Other) ->
 
 valid(K, V) when K =:= max_frame_size; K =:= max_message_size ->
     V =:= infinity orelse (is_integer(V) andalso V >= 0);
+valid(max_fragments, V) -> V =:= infinity orelse (is_integer(V) andalso V > 0);
+valid(max_empty_fragments, V) -> V =:= infinity orelse (is_integer(V) andalso V >= 0);
 valid(K, V) when K =:= idle_timeout; K =:= ping_interval; K =:= close_timeout ->
     V =:= infinity orelse (is_integer(V) andalso V > 0);
 valid(compress, V) -> is_boolean(V) orelse is_map(V);

@@ -12,6 +12,13 @@
 %%     continuation is 1002) is inflated frame by frame, so the size limit
 %%     and UTF-8 apply to what it inflates to, as it inflates.</li>
 %% <li>`max_message_size' bounds the message (inflated): past it, 1009.</li>
+%% <li>A message holds what its payload costs, whatever its fragment
+%%     count: the fragments are appended to one binary that grows in place
+%%     (a list of fragments cost about 100 bytes each, a million empty
+%%     ones 40 MB). `max_fragments' bounds the data frames of a message
+%%     (past it, 1009) and `max_empty_fragments' those of them with no
+%%     payload (past it, 1008): a flood of tiny or empty continuations
+%%     ends at the bound, not at the peer's leisure.</li>
 %% <li>Text is validated as it arrives ({@link falco_ws_utf8}): the first
 %%     invalid byte is 1007, even mid-message.</li>
 %% <li>A close frame's payload is checked (§5.5.1, §7.4): a bad code or
@@ -27,27 +34,34 @@
 -export_type([session/0, event/0, opts/0]).
 
 -type opts() :: #{max_message_size := non_neg_integer() | infinity,
+                  max_fragments := pos_integer() | infinity,
+                  max_empty_fragments := non_neg_integer() | infinity,
                   deflate := undefined | falco_ws_deflate:state()}.
 -type event() :: {text | binary | ping | pong, binary()}
                | {close, none | {1000..4999, binary()}}.
 
 -record(msg, {type :: text | binary,
               compressed :: boolean(),
-              acc = [] :: [iodata()],
+              acc = <<>> :: binary(),
               size = 0 :: non_neg_integer(),
+              frags = 0 :: non_neg_integer(),
+              empties = 0 :: non_neg_integer(),
               utf8 :: falco_ws_utf8:state() | binary}).
 
 -record(session, {max :: non_neg_integer() | infinity,
+                  max_frags :: pos_integer() | infinity,
+                  max_empties :: non_neg_integer() | infinity,
                   deflate :: undefined | falco_ws_deflate:state(),
                   msg :: undefined | #msg{}}).
 -opaque session() :: #session{}.
 
--type close_error() :: {error, 1002 | 1007 | 1009, atom()}.
+-type close_error() :: {error, 1002 | 1007 | 1008 | 1009, atom()}.
 
 %% @doc A session before the first frame.
 -spec new(opts()) -> session().
-new(#{max_message_size := Max, deflate := Deflate}) ->
-    #session{max = Max, deflate = Deflate}.
+new(#{max_message_size := Max, max_fragments := Frags, max_empty_fragments := Empties,
+      deflate := Deflate}) ->
+    #session{max = Max, max_frags = Frags, max_empties = Empties, deflate = Deflate}.
 
 %% @doc The next frame: the events it completes (none for a fragment that
 %% does not end its message), or the close code and reason that end the
@@ -76,7 +90,7 @@ frame({frame, continuation, _, _, _}, _, #session{msg = undefined}) ->
 frame({frame, continuation, _, true, _}, _, _) ->
     {error, 1002, rsv1_on_continuation};
 frame({frame, continuation, Fin, false, Payload}, Checked, S = #session{msg = M}) ->
-    data(Payload, Fin, M, Checked, S);
+    counted(Payload, Fin, M, Checked, S);
 frame({frame, _, _, _, _}, _, #session{msg = #msg{}}) ->
     {error, 1002, expected_continuation};
 frame({frame, Type, Fin, Rsv1, Payload}, Checked, S) ->
@@ -84,7 +98,7 @@ frame({frame, Type, Fin, Rsv1, Payload}, Checked, S) ->
                text -> falco_ws_utf8:new();
                binary -> binary
            end,
-    data(Payload, Fin, #msg{type = Type, compressed = Rsv1, utf8 = Utf8}, Checked, S).
+    counted(Payload, Fin, #msg{type = Type, compressed = Rsv1, utf8 = Utf8}, Checked, S).
 
 %% @doc The UTF-8 state a frame being received with `Op' and `Rsv1' would
 %% continue from, if its payload is text that can be checked before the
@@ -97,6 +111,19 @@ partial_text(continuation, false, #session{msg = #msg{type = text, compressed = 
     {ok, U};
 partial_text(_, _, _) ->
     none.
+
+%% The fragment and empty fragment bounds, then the payload.
+counted(Payload, Fin, M = #msg{frags = Frags, empties = Empties}, Checked,
+        S = #session{max_frags = MaxFrags, max_empties = MaxEmpties}) ->
+    Empties1 = case Payload of
+                   <<>> -> Empties + 1;
+                   _ -> Empties
+               end,
+    if
+        Frags >= MaxFrags -> {error, 1009, too_many_fragments};
+        Empties1 > MaxEmpties -> {error, 1008, too_many_empty_fragments};
+        true -> data(Payload, Fin, M#msg{frags = Frags + 1, empties = Empties1}, Checked, S)
+    end.
 
 data(Payload, Fin, M = #msg{compressed = true}, _, S = #session{max = Max, deflate = D}) ->
     case falco_ws_deflate:inflate(Payload, Fin, room(Max, M), D) of
@@ -134,9 +161,14 @@ text(Data, New, U, Fin, M, S) ->
             {error, 1007, invalid_utf8}
     end.
 
+%% The message so far is one binary, appended to in place (the runtime
+%% keeps room after a binary that is only ever appended to), so that it
+%% costs its payload and nothing per fragment; a sub-binary of the read
+%% buffer is copied out of it as it is appended.
 next(Data, nofin, M = #msg{acc = Acc, size = Size}, S) ->
-    {ok, [], S#session{msg = M#msg{acc = [Data | Acc], size = Size + byte_size(Data)}}};
-next(Data, fin, #msg{type = Type, acc = []}, S) ->
+    {ok, [], S#session{msg = M#msg{acc = <<Acc/binary, Data/binary>>,
+                                   size = Size + byte_size(Data)}}};
+next(Data, fin, #msg{type = Type, size = 0}, S) ->
     {ok, [{Type, Data}], S#session{msg = undefined}};
 next(Data, fin, #msg{type = Type, acc = Acc}, S) ->
-    {ok, [{Type, iolist_to_binary(lists:reverse(Acc, [Data]))}], S#session{msg = undefined}}.
+    {ok, [{Type, <<Acc/binary, Data/binary>>}], S#session{msg = undefined}}.
