@@ -1,5 +1,7 @@
 %% @doc The falco application: stores the HTTP/1.1 codec's tables (its
-%% compiled patterns) in `persistent_term' once, then starts
+%% compiled patterns) in `persistent_term' once, adds the logger filter
+%% that keeps listeners' options out of supervisor reports
+%% ({@link falco_report:supervisor_filter/2}), then starts
 %% {@link falco_sup}. Storing them here, not on first use in a connection,
 %% keeps the codec free of writes; a key already stored (after a restart)
 %% is left as it is, since replacing one would force a global GC. The
@@ -17,6 +19,8 @@
 -spec start(application:start_type(), term()) -> {ok, pid()} | {error, term()}.
 start(_Type, _Args) ->
     ok = store_tables(falco_http1:tables()),
+    %% supervisor reports of a listener without its options (falco_report)
+    _ = logger:add_primary_filter(falco_reports, {fun falco_report:supervisor_filter/2, []}),
     case falco_sup:start_link() of
         {ok, Pid} -> {ok, Pid};
         ignore -> {error, ignore};
@@ -26,6 +30,7 @@ start(_Type, _Args) ->
 %% @private
 -spec stop(term()) -> ok.
 stop(_State) ->
+    _ = logger:remove_primary_filter(falco_reports),
     ok.
 
 store_tables(Tables) ->

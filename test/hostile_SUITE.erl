@@ -387,7 +387,8 @@ connection_crash_logged_once(_Config) ->
              handler => fun handler/1, drain => falco_drain:new(), stats => falco_stats:new(),
              padding => binary:copy(<<"p">>, 1024 * 1024)},
     ok = falco_test_tree:capture_log(Name, error),
-    {ok, Acc} = falco_acceptor:start_link(Name, LSock, Conf, falco_slots:new(1), 1),
+    ok = falco_acceptor:share_conf(Name, Conf#{lsock => LSock}),
+    {ok, Acc} = falco_acceptor:start_link(Name, falco_slots:new(1), 1),
     try
         {ok, Sock} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
         ok = ?C:expect_closed(Sock, 5000),

@@ -35,7 +35,7 @@
 %% @private internal to falco
 -module(falco_acceptor).
 
--export([start_link/5, init/6, conn/6]).
+-export([start_link/3, init/4, conn/6, share_conf/2, conf/1]).
 -export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
 
 -define(CONF_KEY(Name), {?MODULE, conf, Name}).
@@ -69,19 +69,21 @@
 %% The most characters of the line reporting a connection's abnormal end.
 -define(REPORT_CHARS, 4096).
 
-%% @doc Starts acceptor `Index' of listener `Name'.
--spec start_link(atom(), falco_transport:socket(), map(), falco_slots:slots(), pos_integer()) ->
-          {ok, pid()}.
-start_link(Name, LSock, Conf, Slots, Index) ->
-    proc_lib:start_link(?MODULE, init, [self(), Name, LSock, Conf, Slots, Index]).
+%% @doc Starts acceptor `Index' of listener `Name', whose configuration
+%% (its listen socket `lsock' included) the listener's supervisor shared
+%% ({@link share_conf/2}). The start arguments are kept this small because
+%% a supervisor's report of a restart prints them: the configuration holds
+%% the TLS options, and a TLS listen socket every ssl option.
+-spec start_link(atom(), falco_slots:slots(), pos_integer()) -> {ok, pid()}.
+start_link(Name, Slots, Index) ->
+    proc_lib:start_link(?MODULE, init, [self(), Name, Slots, Index]).
 
 %% @private
--spec init(pid(), atom(), falco_transport:socket(), map(), falco_slots:slots(), pos_integer()) ->
-          no_return().
-init(Parent, Name, LSock, Conf, Slots, Index) ->
+-spec init(pid(), atom(), falco_slots:slots(), pos_integer()) -> no_return().
+init(Parent, Name, Slots, Index) ->
     process_flag(trap_exit, true),
     ok = falco_slots:reset(Slots, Index),
-    ok = share_conf(Name, Conf),
+    Conf = #{lsock := LSock} = conf(Name),
     proc_lib:init_ack(Parent, {ok, self()}),
     S = #acc{parent = Parent, name = Name, lsock = LSock, conf = Conf, slots = Slots,
              index = Index, max = maps:get(max_connections, Conf),
@@ -115,8 +117,9 @@ start_conn(#acc{name = Name, lsock = LSock}, Cell) ->
                           end],
     spawn_opt(?MODULE, conn, [Ancestors, self(), Name, LSock, ?CONF_KEY(Name), Cell], [link]).
 
-%% The listener's configuration, in `persistent_term' for its connection
-%% processes: a term read from there is a literal, never copied into the
+%% @doc Shares the configuration of listener `Name' (its supervisor does,
+%% before it starts the acceptors) with the acceptors and the connection
+%% processes, in `persistent_term': a term read from there is a literal, never copied into the
 %% reader's heap, so thousands of connections share one copy instead of
 %% holding about 2 KB each (the validated options; most of a hibernated
 %% HTTP/1.1 connection, 2026-11-25). Putting a term equal to the one
@@ -124,11 +127,17 @@ start_conn(#acc{name = Name, lsock = LSock}, Cell) ->
 %% the same options) share one entry; a listener started again under the
 %% same name with other options replaces it, at the cost of one scan of
 %% every process (persistent_term's rule), as falco_router's swaps do.
+-spec share_conf(atom(), map()) -> ok.
 share_conf(Name, Conf) ->
     case persistent_term:get(?CONF_KEY(Name), undefined) of
         Conf -> ok;
         _ -> persistent_term:put(?CONF_KEY(Name), Conf)
     end.
+
+%% @doc The configuration shared for listener `Name' ({@link share_conf/2}).
+-spec conf(atom()) -> map().
+conf(Name) ->
+    persistent_term:get(?CONF_KEY(Name)).
 
 %% @private The entry of a connection process: {@link falco_conn:init/5},
 %% with an error or throw turned into the exit it would have been, the
@@ -387,12 +396,18 @@ release_all(S = #acc{waiting = Waiting, conns = Conns, slots = Slots, index = I}
     _ = [falco_stats:settle(S#acc.stats, Cell) || Cell <- maps:values(S#acc.cells)],
     S#acc{waiting = undefined, conns = #{}, cells = #{}}.
 
-%% Stops the listener's part held here: its connections drain first, for
-%% at most shutdown_timeout, unless the stop is `immediate'
-%% (falco:stop_listener/2); then what is left is stopped.
+%% Stops the listener's part held here. When the listener stops
+%% (falco_listener_guard marked it), its connections drain first, for at
+%% most shutdown_timeout, unless the stop is `immediate'
+%% (falco:stop_listener/2), and the listen socket is closed. When only the
+%% acceptors stop (their supervisor gave up and is started again) the
+%% socket and the drain flag are left to the acceptors that follow, and
+%% only this acceptor's connections are stopped.
 -spec terminate(term(), #acc{}) -> no_return().
 terminate(Reason, S = #acc{drain = Drain, conf = Conf}) ->
-    S1 = case falco_drain:mode(Drain) of
+    S1 = case falco_drain:stopping(Drain) andalso falco_drain:mode(Drain) of
+             false ->
+                 S;
              immediate ->
                  S;
              _ ->
@@ -400,7 +415,15 @@ terminate(Reason, S = #acc{drain = Drain, conf = Conf}) ->
                  element(1, drain(Deadline, S))
          end,
     stop_all(S1),
-    exit(Reason).
+    exit(quiet(Reason)).
+
+%% The acceptor's own exit: its supervisor's reason when that is a quiet
+%% one, else `{shutdown, Reason}' (a supervisor killed in a storm took its
+%% acceptors with it: each would write a crash report of `killed', four
+%% lines a time, under the supervisor's own report of the same death).
+quiet(Reason) when Reason =:= normal; Reason =:= shutdown -> Reason;
+quiet(Reason = {shutdown, _}) -> Reason;
+quiet(Reason) -> {shutdown, Reason}.
 
 %% Stops the waiting process and every connection: `shutdown' first, then
 %% `kill' for what is still there after shutdown_timeout. Their exits are

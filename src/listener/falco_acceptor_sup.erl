@@ -9,23 +9,28 @@
 -module(falco_acceptor_sup).
 -behaviour(supervisor).
 
--export([start_link/4]).
+-export([start_link/2]).
 -export([init/1]).
 
-%% @doc Starts the `num_acceptors' acceptors of listener `Name' on `LSock'.
--spec start_link(atom(), falco_transport:socket(), map(), falco_slots:slots()) ->
-          {ok, pid()} | ignore | {error, term()}.
-start_link(Name, LSock, Conf, Slots) ->
-    supervisor:start_link(?MODULE, {Name, LSock, Conf, Slots}).
+%% @doc Starts the `num_acceptors' acceptors of listener `Name', whose
+%% configuration its supervisor shared ({@link falco_acceptor:share_conf/2}):
+%% the child specifications name the listener, not its configuration, so
+%% that a restart's report stays a few lines.
+-spec start_link(atom(), falco_slots:slots()) -> {ok, pid()} | ignore | {error, term()}.
+start_link(Name, Slots) ->
+    %% registered, so that its reports name the listener
+    supervisor:start_link({local, list_to_atom("falco_acceptors_" ++ atom_to_list(Name))},
+                          ?MODULE, {Name, Slots}).
 
 %% @private
--spec init({atom(), falco_transport:socket(), map(), falco_slots:slots()}) ->
+-spec init({atom(), falco_slots:slots()}) ->
           {ok, {supervisor:sup_flags(), [supervisor:child_spec()]}}.
-init({Name, LSock, Conf = #{num_acceptors := N}, Slots}) ->
+init({Name, Slots}) ->
+    #{num_acceptors := N} = falco_acceptor:conf(Name),
     %% An acceptor is the supervisor of its connections: it bounds its own
     %% shutdown (falco_acceptor), so it is given all the time it needs.
     Acceptors = [#{id => {acceptor, I},
-                   start => {falco_acceptor, start_link, [Name, LSock, Conf, Slots, I]},
+                   start => {falco_acceptor, start_link, [Name, Slots, I]},
                    type => supervisor,
                    shutdown => infinity}
                  || I <- lists:seq(1, N)],

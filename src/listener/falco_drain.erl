@@ -16,10 +16,17 @@
 %% loop reads the flag instead when it is busy); see falco_acceptor for
 %% what each protocol does with it.
 %%
+%% A third cell says whether the listener itself is stopping
+%% ({@link stop/1}, set by {@link falco_listener_guard} as its supervisor
+%% stops): only then do the acceptors' `terminate' drain the listener and
+%% close its listen socket. Acceptors stopped for another reason (their
+%% supervisor gave up and is started again) leave the flag and the socket
+%% to the acceptors that follow them.
+%%
 %% @private internal to falco
 -module(falco_drain).
 
--export([new/0, new/1, draining/1, mode/1, set/2, notice/1]).
+-export([new/0, new/1, draining/1, mode/1, set/2, notice/1, stop/1, stopping/1]).
 
 -opaque flag() :: atomics:atomics_ref().
 -type mode() :: running | leaving | draining | immediate.
@@ -27,6 +34,8 @@
 %% The mode's cell: 0 running, 1 draining, 2 immediate, 3 leaving.
 -define(MODE, 1).
 -define(NOTICE, 2).
+%% 1 once the listener stops
+-define(STOPPING, 3).
 -export_type([flag/0, mode/0]).
 
 %% @doc A flag for a new listener: `running', no notice.
@@ -37,7 +46,7 @@ new() ->
 %% @doc A flag for a new listener with a drain notice of `Notice' ms.
 -spec new(non_neg_integer()) -> flag().
 new(Notice) ->
-    Flag = atomics:new(2, []),
+    Flag = atomics:new(3, []),
     ok = atomics:put(Flag, ?NOTICE, Notice),
     Flag.
 
@@ -72,3 +81,14 @@ set(Flag, leaving) ->
     ok;
 set(Flag, draining) -> atomics:put(Flag, ?MODE, 1);
 set(Flag, immediate) -> atomics:put(Flag, ?MODE, 2).
+
+%% @doc Marks the listener as stopping (its supervisor is shutting down).
+-spec stop(flag()) -> ok.
+stop(Flag) ->
+    atomics:put(Flag, ?STOPPING, 1).
+
+%% @doc Whether the listener is stopping (`undefined': never).
+-spec stopping(flag() | undefined) -> boolean().
+stopping(undefined) -> false;
+stopping(Flag) ->
+    atomics:get(Flag, ?STOPPING) =:= 1.

@@ -4,10 +4,15 @@
 %% a bad one fails the start with `{invalid_option, tls_opts, Reason}').
 %%
 %% Its children, `one_for_one': the socket's holder ({@link
-%% falco_listen_socket}, first, so it is stopped last and closes the socket)
-%% and the acceptors' supervisor ({@link falco_acceptor_sup}), under which
+%% falco_listen_socket}, first, so it is stopped last and closes the socket),
+%% the acceptors' supervisor ({@link falco_acceptor_sup}), under which
 %% each acceptor supervises the connections it accepted ({@link
-%% falco_acceptor}, {@link falco_conn}). The socket is owned by this
+%% falco_acceptor}, {@link falco_conn}), and the guard ({@link
+%% falco_listener_guard}, last, so it is stopped first and tells the
+%% acceptors that the listener stops). The acceptors' supervisor giving up
+%% (more than 10 acceptor restarts in 10 s: a code purge kills every
+%% process waiting in accept) is started again on the same open socket,
+%% with the drain flag untouched: the listener goes on serving. The socket is owned by this
 %% process and closed only by the holder's `terminate', which runs when
 %% this listener stops; a holder killed outright leaves it open, so it is
 %% restarted alone and the acceptors and their connections go on. More
@@ -47,13 +52,21 @@ start_link(Name, Opts) ->
                      "start the falco application first: list falco in your application's "
                      "`applications' (or call application:ensure_all_started(falco))"}};
         {true, {ok, Conf}} ->
-            case supervisor:start_link(?MODULE, {Name, Conf}) of
+            case supervisor:start_link({local, reg_name(Name)}, ?MODULE, {Name, Conf}) of
                 {error, {shutdown, {falco_listener, Reason}}} -> {error, Reason};
                 Other -> Other
             end;
         {true, {error, _} = Error} ->
             Error
     end.
+
+%% The registered name of listener `Name''s supervisor,
+%% `falco_listener_Name': every supervisor report of the listener names it
+%% (its acceptors' supervisor is `falco_acceptors_Name'). A second
+%% listener of the same name, in any supervisor, is `{error,
+%% {already_started, Pid}}'.
+reg_name(Name) ->
+    list_to_atom("falco_listener_" ++ atom_to_list(Name)).
 
 %% falco_sup owns the registry table and supervises the clock.
 falco_running() ->
@@ -151,17 +164,22 @@ init({Name, Conf0}) ->
             Stats = falco_stats:new(),
             ok = falco_stats:register(Name, Stats),
             Conf1 = Conf#{handler => falco_request_events:wrap(Events, handler(Name, Conf0)),
-                          drain => Drain, telemetry => Events, stats => Stats},
+                          drain => Drain, telemetry => Events, stats => Stats, lsock => LSock},
+            ok = falco_acceptor:share_conf(Name, Conf1),
             %% First child: on shutdown it goes last and closes the socket.
             Holder = #{id => listen_socket,
                        start => {falco_listen_socket, start_link, [Kind, LSock]},
                        shutdown => 5000},
             Acceptors = #{id => acceptors,
-                          start => {falco_acceptor_sup, start_link, [Name, LSock, Conf1, Slots]},
+                          start => {falco_acceptor_sup, start_link, [Name, Slots]},
                           type => supervisor,
                           shutdown => infinity},
+            %% Last child: on shutdown it goes first and marks the listener
+            %% as stopping, so that the acceptors drain and close the socket.
+            Guard = #{id => guard, start => {falco_listener_guard, start_link, [Drain]},
+                      shutdown => 5000},
             {ok, {#{strategy => one_for_one, intensity => 10, period => 10},
-                  [Holder, Acceptors]}};
+                  [Holder, Acceptors, Guard]}};
         {error, {tls_opts, Reason}} ->
             %% ssl refused the options: the listener cannot serve anyone.
             %% ({shutdown, _}: an error for the caller, not a crash report)

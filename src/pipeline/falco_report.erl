@@ -10,7 +10,7 @@
 %% @private internal to falco
 -module(falco_report).
 
--export([format/2, format/3, without_args/1]).
+-export([format/2, format/3, without_args/1, supervisor_filter/2]).
 
 %% The bound of a report in characters, unless the caller gives one.
 -define(CHARS, 16384).
@@ -32,3 +32,29 @@ without_args(Stack) ->
          {M, F, A, Loc} when is_list(A) -> {M, F, length(A), Loc};
          _ -> Frame
      end || Frame <- Stack].
+
+%% @doc A primary logger filter (falco_app adds it, as `falco_reports'):
+%% a supervisor's report whose offender is a listener (the child
+%% specification of {@link falco:child_spec/2}, in falco's supervisor or
+%% the user's) prints the listener's name instead of its options, which
+%% hold the TLS options (a certificate chain and keys: hundreds of lines
+%% in every report). Every other event passes as it is.
+-spec supervisor_filter(logger:log_event(), term()) -> logger:filter_return().
+supervisor_filter(Event = #{msg := {report, R = #{label := {supervisor, _}, report := Rep}}}, _)
+  when is_list(Rep) ->
+    case lists:keyfind(offender, 1, Rep) of
+        {offender, Offender} when is_list(Offender) ->
+            case lists:keyfind(mfargs, 1, Offender) of
+                {mfargs, {falco_listener_sup, start_link, [Name, _Opts]}} ->
+                    Small = {falco_listener_sup, start_link, [Name, options_not_shown]},
+                    Offender1 = lists:keyreplace(mfargs, 1, Offender, {mfargs, Small}),
+                    Rep1 = lists:keyreplace(offender, 1, Rep, {offender, Offender1}),
+                    Event#{msg => {report, R#{report => Rep1}}};
+                _ ->
+                    Event
+            end;
+        _ ->
+            Event
+    end;
+supervisor_filter(Event, _) ->
+    Event.
