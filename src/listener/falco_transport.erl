@@ -232,7 +232,7 @@ handshake(Socket, Timeout) ->
 %% processes per connection (the connection process, which receives and
 %% decrypts, and its sender), and without the option neither hibernates
 %% nor is collected while the client is silent; an idle TLS connection
-%% then held 115-121 KB, against 40-45 KB with it (docs/internals/
+%% then held 115-122 KB, against 40-46 KB with it (docs/internals/
 %% idle-memory.md). ssl arms the timeout in its connection state only, so
 %% it never cuts into a handshake.
 -spec tls_options([ssl:tls_server_option()], [http1 | h2], timeout()) ->
