@@ -75,7 +75,7 @@ h2c_settings_test_() ->
 tls_options_test() ->
     {ok, _} = application:ensure_all_started(ssl),
     Opts = falco_transport:tls_options([{certfile, "c"}, {keyfile, "k"}, {honor_cipher_order, false}],
-                                       [http1, h2]),
+                                       [http1, h2], 1000),
     ?assertEqual(['tlsv1.3', 'tlsv1.2'], proplists:get_value(versions, Opts)),
     ?assertEqual(false, proplists:get_value(honor_cipher_order, Opts)),
     ?assertEqual(false, proplists:get_value(client_renegotiation, Opts)),
@@ -91,19 +91,26 @@ tls_options_test() ->
     %% TLS 1.3 only: no TLS-1.2-only defaults (OTP's ssl refuses them) and
     %% only TLS 1.3 suites; TLS 1.2 only: no TLS 1.3 suites.
     Only13 = falco_transport:tls_options([{certfile, "c"}, {keyfile, "k"},
-                                          {versions, ['tlsv1.3']}], [h2]),
+                                          {versions, ['tlsv1.3']}], [h2], infinity),
     ?assertEqual([], [K || {K, _} <- Only13, lists:member(K, [secure_renegotiate,
                                                                 client_renegotiation,
                                                                 reuse_sessions])]),
     ?assert(lists:all(fun(#{key_exchange := KE}) -> KE =:= any end,
                       proplists:get_value(ciphers, Only13))),
     ?assertEqual([<<"h2">>], proplists:get_value(alpn_preferred_protocols, Only13)),
-    Only12 = falco_transport:tls_options([{versions, ['tlsv1.2']}], [http1]),
+    Only12 = falco_transport:tls_options([{versions, ['tlsv1.2']}], [http1], 1000),
     ?assertEqual(true, proplists:get_value(secure_renegotiate, Only12)),
     ?assert(lists:all(fun(#{key_exchange := KE}) -> KE =/= any end,
                       proplists:get_value(ciphers, Only12))),
     ?assertEqual(false, lists:keymember(ciphers, 1,
-                                        falco_transport:tls_options([{versions, ['tlsv1.1']}], [http1]))),
+                                        falco_transport:tls_options([{versions, ['tlsv1.1']}], [http1], 1000))),
+    %% ssl's own processes hibernate as the listener's do, unless tls_opts
+    %% says otherwise.
+    ?assertEqual(1000, proplists:get_value(hibernate_after, Opts)),
+    ?assertEqual(infinity, proplists:get_value(hibernate_after, Only13)),
+    ?assertEqual([{hibernate_after, 50}],
+                 [O || O = {hibernate_after, _} <- falco_transport:tls_options(
+                                                     [{hibernate_after, 50}], [http1], 1000)]),
     ?assertEqual({tcp, tcp_closed, tcp_error, tcp_passive}, falco_transport:messages(gen_tcp)),
     ?assertEqual({ssl, ssl_closed, ssl_error, ssl_passive}, falco_transport:messages(ssl)).
 

@@ -3,8 +3,9 @@
 %% stream open and a WebSocket session hibernate once nothing has come
 %% for `hibernate_after', serve the next request (message) when it comes,
 %% and are still closed by their idle timeout on time, the hibernation
-%% moving no deadline. With `hibernate_after => infinity' they do not
-%% hibernate.
+%% moving no deadline. Over TLS, ssl's own processes for the connection
+%% (its receiver and its sender) hibernate too, after the same time. With
+%% `hibernate_after => infinity' they do not hibernate.
 -module(idle_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
@@ -12,7 +13,8 @@
 
 -export([all/0, init_per_suite/1, end_per_suite/1, end_per_testcase/2]).
 -export([http1_hibernates/1, h2_hibernates/1, websocket_hibernates/1, h2_websocket_hibernates/1,
-         h2_idle_timer_spans_a_slow_stream/1, never_with_infinity/1, option_validated/1]).
+         h2_idle_timer_spans_a_slow_stream/1, never_with_infinity/1, option_validated/1,
+         tls_hibernates/1]).
 
 -define(C, falco_test_client).
 -define(H2, falco_test_h2_client).
@@ -23,7 +25,7 @@
 
 all() ->
     [http1_hibernates, h2_hibernates, websocket_hibernates, h2_websocket_hibernates,
-     h2_idle_timer_spans_a_slow_stream, never_with_infinity, option_validated].
+     h2_idle_timer_spans_a_slow_stream, never_with_infinity, option_validated, tls_hibernates].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
@@ -175,6 +177,48 @@ h2_websocket_hibernates(_Config) ->
     await_hibernated(Session),
     await_hibernated(Conn),
     ?H2:close(C4).
+
+%% An idle TLS connection: falco's process and ssl's two (the connection
+%% process, which receives, and its sender) all hibernate after the
+%% listener's hibernate_after (falco_transport:tls_options/3), and the
+%% connection serves the next request. ssl's processes are found as the
+%% ones monitoring falco's (the ssl connection process monitors its owner)
+%% and the children of their supervisor.
+tls_hibernates(_Config) ->
+    {ok, _} = application:ensure_all_started(ssl),
+    {Sup, Port} = listener(tls_hibernates, #{transport => tls,
+                                             tls_opts => falco_test_tls:server_opts()}),
+    {ok, S} = ssl:connect({127, 0, 0, 1}, Port, [binary, {active, false}, {verify, verify_none},
+                                                 {alpn_advertised_protocols, [<<"http/1.1">>]}]),
+    TlsGet = fun() ->
+                     ok = ssl:send(S, <<"GET / HTTP/1.1\r\nhost: x\r\n\r\n">>),
+                     tls_response(S, <<>>)
+             end,
+    TlsGet(),
+    Conn = falco_test_tree:one_conn(Sup),
+    {monitored_by, Watchers} = process_info(Conn, monitored_by),
+    [Receiver] = [P || P <- Watchers, is_pid(P),
+                       element(1, proc_lib:initial_call(P)) =:= ssl_gen_statem],
+    {dictionary, Dict} = process_info(Receiver, dictionary),
+    [ConnSup | _] = proplists:get_value('$ancestors', Dict),
+    SslPids = [P || {_, P, _, _} <- supervisor:which_children(ConnSup), is_pid(P)],
+    ?assertEqual(2, length(SslPids)),
+    ?assert(lists:member(Receiver, SslPids)),
+    [await_hibernated(P) || P <- [Conn | SslPids]],
+    %% they wake for the next request, and sleep again after it
+    TlsGet(),
+    [await_hibernated(P) || P <- [Conn | SslPids]],
+    ct:log("hibernated TLS connection: ~p bytes (falco's, then ssl's)",
+           [[element(2, process_info(P, memory)) || P <- [Conn | SslPids]]]),
+    ok = ssl:close(S).
+
+tls_response(S, Buf) ->
+    case binary:split(Buf, <<"\r\n\r\n">>) of
+        [<<"HTTP/1.1 200", _/binary>>, <<"ok">>] -> ok;
+        _ ->
+            {ok, Data} = ssl:recv(S, 0, 5000),
+            tls_response(S, <<Buf/binary, Data/binary>>)
+    end.
 
 never_with_infinity(_Config) ->
     {Sup, Port} = listener(never_with_infinity, #{hibernate_after => infinity}),

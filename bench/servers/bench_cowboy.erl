@@ -4,12 +4,13 @@
 %% every other fixture, with cowboy's default stream handler (what users
 %% get). Keep-alive is effectively unlimited. varied_paths_router goes
 %% through cowboy's own router with the 100 routes; every other scenario
-%% uses one catch-all route. tls_handshake: cowboy:start_tls/3 with
-%% bench_tls's options (cowboy adds ALPN h2 and http/1.1). GET /ws upgrades
-%% to a cowboy_websocket echo (this module is also its handler), set as
-%% falco's: no compression, bench_fx:ws_max_frame/0 on frames, no idle
-%% timeout, and websocket_init/1 hibernates until the first frame (cowboy's
-%% way to keep an idle connection small).
+%% uses one catch-all route. tls_handshake, idle_tls: cowboy:start_tls/3
+%% with bench_tls's options (cowboy adds ALPN h2 and http/1.1; nothing
+%% else, so ssl's processes never hibernate, as cowboy's users get them).
+%% GET /ws upgrades to a cowboy_websocket echo (this module is also its
+%% handler), set as falco's: no compression, bench_fx:ws_max_frame/0 on
+%% frames, no idle timeout, and websocket_init/1 hibernates until the first
+%% frame (cowboy's way to keep an idle connection small).
 -module(bench_cowboy).
 
 -export([start/2, version/0, init/2]).
@@ -33,12 +34,12 @@ start(Port, Scenario) ->
               max_keepalive => 1000000000,
               idle_timeout => 60000,
               request_timeout => 60000},
-    Started = case Scenario of
-                  tls_handshake ->
+    Started = case bench_tls:scenario(Scenario) of
+                  true ->
                       {ok, _} = application:ensure_all_started(ssl),
                       cowboy:start_tls(bench, Trans#{socket_opts => maps:get(socket_opts, Trans)
                                                          ++ bench_tls:server_opts()}, Proto);
-                  _ ->
+                  false ->
                       cowboy:start_clear(bench, Trans, Proto)
               end,
     case Started of

@@ -4,7 +4,9 @@
 %% limit raised so no run is cut short by a default. varied_paths_router
 %% goes through falco's router (falco_router) with the 100 routes, as
 %% cowboy's fixture goes through cowboy_router; every other scenario uses
-%% one handler. tls_handshake runs a TLS listener with bench_tls's options.
+%% one handler. tls_handshake and idle_tls run a TLS listener with
+%% bench_tls's options (and falco's defaults for the rest: ssl's processes
+%% hibernate after the listener's hibernate_after).
 %% GET /ws upgrades to a WebSocket echo (this module is also its
 %% falco_ws_handler): no compression, bench_fx:ws_max_frame/0 on frames and
 %% messages, no idle timeout, and the session hibernates from init/1 until
@@ -32,9 +34,9 @@ start(Port, Scenario, Extra) ->
                    _ ->
                        #{handler => {?MODULE, Scenario}}
                end,
-    Tls = case Scenario of
-              tls_handshake -> #{transport => tls, tls_opts => bench_tls:server_opts()};
-              _ -> #{}
+    Tls = case bench_tls:scenario(Scenario) of
+              true -> #{transport => tls, tls_opts => bench_tls:server_opts()};
+              false -> #{}
           end,
     Opts = maps:merge(maps:merge(Extra, Tls),
                       Dispatch#{port => Port, ip => {127, 0, 0, 1},

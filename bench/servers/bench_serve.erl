@@ -25,7 +25,7 @@ main() ->
     Mod = list_to_atom("bench_" ++ Server),
     Port = list_to_integer(PortS),
     Sampler = spawn_link(fun() -> sampler(0) end),
-    ok = bench_app:load(apps(Server) ++ [ssl || Scenario =:= "tls_handshake"]),
+    ok = bench_app:load(apps(Server) ++ [ssl || bench_tls:scenario(Scenario)]),
     try Mod:start(Port, list_to_atom(Scenario)) of
         ok ->
             say("ready ~s ~s", [os:getpid(), version(Mod)]),

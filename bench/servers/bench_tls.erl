@@ -1,4 +1,5 @@
-%% bench_tls: what every server gets in the TLS scenarios (tls_handshake),
+%% bench_tls: what every server gets in the TLS scenarios (tls_handshake,
+%% idle_tls; scenario/1),
 %% so that all do the same cryptographic work per connection: one test
 %% certificate (self-signed ECDSA P-256, generated with public_key at bench
 %% time into _build/bench/tls, never committed), TLS 1.3 only, one cipher
@@ -9,10 +10,16 @@
 %% load generator pins the same suite (client_suite/0).
 -module(bench_tls).
 
--export([ensure/1, server_opts/0, client_suite/0, env/0]).
+-export([ensure/1, server_opts/0, client_suite/0, env/0, scenario/1]).
 
 -define(ENV, "BENCH_TLS_DIR").
 -define(SUITE, "TLS_AES_128_GCM_SHA256").
+
+%% @doc Whether a fixture serves the scenario over TLS (with
+%% server_opts/0).
+-spec scenario(atom() | string()) -> boolean().
+scenario(S) when is_list(S) -> scenario(list_to_atom(S));
+scenario(S) -> lists:member(S, [tls_handshake, idle_tls]).
 
 %% @doc The environment variable that carries the certificate directory.
 -spec env() -> string().

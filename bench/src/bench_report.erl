@@ -150,9 +150,12 @@ ws_tables(R, Servers, Ws) ->
               "and the server has rested 2 s; the difference divided by the connections. Then "
               "every connection must still echo one message. Also: the connections, the time "
               "the generator took to open them (64 handshakes in flight) and the server's "
-              "CPU time per handshake. idle_h1 and idle_h2 are HTTP/1.1 keep-alive and h2c "
-              "connections idle after one GET /hello each, measured the same way, each "
-              "checked with one more GET. Bold on BEAM bytes.\n\n",
+              "CPU time per handshake, and the BEAM bytes as the connections left them "
+              "(read before that last forced GC: what an idle server really holds). "
+              "idle_h1 and idle_h2 are HTTP/1.1 keep-alive and h2c connections idle after "
+              "one GET /hello each, idle_tls the HTTP/1.1 ones over TLS 1.3 (bench_tls's "
+              "options), measured the same way, each checked with one more GET. Bold on "
+              "BEAM bytes.\n\n",
               table(R, Servers, Idle, idle_beam_b, low, fun idle_cell/1)]
      end].
 
@@ -254,7 +257,7 @@ cells(Results, Server, Scenario) ->
         Ok ->
             Keys = [rps, p50, p90, p99, p999, max, cpu_us, peak_rss_kb, beam_peak,
                     errors, bad_status, conns, noise, load_noise, load_busy,
-                    mbps, idle_conns, idle_beam_b, idle_rss_b, open_s],
+                    mbps, idle_conns, idle_beam_b, idle_rss_b, open_s, idle_nogc_b],
             M = maps:from_list([{K, bench_stats:summary([V || #{K := V} <- Ok, is_number(V)])}
                                 || K <- Keys]),
             M#{ok_runs => length(Ok), runs => length(Runs),
@@ -306,10 +309,15 @@ mbps_cell(_) -> "?".
 
 idle_cell(#{idle_beam_b := #{median := B}, idle_rss_b := #{median := Rss},
             idle_conns := #{median := N}, open_s := #{median := Open}} = C) ->
-    io_lib:format("~b B / ~b B (~b connections, opened in ~.1f s, ~ts CPU each)",
+    io_lib:format("~b B / ~b B (~b connections, opened in ~.1f s, ~ts CPU each; "
+                  "~ts B before the last GC)",
                   [round(B), round(Rss), round(N), Open * 1.0,
                    case C of
                        #{cpu_us := #{median := Cpu}} -> fmt_us(Cpu);
+                       _ -> "?"
+                   end,
+                   case C of
+                       #{idle_nogc_b := #{median := NoGc}} -> integer_to_list(round(NoGc));
                        _ -> "?"
                    end]);
 idle_cell(_) -> "?".
@@ -626,7 +634,7 @@ failures(#{results := Results}) ->
 csv(#{results := Results}) ->
     Cols = [rps, p50, p90, p99, p999, max, cpu_us, peak_rss_kb, beam_peak, beam_total,
             errors, bad_status, conns, noise, load_noise, requests, clients,
-            mbps, idle_conns, idle_beam_b, idle_rss_b, open_s, load_busy],
+            mbps, idle_conns, idle_beam_b, idle_rss_b, open_s, load_busy, idle_nogc_b],
     ["server,scenario,run,status,", lists:join(",", [atom_to_list(C) || C <- Cols]), "\n",
      [[atom_to_list(Sv), ",", atom_to_list(Sc), ",", integer_to_list(R), ",", status(St), ",",
        lists:join(",", [num(maps:get(C, Row, undefined)) || C <- Cols]), "\n"]

@@ -24,7 +24,7 @@ names(h1) ->
     [hello, json, echo, headers_heavy, cookies_heavy, qs_xml, large_response,
      upload_1mb, upload_20mb, pipelined, varied_paths_router, gzip_response,
      streaming_response, head, etag_304, connection_storm, short_sessions, slow_handler,
-     ws_echo, ws_large, ws_idle, idle_h1, idle_h2];
+     ws_echo, ws_large, ws_idle, idle_h1, idle_h2, idle_tls];
 names(h2) ->
     [hello, json, echo, headers_heavy, multi_stream, large_response, upload_1mb, upload_20mb,
      upload_1mb_h1, upload_20mb_h1, tls_handshake].
@@ -152,6 +152,10 @@ find(idle_h1) ->
 find(idle_h2) ->
     idle(idle_h2, "h2c (prior knowledge): 10,000 connections idle after one GET /hello each "
          "(fewer if the fd limit is lower); memory per connection", h2c);
+find(idle_tls) ->
+    (idle(idle_tls, "HTTP/1.1 keep-alive over TLS 1.3 (ALPN http/1.1): 10,000 connections idle "
+          "after one GET /hello each (fewer if the fd limit is lower); memory per connection",
+          h1tls))#{tls => true};
 find(_) ->
     undefined.
 
@@ -174,6 +178,12 @@ unsupported(S, idle_h2) ->
     case lists:member(S, [falco, falco_socket, cowboy]) of
         true -> false;
         false -> "no cleartext HTTP/2 (prior knowledge) in the bench's fixture"
+    end;
+unsupported(S, idle_tls) ->
+    case S of
+        falco -> false;
+        cowboy -> false;
+        _ -> "no TLS fixture for idle_tls in the bench (falco and cowboy only)"
     end;
 unsupported(S, Name) when Name =:= ws_echo; Name =:= ws_large; Name =:= ws_idle ->
     case S of
@@ -207,8 +217,8 @@ ws(Name, What, Ws, Clients, Note) ->
     (s(Name, What, get, "/ws", #{driver => wsload, ws => Ws, clients => Clients, only => h1},
        #{status => 101, type => any, body => <<>>}))#{note => Note}.
 
-%% An idle-connections scenario over HTTP (bench/wsload -proto h1 | h2c),
-%% measured as ws_idle is (bench_ws:idle/5).
+%% An idle-connections scenario over HTTP (bench/wsload -proto h1 | h1tls |
+%% h2c), measured as ws_idle is (bench_ws:idle/5).
 idle(Name, What, Proto) ->
     (s(Name, What, get, "/hello", #{driver => wsload, clients => ?IDLE_CONNS, only => h1,
                                     ws => #{mode => idle, size => 64, kind => text,

@@ -8,12 +8,14 @@
 %%            must come back equal (the parity check of ws scenarios);
 %%   run/4    the closed-loop echo for ws_echo and ws_large, as a map with
 %%            the keys of a wrk result (requests = messages) plus bytes;
-%%   idle/5   ws_idle, idle_h1, idle_h2 (the one place that measures idle
-%%            connections): the server's memory (forced GC, then
-%%            erlang:memory total and VmRSS) before and after N idle
-%%            connections are open and settled, per connection; then every
-%%            connection must still echo (WebSocket) or answer one more GET
-%%            (HTTP/1.1 keep-alive, h2c: the scenario's `proto').
+%%   idle/5   ws_idle, idle_h1, idle_h2, idle_tls (the one place that
+%%            measures idle connections): the server's memory (forced GC,
+%%            then erlang:memory total and VmRSS) before and after N idle
+%%            connections are open and settled, per connection, and the
+%%            total once more as the connections left it, read before that
+%%            forced GC; then every connection must still echo (WebSocket)
+%%            or answer one more GET (HTTP/1.1 keep-alive, over TLS for
+%%            idle_tls, h2c: the scenario's `proto').
 -module(bench_ws).
 
 -export([tool/0, check/3, run/4, idle/5, idle_conns/1]).
@@ -102,6 +104,7 @@ idle(Sc, H = #{os_pid := Pid}, Port, N, Ctx) ->
                     #{status => ok, clients => N, idle_conns => Opened,
                       alive => maps:get(<<"alive">>, R),
                       idle_beam_b => (maps:get(beam, After) - maps:get(beam, Before)) / Opened,
+                      idle_nogc_b => (maps:get(beam_nogc, After) - maps:get(beam, Before)) / Opened,
                       idle_rss_b => (maps:get(rss_kb, After) - maps:get(rss_kb, Before)) * 1024 / Opened,
                       beam_total => maps:get(beam, After), peak_rss_kb => maps:get(rss_kb, After),
                       open_s => OpenUs / 1.0e6,
@@ -127,14 +130,20 @@ stop(P) ->
             ok
     end.
 
-%% The server's memory after a forced GC of every process and a wait.
+%% The server's memory after a forced GC of every process and a wait;
+%% beam_nogc: its total before that GC, what the processes kept by
+%% themselves (hibernated or not).
 settled(H, Pid, WaitMs) ->
     timer:sleep(WaitMs),
+    NoGc = beam_total(H),
     {ok, <<"ok">>} = bench_servers:command(H, "gc"),
     timer:sleep(200),
+    #{beam => beam_total(H), beam_nogc => NoGc, rss_kb => bench_proc:rss_kb(Pid)}.
+
+beam_total(H) ->
     {ok, <<"stats ", Rest/binary>>} = bench_servers:command(H, "stats"),
     [<<"total=", Total/binary>> | _] = string:lexemes(Rest, " "),
-    #{beam => binary_to_integer(Total), rss_kb => bench_proc:rss_kb(Pid)}.
+    binary_to_integer(Total).
 
 await_open(P, Timeout) ->
     receive

@@ -1,12 +1,14 @@
 // The idle connections of the idle mode, by protocol (-proto): ws (a
 // WebSocket after its handshake), h1 (HTTP/1.1 keep-alive after one
-// request) or h2c (HTTP/2 with prior knowledge after one request). Each
+// request), h1tls (the same over TLS, ALPN http/1.1) or h2c (HTTP/2 with
+// prior knowledge after one request). Each
 // is opened, held, then checked once: one more message or request must
 // be answered, so the connection is known to have stayed open.
 package main
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"io"
 	"math/rand"
@@ -25,7 +27,7 @@ type idler interface {
 
 func openIdle(cfg config, i int, rnd *rand.Rand) (idler, error) {
 	switch cfg.proto {
-	case "h1":
+	case "h1", "h1tls":
 		return dialH1(cfg)
 	case "h2c":
 		return dialH2(cfg)
@@ -69,6 +71,11 @@ func dialH1(cfg config) (*h1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.proto == "h1tls" {
+		if c, err = tlsClient(c, cfg, "http/1.1"); err != nil {
+			return nil, err
+		}
+	}
 	h := &h1Conn{c: c, r: bufio.NewReaderSize(c, 4096), timeout: cfg.timeout,
 		req: "GET " + cfg.path + " HTTP/1.1\r\nHost: " + cfg.addr + "\r\n\r\n"}
 	if err := h.get(); err != nil {
@@ -76,6 +83,25 @@ func dialH1(cfg config) (*h1Conn, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// tlsClient runs a TLS handshake on c offering ALPN proto alone, which the
+// server must choose. The bench's certificate is a self-signed test one
+// (bench_tls), so it is not verified; the version and suite are what the
+// server allows (TLS 1.3, TLS_AES_128_GCM_SHA256 for every fixture).
+func tlsClient(c net.Conn, cfg config, proto string) (net.Conn, error) {
+	t := tls.Client(c, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{proto},
+		MinVersion: tls.VersionTLS12})
+	t.SetDeadline(time.Now().Add(cfg.timeout))
+	if err := t.Handshake(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if got := t.ConnectionState().NegotiatedProtocol; got != proto {
+		t.Close()
+		return nil, wrong("ALPN: the server chose %q, not %q", got, proto)
+	}
+	return t, nil
 }
 
 // get sends the request and reads a 200 with a Content-Length body.
@@ -222,4 +248,3 @@ func (h *h2Conn) check(int) (bool, error) {
 }
 
 func (h *h2Conn) close() { h.c.Close() }
-

@@ -16,8 +16,9 @@
 //	       wait for a line on stdin (or its end, or -hold seconds), then
 //	       send one 64-byte message on every connection and check its
 //	       echo, so every connection is known to have stayed open.
-//	       With -proto h1 or h2c (idle.go) the connections are HTTP/1.1
-//	       keep-alive or HTTP/2 prior-knowledge ones instead, each after
+//	       With -proto h1, h1tls or h2c (idle.go) the connections are
+//	       HTTP/1.1 keep-alive (over TLS with h1tls) or HTTP/2
+//	       prior-knowledge ones instead, each after
 //	       one GET of -path, and the check is one more GET; check mode
 //	       then opens one such connection and checks it.
 //
@@ -91,14 +92,14 @@ func main() {
 	timeout := flag.Float64("timeout", 10, "seconds any single wait may take")
 	hold := flag.Float64("hold", 300, "idle: longest wait for the go-ahead on stdin, seconds")
 	flag.IntVar(&cfg.parallel, "parallel", 64, "idle: handshakes in flight at once")
-	flag.StringVar(&cfg.proto, "proto", "ws", "idle and check: ws, h1 or h2c connections")
+	flag.StringVar(&cfg.proto, "proto", "ws", "idle and check: ws, h1, h1tls or h2c connections")
 	flag.Parse()
 	cfg.binary = kind == "binary"
 	cfg.duration = secs(*duration)
 	cfg.timeout = secs(*timeout)
 	cfg.hold = secs(*hold)
-	if cfg.proto != "ws" && cfg.proto != "h1" && cfg.proto != "h2c" {
-		fmt.Fprintln(os.Stderr, "wsload: -proto ws|h1|h2c")
+	if cfg.proto != "ws" && cfg.proto != "h1" && cfg.proto != "h1tls" && cfg.proto != "h2c" {
+		fmt.Fprintln(os.Stderr, "wsload: -proto ws|h1|h1tls|h2c")
 		os.Exit(1)
 	}
 	if (kind != "text" && kind != "binary") || cfg.conns < 1 || cfg.size < 16 || cfg.parallel < 1 {

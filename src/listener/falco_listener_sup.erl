@@ -200,10 +200,11 @@ sockport(tls, LSock) ->
 %% serves plain HTTP does not hold it (0.36 MB, and crypto's library). A
 %% node that cannot start it (a release built without ssl) gets
 %% `{error, {tls_unavailable, Reason}}'.
-tls_conf(Conf = #{transport := tls, tls_opts := TlsOpts, protocols := Protocols}) ->
+tls_conf(Conf = #{transport := tls, tls_opts := TlsOpts, protocols := Protocols,
+                  hibernate_after := Hibernate}) ->
     case application:ensure_all_started(ssl) of
         {ok, _} ->
-            Conf#{tls_server_opts => falco_transport:tls_options(TlsOpts, Protocols)};
+            Conf#{tls_server_opts => falco_transport:tls_options(TlsOpts, Protocols, Hibernate)};
         {error, Reason} ->
             exit({shutdown, {falco_listener, {tls_unavailable, Reason}}})
     end;
