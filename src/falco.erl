@@ -27,8 +27,9 @@
 %% listener can be started again.
 %%
 %% Errors, none of them logged as a crash: `{error, {already_started,
-%% Pid}}' for a name in use, the listen socket's own reason for a port it
-%% cannot bind (`{error, eaddrinuse}', `{error, eacces}'...), `{error,
+%% Pid}}' for a name in use, the listen socket's own reason with the
+%% address for a port it cannot bind (`{error, {eaddrinuse, #{ip => Ip,
+%% port => Port}}}', `eacces'...), `{error,
 %% {unknown_option, Key}}' and `{error, {invalid_option, Key, Value}}' for
 %% options, `{error, {invalid_name, Name}}'.
 %%
@@ -73,6 +74,12 @@ stop_listener(Name) ->
 %% cut (HTTP/2 clients get a GOAWAY, WebSocket peers a 1001).
 -spec stop_listener(atom(), drain | immediate) -> ok | {error, not_found}.
 stop_listener(Name, How) when How =:= drain; How =:= immediate ->
+    case whereis(falco_sup) of
+        undefined -> {error, not_found};
+        _ -> stop_ours(Name, How)
+    end.
+
+stop_ours(Name, How) ->
     Id = {falco_listener, Name},
     %% only a listener of falco's supervisor is stopped here: one in the
     %% user's tree must not be left flagged (it would stop accepting)

@@ -46,8 +46,7 @@ end_per_suite(Config) ->
 %% The checkout: the directory above falco's lib dir that holds this
 %% guide (rebar3 links _build/test/lib/falco's src to the checkout's).
 root() ->
-    {ok, Src} = file:read_link_all(filename:join(code:lib_dir(falco), "src")),
-    Dir = filename:dirname(filename:absname(Src, code:lib_dir(falco))),
+    Dir = falco_test_run:checkout(),
     true = filelib:is_regular(filename:join(Dir, ?GUIDE)),
     Dir.
 
@@ -77,7 +76,8 @@ mix_project_serves(Config) ->
            {"MIX_HOME", filename:join(?config(priv_dir, Config), "mix_home")},
            {"HEX_OFFLINE", "1"}, {"MIX_ENV", "dev"}, {"PORT", "0"}],
     T0 = erlang:monotonic_time(millisecond),
-    {0, Compiled} = run_to_end(?config(mix, Config), ["compile"], Dir, Env, ?COMPILE_TIMEOUT),
+    {0, Compiled} = falco_test_run:run_to_end(?config(mix, Config), ["compile"], Dir, Env,
+                                              ?COMPILE_TIMEOUT),
     T1 = erlang:monotonic_time(millisecond),
     ct:log("mix compile (~b ms):~n~ts", [T1 - T0, Compiled]),
     Server = open_port({spawn_executable, ?config(mix, Config)},
@@ -86,7 +86,7 @@ mix_project_serves(Config) ->
                         stderr_to_stdout]),
     {os_pid, OsPid} = erlang:port_info(Server, os_pid),
     try
-        Port = listening(Server, deadline(?START_TIMEOUT)),
+        Port = listening(Server, falco_test_run:deadline(?START_TIMEOUT)),
         ct:log("the app is up after ~b ms, on port ~b",
                [erlang:monotonic_time(millisecond) - T1, Port]),
         requests(Port)
@@ -134,28 +134,6 @@ copy(From, To) ->
     {ok, _} = file:copy(From, To),
     ok.
 
-deadline(Ms) ->
-    erlang:monotonic_time(millisecond) + Ms.
-
-left(Deadline) ->
-    max(Deadline - erlang:monotonic_time(millisecond), 0).
-
-%% Runs a program to its end: {ExitStatus, Output}.
-run_to_end(Exe, Args, Dir, Env, Timeout) ->
-    P = open_port({spawn_executable, Exe}, [{args, Args}, {cd, Dir}, {env, Env}, binary,
-                                            exit_status, stderr_to_stdout]),
-    collect(P, deadline(Timeout), []).
-
-collect(P, Deadline, Acc) ->
-    receive
-        {P, {data, D}} -> collect(P, Deadline, [Acc, D]);
-        {P, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
-    after left(Deadline) ->
-            {os_pid, OsPid} = erlang:port_info(P, os_pid),
-            _ = os:cmd("kill -9 " ++ integer_to_list(OsPid)),
-            ct:fail({timeout, iolist_to_binary(Acc)})
-    end.
-
 %% The port the app printed it listens on.
 listening(Server, Deadline) ->
     receive
@@ -167,7 +145,7 @@ listening(Server, Deadline) ->
             listening(Server, Deadline);
         {Server, {exit_status, S}} ->
             ct:fail({app_exited, S})
-    after left(Deadline) ->
+    after falco_test_run:left(Deadline) ->
             ct:fail(app_not_listening)
     end.
 
@@ -175,14 +153,14 @@ listening(Server, Deadline) ->
 %% not within the deadline.
 stop(Server, OsPid) ->
     _ = os:cmd("kill -TERM " ++ integer_to_list(OsPid)),
-    Deadline = deadline(?STOP_TIMEOUT),
+    Deadline = falco_test_run:deadline(?STOP_TIMEOUT),
     wait_exit(Server, OsPid, Deadline).
 
 wait_exit(Server, OsPid, Deadline) ->
     receive
         {Server, {exit_status, S}} -> ct:log("the app exited (~p)", [S]);
         {Server, {data, _}} -> wait_exit(Server, OsPid, Deadline)
-    after left(Deadline) ->
+    after falco_test_run:left(Deadline) ->
             _ = os:cmd("kill -9 " ++ integer_to_list(OsPid)),
             ct:fail(app_did_not_stop)
     end.

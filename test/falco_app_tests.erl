@@ -25,7 +25,7 @@ app_test() ->
 %% falco depends on kernel and stdlib only: ssl (with crypto and
 %% public_key) is started by the first TLS listener, so a node serving
 %% plain HTTP does not hold it, and a release built without ssl gets
-%% {error, {tls_unavailable, Reason}} from that listener's start rather than
+%% {error, {tls_unavailable, Reason, Fix}} from that listener's start rather than
 %% failed handshakes (tls_SUITE:ssl_started_by_tls_listener).
 app_dependencies_test() ->
     ok = case application:load(falco) of

@@ -75,7 +75,26 @@ handler_forms_test() ->
                  (falco_middleware:compose([], ?MODULE))(req())),
     ?assertEqual({200, [], {handled, st}},
                  (falco_middleware:compose([], {?MODULE, st}))(req())),
-    ?assertError({invalid_handler, 42}, falco_middleware:compose([], 42)).
+    ?assertError({invalid_handler, {not_a_handler, 42}}, falco_middleware:compose([], 42)).
+
+%% A handler module is checked when the chain is composed: one that does
+%% not exist or does not export handle/2 is refused, naming it; a module
+%% exporting prepare_state/1 gets its state prepared once.
+handler_checked_test_() ->
+    [?_assertEqual({error, {no_such_module, no_such_handler_xyz}},
+                   falco_middleware:prepare_handler(no_such_handler_xyz)),
+     ?_assertEqual({error, {no_such_module, no_such_handler_xyz}},
+                   falco_middleware:prepare_handler({no_such_handler_xyz, st})),
+     ?_assertEqual({error, {not_exported, lists, {handle, 2}}},
+                   falco_middleware:prepare_handler(lists)),
+     ?_assertEqual({error, {not_a_handler, "mod"}}, falco_middleware:prepare_handler("mod")),
+     ?_assertMatch({ok, {falco_static, #{real_root := _}}},
+                   falco_middleware:prepare_handler({falco_static, #{root => "."}})),
+     ?_assertEqual({error, {invalid_state, falco_static,
+                            {root, enoent, filename:absname("no/such/dir_xyz")}}},
+                   falco_middleware:prepare_handler({falco_static, #{root => "no/such/dir_xyz"}})),
+     ?_assertError({invalid_handler, {no_such_module, no_such_handler_xyz}},
+                   falco_middleware:compose([], no_such_handler_xyz))].
 
 %% falco_handler callback used by handler_forms_test
 handle(_Req, State) ->
@@ -89,17 +108,20 @@ module_shorthand_test() ->
 
 invalid_middleware_test_() ->
     H = ok_handler(),
-    [?_assertError({invalid_middleware, 42}, falco_middleware:compose([42], H)),
-     ?_assertError({invalid_middleware, nope}, falco_middleware:compose(nope, H)),
-     ?_assertError({invalid_middleware, {no_such_mod_xyz, #{}}},
+    [?_assertError({invalid_middleware, 42, not_a_middleware}, falco_middleware:compose([42], H)),
+     ?_assertError({invalid_middleware, nope, not_a_list}, falco_middleware:compose(nope, H)),
+     ?_assertError({invalid_middleware, {no_such_mod_xyz, #{}}, {no_such_module, no_such_mod_xyz}},
                    falco_middleware:compose([{no_such_mod_xyz, #{}}], H)),
      %% a module without call/3 is not a middleware
-     ?_assertError({invalid_middleware, {lists, #{}}}, falco_middleware:compose([lists], H)),
+     ?_assertError({invalid_middleware, {lists, #{}}, {not_exported, lists, {call, 3}}},
+                   falco_middleware:compose([lists], H)),
      ?_assertEqual(ok, falco_middleware:check([])),
      ?_assertEqual(ok, falco_middleware:check([fun(R, N) -> N(R) end, falco_request_id])),
-     ?_assertEqual({error, {invalid_middleware, 42}}, falco_middleware:check([42])),
-     ?_assertEqual({error, {invalid_middleware, x}}, falco_middleware:check(x)),
-     ?_assertEqual({error, {error, bad_opts}}, falco_middleware:check([{?MODULE, bad}]))].
+     ?_assertEqual({error, {invalid_middleware, 42, not_a_middleware}}, falco_middleware:check([42])),
+     ?_assertEqual({error, {invalid_middleware, x, not_a_list}}, falco_middleware:check(x)),
+     %% the entry, and what its prepare/1 raised for its options
+     ?_assertEqual({error, {invalid_middleware, {?MODULE, bad}, {invalid_options, bad_opts}}},
+                   falco_middleware:check([{?MODULE, bad}]))].
 
 %% -- editing responses ------------------------------------------------------------------
 
@@ -321,7 +343,7 @@ access_log_test_() ->
         end},
        {"options are checked",
         fun() ->
-                [?assertError({invalid_option, falco_access_log, _},
+                [?assertError({invalid_middleware, _, {invalid_options, {invalid_option, falco_access_log, _}}},
                               falco_middleware:compose([{falco_access_log, O}], ok_handler()))
                  || O <- [#{level => loud}, #{colour => red}, #{domain => x}, #{domain => ["x"]},
                           not_a_map]]
@@ -403,7 +425,7 @@ request_id_test_() ->
       end},
      {"options are checked",
       fun() ->
-              [?assertError({invalid_option, falco_request_id, _},
+              [?assertError({invalid_middleware, _, {invalid_options, {invalid_option, falco_request_id, _}}},
                             falco_middleware:compose([{falco_request_id, O}], Echo))
                || O <- [#{header => <<"X-Upper">>}, #{header => <<>>}, #{header => "x"},
                         #{trust_incoming => yes}, #{colour => red}, []]]
@@ -507,7 +529,7 @@ cors_test_() ->
       ?_assertMatch({200, _, <<"handled">>},
                     cors(#{}, <<"OPTIONS">>, [origin(<<"https://a.example">>)]))},
      {"options are checked",
-      [?_assertError({invalid_option, falco_cors, _},
+      [?_assertError({invalid_middleware, _, {invalid_options, {invalid_option, falco_cors, _}}},
                      falco_middleware:compose([{falco_cors, O}], ok_handler()))
        || O <- [#{origins => 42}, #{origins => [<<>>]}, #{origins => [42]},
                 #{methods => []}, #{methods => [<<"G T">>]}, #{methods => nope},
@@ -550,7 +572,7 @@ security_headers_test_() ->
      {"HSTS off",
       ?_assertEqual({200, Defaults, <<>>}, secure(#{hsts => false}, https, Empty))},
      {"options are checked",
-      [?_assertError({invalid_option, falco_security_headers, _},
+      [?_assertError({invalid_middleware, _, {invalid_options, {invalid_option, falco_security_headers, _}}},
                      falco_middleware:compose([{falco_security_headers, O}], Empty))
        || O <- [#{csp => <<"a\r\nb">>}, #{csp => <<>>}, #{csp => 42}, #{extra => nope},
                 #{extra => [{<<>>, <<"v">>}]}, #{extra => [x]}, #{colour => red}, nope]]}].

@@ -5,6 +5,9 @@
 -module(falco_opts_tests).
 -include_lib("eunit/include/eunit.hrl").
 
+%% a handler module, for handler_forms_test
+-export([handle/2]).
+
 h(_Req) -> {200, [], <<>>}.
 
 valid(Opts) -> falco_opts:validate(Opts#{handler => fun h/1}).
@@ -29,8 +32,8 @@ full_config_test() ->
     ?assertEqual(maps:get(limits, C), maps:merge(falco_http1:default_limits(), maps:get(limits, C))).
 
 handler_forms_test() ->
-    ?assertMatch({ok, _}, falco_opts:validate(#{handler => my_module})),
-    ?assertMatch({ok, _}, falco_opts:validate(#{handler => {my_module, #{state => 1}}})),
+    ?assertMatch({ok, _}, falco_opts:validate(#{handler => ?MODULE})),
+    ?assertMatch({ok, _}, falco_opts:validate(#{handler => {?MODULE, #{state => 1}}})),
     ?assertMatch({ok, _}, falco_opts:validate(#{handler => fun h/1})),
     ?assertEqual({error, {invalid_option, handler, fun falco_opts:defaults/0}},
                  falco_opts:validate(#{handler => fun falco_opts:defaults/0})),
@@ -40,7 +43,7 @@ handler_forms_test() ->
 errors_test() ->
     ?assertEqual({error, {missing_option, handler}}, falco_opts:validate(#{port => 0})),
     ?assertEqual({error, {unknown_option, prot}}, valid(#{prot => 80})),
-    ?assertEqual({error, {invalid_options, [{port, 80}]}}, falco_opts:validate([{port, 80}])).
+    ?assertEqual({error, {options_not_a_map, [{port, 80}]}}, falco_opts:validate([{port, 80}])).
 
 accepted_values_test_() ->
     [?_assertMatch({ok, #{K := V}}, valid(#{K => V}))
@@ -135,3 +138,40 @@ proxy_protocol_test() ->
     ?assertEqual({error, {conflicting_options, proxy_protocol, transport}},
                  valid(Tls#{proxy_protocol => optional})),
     ?assertMatch({ok, _}, valid(Tls#{proxy_protocol => required})).
+
+%% falco_handler callback (exported above)
+handle(_Req, _State) ->
+    {200, [], <<>>}.
+
+%% Wrong targets are refused when the listener starts, naming the handler,
+%% route or middleware entry and why (issue 41): a handler module that
+%% does not exist or has no handle/2, a falco_static root that does not
+%% exist (with its absolute path), a middleware without call/3 or with bad
+%% options.
+wrong_targets_test_() ->
+    Abs = filename:absname("no/such/www_xyz"),
+    Static = {falco_static, #{root => "no/such/www_xyz"}},
+    [?_assertEqual({error, {invalid_option, handler, {no_such_module, no_such_handler_xyz}}},
+                   falco_opts:validate(#{handler => no_such_handler_xyz})),
+     ?_assertEqual({error, {invalid_option, handler, {not_exported, lists, {handle, 2}}}},
+                   falco_opts:validate(#{handler => lists})),
+     ?_assertEqual({error, {invalid_option, handler,
+                            {invalid_state, falco_static, {root, enoent, Abs}}}},
+                   falco_opts:validate(#{handler => Static})),
+     ?_assertEqual({error, {invalid_option, routes,
+                            {invalid_handler, <<"/x">>, {no_such_module, no_such_handler_xyz}}}},
+                   falco_opts:validate(#{routes => [{<<"/x">>, no_such_handler_xyz}]})),
+     ?_assertEqual({error, {invalid_option, routes,
+                            {invalid_handler, <<"/s/*path">>,
+                             {invalid_state, falco_static, {root, enoent, Abs}}}}},
+                   falco_opts:validate(#{routes => [{<<"/s/*path">>, Static}]})),
+     ?_assertEqual({error, {invalid_option, middleware,
+                            {invalid_middleware, {lists, #{}}, {not_exported, lists, {call, 3}}}}},
+                   valid(#{middleware => [falco_request_id, {lists, #{}}]})),
+     ?_assertEqual({error, {invalid_option, middleware,
+                            {invalid_middleware, {falco_cors, #{origins => 42}},
+                             {invalid_options, {invalid_option, falco_cors, origins}}}}},
+                   valid(#{middleware => [{falco_cors, #{origins => 42}}]})),
+     ?_assertEqual({error, {invalid_option, routes,
+                            {invalid_middleware, <<"/x">>, 42, not_a_middleware}}},
+                   falco_opts:validate(#{routes => [{<<"/x">>, fun h/1, #{middleware => [42]}}]}))].

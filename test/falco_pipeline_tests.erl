@@ -457,7 +457,9 @@ websocket_short_form_test() ->
 websocket_refused_test() ->
     [{response, 426, Fields, Body}] = resp({websocket, my_ws, state0, #{}}, req()),
     ?assertEqual(<<"websocket">>, proplists:get_value(<<"upgrade">>, Fields)),
-    ?assertMatch(<<"WebSocket handshake refused", _/binary>>, Body).
+    %% in words: what the resource is and what a client must send
+    ?assertMatch(<<"This resource is a WebSocket endpoint: open it with a WebSocket client", _/binary>>,
+                 iolist_to_binary(Body)).
 
 %% A bad option is the handler's bug: 500, logged, like any bad response.
 websocket_bad_option_test() ->

@@ -328,6 +328,16 @@ init_root(Ctx) ->
     ?assertMatch({error, {not_a_directory, _}}, ?ST:init(#{root => filename:join(maps:get(root, Ctx), "a.txt")})),
     ?assertMatch({error, {enoent, _}}, ?ST:init(#{root => filename:join(maps:get(root, Ctx), "none")})).
 
+%% A root that does not exist (or is a link loop) is refused when the
+%% handler is prepared, at the listener's start, with its absolute path; a
+%% root that goes away later is 404 on each request.
 missing_root(Ctx) ->
-    ?assertMatch({404, _, _}, get(#{root => filename:join(maps:get(base, Ctx), "none")}, <<"/a.txt">>)),
-    ?assertMatch({404, _, _}, get(#{root => filename:join(maps:get(root, Ctx), "loop1")}, <<"/a.txt">>)).
+    None = filename:join(maps:get(base, Ctx), "none"),
+    Loop = filename:join(maps:get(root, Ctx), "loop1"),
+    ?assertEqual({error, {invalid_state, ?ST, {root, enoent, None}}},
+                 falco_middleware:prepare_handler({?ST, #{root => None}})),
+    ?assertMatch({error, {invalid_state, ?ST, {root, _, Loop}}},
+                 falco_middleware:prepare_handler({?ST, #{root => Loop}})),
+    Gone = fun(Root) -> fun(Req) -> ?ST:handle(Req, #{root => Root}) end end,
+    ?assertMatch({404, _, _}, ?R:run(?R:new(<<"GET">>, <<"/a.txt">>, []), Gone(None))),
+    ?assertMatch({404, _, _}, ?R:run(?R:new(<<"GET">>, <<"/a.txt">>, []), Gone(Loop))).

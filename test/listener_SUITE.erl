@@ -319,7 +319,7 @@ listen_port_in_use(Config) ->
     {ok, BusyPort} = inet:port(Busy),
     ok = falco_test_tree:capture_log(listen_port_in_use_log),
     try
-        ?assertEqual({error, eaddrinuse},
+        ?assertEqual({error, {eaddrinuse, #{ip => {127, 0, 0, 1}, port => BusyPort}}},
                      falco:start_listener(listen_port_in_use,
                                           #{port => BusyPort, ip => {127, 0, 0, 1},
                                             handler => echo(?config(recorder, Config))})),
@@ -402,7 +402,7 @@ missing_handler(_Config) ->
 %% Options must be a map and the name an atom.
 not_a_map_or_bad_name(Config) ->
     H = echo(?config(recorder, Config)),
-    ?assertMatch({error, {invalid_options, _}},
+    ?assertMatch({error, {options_not_a_map, _}},
                  falco:start_listener(not_a_map_or_bad_name, [{handler, H}, {port, 0}])),
     ?assertEqual({error, {invalid_name, "name"}}, falco:start_listener("name", #{handler => H})).
 

@@ -260,9 +260,12 @@ option_validation(_Config) ->
                                       Base#{routes => [], router_opts => #{trailing_slash => sometimes}})),
     ?assertEqual({error, {invalid_option, router_opts, nope}},
                  falco:start_listener(option_validation, Base#{routes => [], router_opts => nope})),
-    ?assertEqual({error, {invalid_option, middleware, [42]}},
+    %% the entry named, and why
+    ?assertEqual({error, {invalid_option, middleware, {invalid_middleware, 42, not_a_middleware}}},
                  falco:start_listener(option_validation, Base#{handler => H, middleware => [42]})),
-    ?assertEqual({error, {invalid_option, middleware, [{falco_cors, #{origins => 1}}]}},
+    ?assertEqual({error, {invalid_option, middleware,
+                          {invalid_middleware, {falco_cors, #{origins => 1}},
+                           {invalid_options, {invalid_option, falco_cors, origins}}}}},
                  falco:start_listener(option_validation,
                                       Base#{handler => H, middleware => [{falco_cors, #{origins => 1}}]})),
     ?assertEqual({error, not_found}, falco:port(option_validation)).

@@ -229,7 +229,7 @@ stop_closes_listen_socket(Config) ->
 %% falco does not start ssl (nor crypto and public_key) with itself: the
 %% first TLS listener does, so a node serving plain HTTP never holds it. A
 %% node that cannot start ssl (its code path lacks it, as a release built
-%% without it) gets {error, {tls_unavailable, Reason}} from
+%% without it) gets {error, {tls_unavailable, Reason, Fix}} from
 %% start_listener, and no listener; once ssl can be found, the same call
 %% starts it and serves TLS. In a node of its own, where nothing else has
 %% started ssl.
@@ -247,12 +247,13 @@ ssl_started_by_tls_listener(Config) ->
                  transport => tls, tls_opts => ?config(tls_opts, Config)},
         Dirs = [Call(code, lib_dir, [App, ebin]) || App <- [ssl, public_key]],
         [true = Call(code, del_path, [Dir]) || Dir <- Dirs],
-        {error, {tls_unavailable, Why}} = Call(falco, start_listener, [tls_peer, Opts]),
+        {error, {tls_unavailable, Why, Fix}} = Call(falco, start_listener, [tls_peer, Opts]),
+        true = is_list(Fix) andalso string:find(Fix, "ssl") =/= nomatch,
         ct:log("without ssl in the code path: ~p", [Why]),
         %% certificate files, which falco reads before ssl would: the same
         %% error, not a file "without a certificate"
         {CertPem, KeyPem} = pem_files(Config),
-        {error, {tls_unavailable, _}} =
+        {error, {tls_unavailable, _, _}} =
             Call(falco, start_listener,
                  [tls_peer, Opts#{tls_opts => [{certfile, CertPem}, {keyfile, KeyPem}]}]),
         {error, not_found} = Call(falco, port, [tls_peer]),

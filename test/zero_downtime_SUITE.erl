@@ -246,7 +246,7 @@ takeover(Migrate) ->
                                            handler => Handler(1)}),
     {ok, Port} = falco:port(zd_a),
     %% without the option the port is taken
-    {error, eaddrinuse} =
+    {error, {eaddrinuse, _}} =
         falco:start_listener(zd_x, #{port => Port, ip => {127, 0, 0, 1}, handler => Handler(2)}),
     {ok, _} = falco:start_listener(zd_b, #{port => Port, ip => {127, 0, 0, 1}, reuseport => true,
                                            handler => Handler(2)}),

@@ -38,7 +38,7 @@
 %% '''
 -module(falco_middleware).
 
--export([compose/2, check/1, handler_fun/1,
+-export([compose/2, check/1, handler_fun/1, prepare_handler/1,
          add_headers/2, set_headers/2, default_headers/2, status/1, map_stream/2]).
 -export_type([middleware/0, next/0]).
 
@@ -54,55 +54,116 @@
 -optional_callbacks([prepare/1]).
 
 %% @doc Composes `Middlewares' (outermost first) around `Handler' into one
-%% function. Raises `error({invalid_middleware, M})' for a term that is not
-%% a middleware, and whatever a module's `prepare/1' raises for bad options.
+%% function. Raises `error({invalid_middleware, Entry, Why})' for an entry
+%% that is not a middleware, `Why' one of `not_a_middleware',
+%% `{no_such_module, Module}', `{not_exported, Module, {call, 3}}' and
+%% `{invalid_options, Reason}' (what the module's `prepare/1' raised for
+%% its options), `error({invalid_middleware, Other, not_a_list})' when
+%% `Middlewares' is no list, and `error({invalid_handler, Why})' for the
+%% handler ({@link prepare_handler/1}).
 -spec compose([middleware()], falco_handler:handler()) -> next().
 compose(Middlewares, Handler) when is_list(Middlewares) ->
     lists:foldr(fun wrap/2, handler_fun(Handler), Middlewares);
 compose(Other, _Handler) ->
-    erlang:error({invalid_middleware, Other}).
+    erlang:error({invalid_middleware, Other, not_a_list}).
 
 %% @doc Checks that `Middlewares' compose (shape and options) without
-%% raising: `ok' or `{error, Reason}'.
+%% raising: `ok' or `{error, {invalid_middleware, Entry, Why}}' (see
+%% {@link compose/2}).
 -spec check(term()) -> ok | {error, term()}.
 check(Middlewares) ->
     try compose(Middlewares, fun(_) -> {200, [], <<>>} end) of
         _ -> ok
     catch
-        error:{invalid_middleware, _} = Reason -> {error, Reason};
-        Class:Reason -> {error, {Class, Reason}}
+        error:{invalid_middleware, _, _} = Reason -> {error, Reason}
     end.
 
-%% @doc Turns a handler (module, `{Module, State}' or fun) into a fun.
-%% Raises `error({invalid_handler, H})' for anything else.
+%% @doc Turns a handler (module, `{Module, State}' or fun) into a fun,
+%% prepared ({@link prepare_handler/1}). Raises `error({invalid_handler,
+%% Why})' for anything else, `Why' as prepare_handler/1 gives it.
 -spec handler_fun(falco_handler:handler()) -> next().
-handler_fun(Fun) when is_function(Fun, 1) -> Fun;
-handler_fun({Mod, State}) when is_atom(Mod) -> fun(Req) -> Mod:handle(Req, State) end;
-handler_fun(Mod) when is_atom(Mod) -> fun(Req) -> Mod:handle(Req, undefined) end;
-handler_fun(Other) -> erlang:error({invalid_handler, Other}).
+handler_fun(H) ->
+    case prepare_handler(H) of
+        {ok, Fun} when is_function(Fun, 1) -> Fun;
+        {ok, {Mod, State}} -> fun(Req) -> Mod:handle(Req, State) end;
+        {ok, Mod} -> fun(Req) -> Mod:handle(Req, undefined) end;
+        {error, Why} -> erlang:error({invalid_handler, Why})
+    end.
+
+%% @doc Checks a handler when the listener starts or its routes are set,
+%% so that a mistake is an error then rather than a 500 on every request:
+%% a module must be loadable and export `handle/2', and a `{Module, State}'
+%% whose module exports the optional `prepare_state(State) -> State1'
+%% ({@link falco_handler}) is given `State1' instead (`prepare_state'
+%% raises for a bad state: `falco_static' for a root that is not a
+%% directory). (Not `prepare/1': a module may be a middleware too, whose
+%% `prepare/1' takes the middleware's options.)
+%% `{ok, Handler}' or `{error, Why}': `{not_a_handler, Term}',
+%% `{no_such_module, Module}', `{not_exported, Module, {handle, 2}}' or
+%% `{invalid_state, Module, Reason}'.
+-spec prepare_handler(term()) -> {ok, falco_handler:handler()} | {error, term()}.
+prepare_handler(Fun) when is_function(Fun, 1) ->
+    {ok, Fun};
+prepare_handler(Mod) when is_atom(Mod) ->
+    case handler_module(Mod) of
+        ok -> {ok, Mod};
+        Error -> Error
+    end;
+prepare_handler({Mod, State}) when is_atom(Mod) ->
+    case handler_module(Mod) of
+        ok ->
+            case erlang:function_exported(Mod, prepare_state, 1) of
+                false -> {ok, {Mod, State}};
+                true ->
+                    try Mod:prepare_state(State) of
+                        State1 -> {ok, {Mod, State1}}
+                    catch
+                        error:Reason -> {error, {invalid_state, Mod, Reason}}
+                    end
+            end;
+        Error ->
+            Error
+    end;
+prepare_handler(Other) ->
+    {error, {not_a_handler, Other}}.
+
+handler_module(Mod) ->
+    case code:ensure_loaded(Mod) of
+        {module, Mod} ->
+            case erlang:function_exported(Mod, handle, 2) of
+                true -> ok;
+                false -> {error, {not_exported, Mod, {handle, 2}}}
+            end;
+        {error, _} ->
+            {error, {no_such_module, Mod}}
+    end.
 
 wrap(Fun, Next) when is_function(Fun, 2) ->
     fun(Req) -> Fun(Req, Next) end;
-wrap({Mod, Opts}, Next) when is_atom(Mod) ->
-    State = prepare(Mod, Opts),
+wrap(Entry = {Mod, Opts}, Next) when is_atom(Mod) ->
+    State = prepare(Entry, Mod, Opts),
     fun(Req) -> Mod:call(Req, Next, State) end;
 wrap(Mod, Next) when is_atom(Mod) ->
     wrap({Mod, #{}}, Next);
 wrap(Other, _Next) ->
-    erlang:error({invalid_middleware, Other}).
+    erlang:error({invalid_middleware, Other, not_a_middleware}).
 
-prepare(Mod, Opts) ->
+prepare(Entry, Mod, Opts) ->
     case code:ensure_loaded(Mod) of
         {module, Mod} -> ok;
-        {error, _} -> erlang:error({invalid_middleware, {Mod, Opts}})
+        {error, _} -> erlang:error({invalid_middleware, Entry, {no_such_module, Mod}})
     end,
     case erlang:function_exported(Mod, call, 3) of
         true -> ok;
-        false -> erlang:error({invalid_middleware, {Mod, Opts}})
+        false -> erlang:error({invalid_middleware, Entry, {not_exported, Mod, {call, 3}}})
     end,
     case erlang:function_exported(Mod, prepare, 1) of
-        true -> Mod:prepare(Opts);
-        false -> Opts
+        true ->
+            try Mod:prepare(Opts)
+            catch error:Reason -> erlang:error({invalid_middleware, Entry, {invalid_options, Reason}})
+            end;
+        false ->
+            Opts
     end.
 
 %% -- editing responses ----------------------------------------------------------

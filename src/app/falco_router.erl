@@ -194,16 +194,16 @@ compose(Path, Middleware, Handler) ->
     try
         falco_middleware:compose(Middleware, Handler)
     catch
-        error:{invalid_handler, _} = Why -> fail(Why);
-        error:{invalid_middleware, M} -> fail({invalid_middleware, Path, M});
-        Class:Reason -> fail({invalid_middleware, Path, {Class, Reason}})
+        error:{invalid_handler, Why} -> fail({invalid_handler, Path, Why});
+        error:{invalid_middleware, Entry, Why} -> fail({invalid_middleware, Path, Entry, Why})
     end.
 
+%% The `not_found' handler.
 handler_fun(H) ->
     try
         falco_middleware:handler_fun(H)
     catch
-        error:Why -> fail(Why)
+        error:{invalid_handler, Why} -> fail({invalid_handler, not_found, Why})
     end.
 
 pattern(<<"/", Rest/binary>> = Path) ->

@@ -32,7 +32,7 @@
 
 -include_lib("kernel/include/file.hrl").
 
--export([handle/2, init/1, mime_type/1, lookup/2, file_etag/1]).
+-export([handle/2, init/1, prepare_state/1, mime_type/1, lookup/2, file_etag/1]).
 
 -export_type([opts/0]).
 
@@ -63,6 +63,20 @@ init(Opts = #{root := Root}) ->
             end;
         {error, Why} ->
             {error, {Why, Root}}
+    end.
+
+%% @doc The handler's `prepare_state' ({@link falco_handler}): {@link init/1}
+%% when the listener starts or its routes are set, so that a root that
+%% does not exist, or is not a directory, fails the start instead of
+%% answering 404 to every request. Raises `{root, Why, Absolute}', with
+%% the root as the node resolves it (a relative root is relative to the
+%% node's working directory: in a release, the release's root; use
+%% `code:priv_dir/1').
+-spec prepare_state(opts()) -> opts().
+prepare_state(Opts) ->
+    case init(Opts) of
+        {ok, Prepared} -> Prepared;
+        {error, {Why, Root}} -> erlang:error({root, Why, filename:absname(Root)})
     end.
 
 %% @private

@@ -55,6 +55,9 @@
               %% one's included: given back when the process ends
               cells = #{} :: #{pid() => falco_stats:cell()},
               stats :: falco_stats:stats(),
+              %% connections killed by their handler_timeout (already
+              %% logged, by falco_handler_deadline): their `killed' is quiet
+              quiet = #{} :: #{pid() => true},
               events :: falco_telemetry:emitter(),
               drain :: falco_drain:flag()}).
 
@@ -185,6 +188,8 @@ handle(Msg, S = #acc{parent = Parent, retry = Retry}, Debug) ->
             terminate(Reason, S);
         {'EXIT', Pid, Reason} ->
             loop(next(exited(Pid, Reason, S)), Debug);
+        {falco_deadline_killed, Pid} when is_map_key(Pid, S#acc.conns) ->
+            loop(S#acc{quiet = (S#acc.quiet)#{Pid => true}}, Debug);
         {timeout, Retry, retry} ->
             loop(next(S#acc{retry = undefined}), Debug);
         {falco_drain, From, Ref, Deadline} ->
@@ -239,13 +244,16 @@ exited(Pid, Reason, S = #acc{waiting = Pid, slots = Slots, index = I}) ->
     ok = falco_slots:release(Slots, I, waiting),
     ok = report_exit(Pid, Reason, S),
     settle(Pid, S#acc{waiting = undefined});
-exited(Pid, Reason, S = #acc{conns = Conns, slots = Slots, index = I}) ->
+exited(Pid, Reason, S = #acc{conns = Conns, slots = Slots, index = I, quiet = Quiet}) ->
     case maps:take(Pid, Conns) of
         {Since, Rest} ->
             ok = falco_slots:release(Slots, I, connection),
-            ok = report_exit(Pid, Reason, S),
+            ok = case maps:is_key(Pid, Quiet) andalso Reason =:= killed of
+                     true -> ok;
+                     false -> report_exit(Pid, Reason, S)
+                 end,
             ok = closed(Pid, Since, Reason, S),
-            settle(Pid, S#acc{conns = Rest});
+            settle(Pid, S#acc{conns = Rest, quiet = maps:remove(Pid, Quiet)});
         error ->
             S
     end.

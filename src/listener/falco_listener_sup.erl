@@ -41,8 +41,9 @@
 %% @doc Starts listener `Name' with validated options. The falco
 %% application must be running (its registry and clock): without it this
 %% is `{error, {falco_not_started, Fix}}', `Fix' a sentence saying what to
-%% do. A listen failure is the socket's own reason (`{error, eaddrinuse}',
-%% `{error, eacces}'...), without a crash report: the supervisor's `init'
+%% do. A listen failure is the socket's own reason with the address
+%% (`{error, {eaddrinuse, #{ip => Ip, port => Port}}}', `eacces'...),
+%% without a crash report: the supervisor's `init'
 %% leaves with `{shutdown, _}', which proc_lib does not report.
 -spec start_link(atom(), map()) -> {ok, pid()} | ignore | {error, term()}.
 start_link(Name, Opts) ->
@@ -185,8 +186,9 @@ init({Name, Conf0}) ->
             %% ({shutdown, _}: an error for the caller, not a crash report)
             exit({shutdown, {falco_listener, {invalid_option, tls_opts, Reason}}});
         {error, Reason} ->
-            %% start_link returns {error, Reason}: eaddrinuse, eacces...
-            exit({shutdown, {falco_listener, Reason}})
+            %% start_link returns {error, {Reason, Address}}: eaddrinuse,
+            %% eacces..., with the address it could not listen on
+            exit({shutdown, {falco_listener, {Reason, #{ip => maps:get(ip, Conf), port => Port}}}})
     end.
 
 sockport(tcp, LSock) -> inet:port(LSock);
@@ -199,14 +201,18 @@ sockport(tls, LSock) ->
 %% by the first TLS listener, not with falco (falco.app.src): a node that
 %% serves plain HTTP does not hold it (0.36 MB, and crypto's library). A
 %% node that cannot start it (a release built without ssl) gets
-%% `{error, {tls_unavailable, Reason}}'.
+%% `{error, {tls_unavailable, Reason, Fix}}', `Fix' a sentence.
 tls_conf(Conf = #{transport := tls, tls_opts := TlsOpts, protocols := Protocols,
                   hibernate_after := Hibernate}) ->
     case application:ensure_all_started(ssl) of
         {ok, _} ->
             Conf#{tls_server_opts => falco_transport:tls_options(TlsOpts, Protocols, Hibernate)};
         {error, Reason} ->
-            exit({shutdown, {falco_listener, {tls_unavailable, Reason}}})
+            exit({shutdown, {falco_listener,
+                             {tls_unavailable, Reason,
+                              "the ssl application does not start on this node: list ssl (and "
+                              "crypto, public_key) in your application's `applications' so "
+                              "that a release includes and starts it"}}})
     end;
 tls_conf(Conf) ->
     Conf.

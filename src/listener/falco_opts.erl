@@ -139,7 +139,7 @@ validate(Opts) when is_map(Opts) ->
                         [] -> case check_proxy(Conf) =:= ok andalso check_tls(Conf) of
                                   false ->
                                       {error, {conflicting_options, proxy_protocol, transport}};
-                                  {ok, Conf1} -> router(Conf1);
+                                  {ok, Conf1} -> handler(Conf1);
                                   Error -> Error
                               end;
                         [{K, V} | _] -> {error, {invalid_option, K, V}}
@@ -147,7 +147,9 @@ validate(Opts) when is_map(Opts) ->
             end
     end;
 validate(Opts) ->
-    {error, {invalid_options, Opts}}.
+    %% a proplist (cowboy's and ranch's style) or anything else: the error
+    %% says what is expected
+    {error, {options_not_a_map, Opts}}.
 
 %% `proxy_protocol => optional' guesses from the first bytes whether a
 %% header is there, which over TLS would take bytes of the handshake from
@@ -251,7 +253,23 @@ http2_machine(Conf) ->
       enable_connect_protocol => maps:get(h2_enable_connect_protocol, Conf),
       flood_limits => maps:get(h2_flood_limits, Conf)}.
 
-%% Routes are compiled, and checked, in router/1.
+%% The listener's middleware is composed once to check it (an error names
+%% the entry and why: falco_middleware:compose/2), its handler checked and
+%% prepared (falco_middleware:prepare_handler/1); routes are compiled,
+%% and checked, in router/1.
+handler(Conf = #{middleware := Ms}) ->
+    case {falco_middleware:check(Ms), Conf} of
+        {{error, Why}, _} ->
+            {error, {invalid_option, middleware, Why}};
+        {ok, #{handler := H}} ->
+            case falco_middleware:prepare_handler(H) of
+                {ok, H1} -> {ok, Conf#{handler => H1}};
+                {error, Why} -> {error, {invalid_option, handler, Why}}
+            end;
+        {ok, _} ->
+            router(Conf)
+    end.
+
 router(Conf = #{routes := Routes, router_opts := RouterOpts}) ->
     case falco_router:compile(Routes, RouterOpts) of
         {ok, Router} -> {ok, Conf#{router => Router}};
@@ -263,7 +281,7 @@ router(Conf) ->
 
 valid(routes, Routes) -> is_list(Routes);
 valid(router_opts, RouterOpts) -> is_map(RouterOpts);
-valid(middleware, Ms) -> falco_middleware:check(Ms) =:= ok;
+valid(middleware, Ms) -> is_list(Ms);
 valid(handler, H) when is_atom(H) -> true;
 valid(handler, {M, _}) when is_atom(M) -> true;
 valid(handler, F) -> is_function(F, 1);

@@ -25,6 +25,13 @@
 %% '''
 %% served by `falco:start_listener(my_http, #{port => 8080, handler =>
 %% {my_handler, #{greeting => <<"Hello">>}}})'.
+%%
+%% A handler module is checked when the listener starts (or its routes are
+%% set): one that cannot be loaded or does not export `handle/2' fails the
+%% start (`{error, {invalid_option, handler, {no_such_module, M}}}', `{...,
+%% {not_exported, M, {handle, 2}}}'; in routes `{error, {invalid_option,
+%% routes, {invalid_handler, Path, Why}}}'), and a module that exports the
+%% optional `prepare_state/1' has its state prepared then.
 -module(falco_handler).
 
 -type status() :: 100..999.
@@ -38,3 +45,10 @@
 -export_type([status/0, headers/0, response/0, handler/0]).
 
 -callback handle(falco_req:req(), State :: term()) -> response().
+%% Optional: called once with the handler's state when the listener starts
+%% or its routes are set (`{Module, State}' handlers only); the result is
+%% the state every request gets. Raise (`error(Reason)') for a bad state:
+%% the start fails with `{invalid_option, handler, {invalid_state, Module,
+%% Reason}}' (or `{invalid_handler, Path, ...}' in routes).
+-callback prepare_state(State :: term()) -> term().
+-optional_callbacks([prepare_state/1]).

@@ -122,6 +122,19 @@ watch(Owner, Timeout, Phase, Hooks = #{reply := Reply}) ->
     end.
 
 cut(Owner, #{log := Log}, What) ->
+    %% A connection process's acceptor (an HTTP/1.1 handler runs in the
+    %% connection) is told first, so that it does not report the kill as a
+    %% connection that died: the warning below is the one line logged.
+    %% Nothing is sent to any other process (falco_testing's caller).
+    _ = case erlang:process_info(Owner, [dictionary, parent]) of
+            [{dictionary, Dict}, {parent, Acceptor}] when is_pid(Acceptor) ->
+                case lists:keyfind('$initial_call', 1, Dict) of
+                    {_, {falco_conn, init, 5}} -> Acceptor ! {falco_deadline_killed, Owner};
+                    _ -> ok
+                end;
+            _ ->
+                ok
+        end,
     exit(Owner, kill),
     _ = Log(What),
     ok.

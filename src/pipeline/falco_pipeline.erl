@@ -173,7 +173,7 @@ websocket(Handler, HState, Opts, Req, Mod, S) ->
                                  #{handler => Handler, state => HState, opts => Opts,
                                    deflate => Params, req => Req}, S);
         {error, Status, Fields, Why} ->
-            Body = [<<"WebSocket handshake refused: ">>, atom_to_binary(Why), <<"\n">>],
+            Body = falco_ws_handshake:refusal(Why),
             send_full(Status, with_date([{<<"content-type">>, <<"text/plain">>} | Fields], false),
                       {iodata, Body, iolist_size(Body)}, Req, Mod, S)
     end.
@@ -229,11 +229,27 @@ full_body(_Status, Body) ->
     end.
 
 bad_response(Req, Why, Mod, S) ->
-    Report = report("falco: ~ts ~ts from ~ts: invalid handler response: ~0p",
-                    [maps:get(method, Req), maps:get(path, Req), peer(Req), Why]),
+    Report = report("falco: ~ts ~ts from ~ts: invalid handler response: ~0p; ~ts",
+                    [maps:get(method, Req), maps:get(path, Req), peer(Req), Why, expected(Why)]),
     Result = error_reply(internal_error, Req, Mod, S),
     log(Report),
     Result.
+
+%% What a handler should have returned, for the report of a bad response.
+expected({bad_headers, _}) ->
+    "headers are a list of {Name, Value} pairs, not a map";
+expected({bad_header, _}) ->
+    "each header is {Name, Value}, Name a binary: <<\"content-type\">>, not \"content-type\"";
+expected({bad_header_name, _}) ->
+    "a header name is a token (letters, digits, !#$%&'*+-.^_`|~)";
+expected({bad_header_value, _}) ->
+    "a header value is iodata (binaries, strings of bytes) without CR, LF or NUL";
+expected({bad_body, _}) ->
+    "a body is iodata (binaries, lists of bytes and binaries), {file, Path} or "
+    "{file, Path, Offset, Length}";
+expected(_) ->
+    "a handler returns {Status, Headers, Body}, {stream, Status, Headers, Fun} or "
+    "{websocket, Module, State, Opts}, Status 200..599 (falco_handler)".
 
 with_date(Fields, true) -> Fields;
 with_date(Fields, false) -> [{<<"date">>, falco_clock:date()} | Fields].

@@ -11,7 +11,7 @@
 %% method other than GET, HTTP/1.0).
 -module(falco_ws_handshake).
 
--export([accept/2, accept_key/1, protocol/2, default_opts/0, check_opts/1]).
+-export([accept/2, accept_key/1, protocol/2, default_opts/0, check_opts/1, refusal/1]).
 -export_type([opts/0, result/0]).
 
 -define(GUID, <<"258EAFA5-E914-47DA-95CA-C5AB0DC85B11">>).
@@ -168,3 +168,23 @@ valid(compress, V) -> is_boolean(V) orelse is_map(V);
 valid(protocols, V) -> is_list(V) andalso lists:all(fun is_binary/1, V);
 valid(_, _) -> false.
 
+
+%% @doc The body of a refused handshake: what was wrong and what a client
+%% must send, in words (the reason atom alone told a developer little).
+-spec refusal(atom()) -> binary().
+refusal(not_a_websocket_request) ->
+    <<"This resource is a WebSocket endpoint: open it with a WebSocket client "
+      "(GET with Upgrade: websocket and Connection: Upgrade, or an HTTP/2 "
+      "extended CONNECT with :protocol websocket).\n">>;
+refusal(unsupported_version) ->
+    <<"WebSocket handshake refused: only Sec-WebSocket-Version 13 (RFC 6455) "
+      "is supported.\n">>;
+refusal(method_not_get) ->
+    <<"WebSocket handshake refused: the opening handshake must be a GET.\n">>;
+refusal(http_1_0) ->
+    <<"WebSocket handshake refused: the opening handshake needs HTTP/1.1.\n">>;
+refusal(bad_key) ->
+    <<"WebSocket handshake refused: Sec-WebSocket-Key must be one base64-encoded "
+      "16-byte value.\n">>;
+refusal(Why) ->
+    <<"WebSocket handshake refused: ", (atom_to_binary(Why))/binary, "\n">>.

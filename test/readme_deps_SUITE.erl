@@ -1,0 +1,141 @@
+%% The README's dependency lines work as written (issue 41): a scratch
+%% rebar3 project and a scratch Mix project are built from the README's
+%% own code blocks, the placeholder address replaced by a bare clone of
+%% this checkout (whose `main' is the commit under test), offline. The
+%% rebar3 project is the README's hello app (its `port => 8080' made
+%% `port => 0', the one other change), started with falco listed in its
+%% `applications' and asked GET /hello/world; the Mix project compiles
+%% falco with the rebar3 on the PATH (MIX_REBAR3) and starts a listener.
+%%
+%% Needs git, rebar3, and elixir with mix for the second case (skipped
+%% without them, failed under FALCO_REQUIRE_TOOLS=1, falco_test_tools).
+-module(readme_deps_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([suite/0, all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2]).
+-export([rebar3_project/1, mix_project/1]).
+
+-define(PLACEHOLDER, "https://github.com/OWNER/falco.git").
+-define(BUILD_TIMEOUT, 240000).
+
+suite() ->
+    [{timetrap, {seconds, 600}}].
+
+all() ->
+    [rebar3_project, mix_project].
+
+init_per_suite(Config) ->
+    case falco_test_tools:check(["git", "rebar3"]) of
+        ok ->
+            Root = falco_test_run:checkout(),
+            {ok, Readme} = file:read_file(filename:join(Root, "README.md")),
+            Bare = filename:join(?config(priv_dir, Config), "falco.git"),
+            Git = os:find_executable("git"),
+            {0, _} = falco_test_run:run_to_end(Git, ["clone", "--quiet", "--bare", Root, Bare],
+                                               Root, [], 60000),
+            %% `main' there is the commit checked out here, whatever branch
+            %% or detached head this checkout is on
+            {0, Head} = falco_test_run:run_to_end(Git, ["rev-parse", "HEAD"], Root, [], 10000),
+            {0, _} = falco_test_run:run_to_end(Git, ["--git-dir", Bare, "branch", "-f", "main",
+                                                     string:trim(binary_to_list(Head))],
+                                               Root, [], 10000),
+            [{readme, Readme}, {url, "file://" ++ Bare}, {git, Git} | Config];
+        NotThere ->
+            NotThere
+    end.
+
+end_per_suite(Config) ->
+    Config.
+
+init_per_testcase(mix_project, Config) ->
+    Mix = os:find_executable("mix"),
+    case falco_test_tools:check(["elixir", {found, "mix", Mix}]) of
+        ok -> [{mix, Mix} | Config];
+        NotThere -> NotThere
+    end;
+init_per_testcase(_, Config) ->
+    Config.
+
+%% -- cases -------------------------------------------------------------------------
+
+rebar3_project(Config) ->
+    Readme = ?config(readme, Config),
+    Deps = block(Readme, <<"erlang">>, <<"{deps, [{falco, {git,">>),
+    Hello = block(Readme, <<"erlang">>, <<"-module(hello).">>),
+    Dir = filename:join(?config(priv_dir, Config), "hello"),
+    ok = write(filename:join(Dir, "rebar.config"), url(Deps, Config)),
+    ok = write(filename:join([Dir, "src", "hello.app.src"]),
+               <<"{application, hello, [{description, \"the README's hello app\"}, "
+                 "{vsn, \"0.1.0\"}, {registered, []}, "
+                 "{applications, [kernel, stdlib, falco]}, {env, []}]}.\n">>),
+    ok = write(filename:join([Dir, "src", "hello.erl"]),
+               binary:replace(Hello, <<"port => 8080">>, <<"port => 0">>)),
+    %% (not REBAR_OFFLINE: it refuses git fetches too, local ones included)
+    Env = [{"REBAR_CACHE_DIR", filename:join(?config(priv_dir, Config), "rebar3_cache")}],
+    {Status, Out} = falco_test_run:run_to_end(os:find_executable("rebar3"), ["compile"], Dir,
+                                              Env, ?BUILD_TIMEOUT),
+    ct:log("rebar3 compile (~p):~n~ts", [Status, Out]),
+    0 = Status,
+    %% the app started as a release would start it: falco first, from its
+    %% `applications'
+    Eval = "{ok, _} = application:ensure_all_started(hello), {ok, _} = hello:start(), "
+           "{ok, P} = falco:port(hello), {ok, _} = application:ensure_all_started(inets), "
+           "{ok, {{_, S, _}, _, B}} = httpc:request(\"http://127.0.0.1:\" ++ "
+           "integer_to_list(P) ++ \"/hello/world\"), io:format(\"~p ~s~n\", [S, B]), halt().",
+    Ebins = filelib:wildcard(filename:join([Dir, "_build", "default", "lib", "*", "ebin"])),
+    {0, Served} = falco_test_run:run_to_end(os:find_executable("erl"),
+                                            ["-noshell" | lists:append([["-pa", E] || E <- Ebins])]
+                                            ++ ["-eval", Eval],
+                                            Dir, [{"ERL_EPMD_ADDRESS", "127.0.0.1"}], 60000),
+    ct:log("the README's hello app: ~ts", [Served]),
+    ?assertNotEqual(nomatch, binary:match(Served, <<"200 {\"hello\":\"world\"}">>)).
+
+mix_project(Config) ->
+    Deps = block(?config(readme, Config), <<"elixir">>, <<"defp deps do">>),
+    Dir = filename:join(?config(priv_dir, Config), "scratch"),
+    ok = write(filename:join(Dir, "mix.exs"),
+               [<<"defmodule Scratch.MixProject do\n  use Mix.Project\n\n"
+                  "  def project, do: [app: :scratch, version: \"0.1.0\", deps: deps()]\n\n"
+                  "  def application, do: [extra_applications: [:logger]]\n\n">>,
+                url(Deps, Config), <<"end\n">>]),
+    Env = [{"MIX_REBAR3", os:find_executable("rebar3")},
+           {"MIX_HOME", filename:join(?config(priv_dir, Config), "mix_home")},
+           {"REBAR_CACHE_DIR", filename:join(?config(priv_dir, Config), "rebar3_cache")},
+           {"HEX_OFFLINE", "1"}, {"MIX_ENV", "dev"}, {"ERL_EPMD_ADDRESS", "127.0.0.1"}],
+    Mix = ?config(mix, Config),
+    {S1, Got} = falco_test_run:run_to_end(Mix, ["deps.get"], Dir, Env, ?BUILD_TIMEOUT),
+    ct:log("mix deps.get (~p):~n~ts", [S1, Got]),
+    0 = S1,
+    Run = "{:ok, _} = Application.ensure_all_started(:falco); "
+          "{:ok, _} = :falco.start_listener(:scratch, %{port: 0, ip: {127, 0, 0, 1}, "
+          "handler: fn _ -> {200, [], \"ok\"} end}); "
+          "{:ok, port} = :falco.port(:scratch); IO.puts(\"listening #{port}\")",
+    {S2, Ran} = falco_test_run:run_to_end(Mix, ["run", "-e", Run], Dir, Env, ?BUILD_TIMEOUT),
+    ct:log("mix run (~p):~n~ts", [S2, Ran]),
+    0 = S2,
+    ?assertMatch({match, _}, re:run(Ran, <<"listening [0-9]+">>)).
+
+%% -- helpers -----------------------------------------------------------------------
+
+%% The fenced code block of `Lang' in `Text' whose text contains `Marker'.
+block(Text, Lang, Marker) ->
+    Parts = binary:split(Text, <<"```">>, [global]),
+    %% the odd parts are the blocks' insides: "erlang\n..."
+    Blocks = [B || {I, B} <- lists:zip(lists:seq(1, length(Parts)), Parts), I rem 2 =:= 0],
+    Prefix = <<Lang/binary, "\n">>,
+    [Block] = [binary:part(B, byte_size(Prefix), byte_size(B) - byte_size(Prefix))
+               || B <- Blocks, binary:longest_common_prefix([B, Prefix]) =:= byte_size(Prefix),
+                  binary:match(B, Marker) =/= nomatch],
+    Block.
+
+%% The README's lines with the bare clone for the placeholder address.
+url(Lines, Config) ->
+    Replaced = binary:replace(Lines, <<?PLACEHOLDER>>, list_to_binary(?config(url, Config))),
+    ?assertNotEqual(Lines, Replaced),
+    Replaced.
+
+write(File, Data) ->
+    ok = filelib:ensure_dir(File),
+    file:write_file(File, Data).
