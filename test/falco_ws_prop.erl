@@ -15,6 +15,11 @@
 %%   first piece after which no continuation could be valid UTF-8 (the
 %%   oracle is `unicode', tried with every completion), and otherwise ends
 %%   complete exactly when `unicode' takes the whole.
+%% - falco_ws_session: a message cut into any fragments (empty ones
+%%   included, pings between them) comes out whole and the same, text or
+%%   binary; with `max_fragments' and `max_empty_fragments' it is refused
+%%   with 1009 or 1008 exactly when its count of fragments, or of empty
+%%   ones, is over the bound, and otherwise comes out the same.
 %% - falco_ws_deflate (RFC 7692): what the server compresses, a client's
 %%   zlib inflates back, and what a client's zlib compresses, cut into any
 %%   fragments, the server inflates back, for every window size and
@@ -29,7 +34,8 @@
 -include_lib("eunit/include/eunit.hrl").
 
 -export([prop_frame_round_trip/0, prop_parse_fuzz/0, prop_incremental/0, prop_header_rules/0,
-         prop_utf8_split/0, prop_deflate_round_trip/0, prop_inflate_limit/0]).
+         prop_utf8_split/0, prop_deflate_round_trip/0, prop_inflate_limit/0,
+         prop_session_fragments/0]).
 
 -define(NUMTESTS, 300).
 -define(F, falco_ws_frame).
@@ -40,7 +46,8 @@ properties_test_() ->
        ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, falco_fuzz_prop:numtests(?MODULE, P, ?NUMTESTS)},
                                                 {to_file, user}]))}}
      || P <- [prop_frame_round_trip, prop_parse_fuzz, prop_incremental, prop_header_rules,
-              prop_utf8_split, prop_deflate_round_trip, prop_inflate_limit]].
+              prop_utf8_split, prop_deflate_round_trip, prop_inflate_limit,
+              prop_session_fragments]].
 
 %% -- generators ---------------------------------------------------------------
 
@@ -368,6 +375,72 @@ valid_start(Bin) ->
     lists:any(fun(C) -> is_binary(unicode:characters_to_binary(<<Bin/binary, C/binary>>, utf8, utf8)) end,
               [<<>> | [<<B, (binary:copy(<<16#80>>, K))/binary>> || K <- [0, 1, 2],
                                                                   B <- lists:seq(16#80, 16#BF)]]).
+
+%% -- falco_ws_session --------------------------------------------------------------------
+
+prop_session_fragments() ->
+    ?FORALL({{Type, Bin}, Points, EmptyAt, Pings, MaxFrags, MaxEmpties},
+            {oneof([{text, utf8()}, {binary, binary()}]), list(nat()), list(nat()),
+             list(nat()), oneof([infinity, range(1, 12)]), oneof([infinity, range(0, 6)])},
+            falco_fuzz_prop:safe(
+              fun() ->
+                      Pieces = with_empties(case falco_fuzz_prop:split(Bin, Points) of
+                                                [] -> [<<>>];
+                                                Cut -> Cut
+                                            end, EmptyAt),
+                      Frames = session_frames(Type, Pieces, Pings),
+                      Got = session_run(Frames, falco_ws_session:new(
+                                                  #{max_message_size => infinity,
+                                                    max_fragments => MaxFrags,
+                                                    max_empty_fragments => MaxEmpties,
+                                                    deflate => undefined})),
+                      Empties = length([P || P <- Pieces, P =:= <<>>]),
+                      Expected = if
+                                     length(Pieces) > MaxFrags -> {error, 1009, too_many_fragments};
+                                     Empties > MaxEmpties -> {error, 1008, too_many_empty_fragments};
+                                     true -> [{ping, <<>>} || _ <- Pings, length(Pieces) > 1]
+                                                 ++ [{Type, Bin}]
+                                 end,
+                      session_same(Expected, Got, Pieces, MaxFrags, MaxEmpties)
+              end)).
+
+%% Empty pieces put in at the given positions (modulo the count).
+with_empties(Pieces, []) ->
+    Pieces;
+with_empties(Pieces, [At | More]) ->
+    {Before, After} = lists:split(At rem (length(Pieces) + 1), Pieces),
+    with_empties(Before ++ [<<>> | After], More).
+
+%% The first piece is the message's frame, the others continuations, the
+%% last one FIN; a ping after the first (when there are at least two).
+session_frames(Type, [Only], _) ->
+    [{frame, Type, fin, false, Only}];
+session_frames(Type, [First | Rest], Pings) ->
+    Cont = [{frame, continuation, nofin, false, P} || P <- lists:droplast(Rest)]
+        ++ [{frame, continuation, fin, false, lists:last(Rest)}],
+    [{frame, Type, nofin, false, First}] ++ [{frame, ping, fin, false, <<>>} || _ <- Pings]
+        ++ Cont.
+
+session_run(Frames, S0) ->
+    lists:foldl(fun(_, {error, _, _} = E) -> E;
+                   (F, {Evs, S}) ->
+                        case falco_ws_session:frame(F, S) of
+                            {ok, New, S1} -> {Evs ++ New, S1};
+                            Error -> Error
+                        end
+                end, {[], S0}, Frames).
+
+%% Which bound comes first when both are broken depends on the order of
+%% the pieces: either error is right then.
+session_same(Expected, Got, Pieces, MaxFrags, MaxEmpties) ->
+    Empties = length([P || P <- Pieces, P =:= <<>>]),
+    case Got of
+        {Evs, _} when is_list(Evs) -> Evs =:= Expected;
+        {error, _, _} = E when length(Pieces) > MaxFrags, Empties > MaxEmpties ->
+            lists:member(E, [{error, 1009, too_many_fragments},
+                             {error, 1008, too_many_empty_fragments}]);
+        E -> E =:= Expected
+    end.
 
 %% -- falco_ws_deflate --------------------------------------------------------------------
 
