@@ -12,10 +12,17 @@
 %%
 %% From the index page (`/'), over http:// and over https:// (the pages
 %% then over HTTP/2, which is checked): the index links every demo; the
-%% demo page it links posts its upload form (a file put in the form's file
-%% input by the page's script) and shows the server's answer, the sizes
-%% the server read, and its SSE panel shows the first tick event from
-%% /events.
+%% demo page it links posts its upload form (two files put in the form's
+%% file input by the page's script, one with a long name) and shows the
+%% server's answer, the sizes the server read. Both pages in a 1200 px
+%% wide viewport: no horizontal scrollbar (the root element's scrollWidth
+%% is at most its clientWidth), on the demo page once the upload's answer
+%% is shown, and none of its boxes (the <pre> logs and the state line)
+%% wider inside than it is. The page's SSE panel goes through its states,
+%% kept by the page in window.sseStates: "connecting", connected, each of
+%% the five tick events from /events, then "stream ended" once the server
+%% closed the stream after its bye event; the page has closed its
+%% EventSource then (readyState CLOSED), so it does not reconnect.
 %%
 %% Which protocol Chromium's wss:// WebSocket used is logged and shown as
 %% the case's comment, not asserted: an HTTP/1.1 upgrade on a connection
@@ -45,6 +52,12 @@
 %% How long the page may take to load, and to show the echo (ms).
 -define(LOAD_TIMEOUT, 20000).
 -define(ECHO_TIMEOUT, 15000).
+%% The viewport the layout is checked in (CSS pixels).
+-define(WIDTH, 1200).
+-define(HEIGHT, 900).
+%% A file name with no break opportunity, longer than the page is wide.
+-define(LONG_NAME, <<"a-file-with-a-long-name-that-has-no-spaces-in-it-so-that-only-"
+                     "the-page-styles-can-wrap-it-inside-its-box.txt">>).
 
 suite() ->
     [{timetrap, {seconds, 120}}].
@@ -111,8 +124,8 @@ wss_round_trip(Config) ->
     round_trip(Config, "https", ?config(tls_port, Config)).
 
 %% http://127.0.0.1:PORT/: the index, then the demo page it links: the
-%% upload form's answer and an SSE event shown on the page (HTTP/1.1:
-%% browsers do not speak h2c).
+%% upload form's answer, the page's width, and the SSE panel's states
+%% (HTTP/1.1: browsers do not speak h2c).
 index_demos_http(Config) ->
     index_demos(Config, "http", ?config(port, Config)).
 
@@ -174,75 +187,141 @@ index_demos(Config, Scheme, Port) ->
     Browser = ?config(browser, Config),
     Origin = Scheme ++ "://127.0.0.1:" ++ integer_to_list(Port),
     Sock = ?BROWSER:connect(Browser),
-    %% the index: every demo linked
+    %% the index: every demo linked, and not wider than the window
     {Index, IndexSession} = ?BROWSER:open(Sock, list_to_binary(Origin ++ "/"), ?LOAD_TIMEOUT),
-    {ok, #{<<"links">> := Links, <<"page">> := IndexProtocol}} =
+    ok = ?BROWSER:viewport(Sock, IndexSession, ?WIDTH, ?HEIGHT),
+    {ok, #{<<"links">> := Links, <<"page">> := IndexProtocol, <<"layout">> := IndexLayout}} =
         ?BROWSER:eval(Sock, IndexSession,
                       <<"({links: Array.from(document.querySelectorAll('a')).map((a) => a.href),
-                          page: performance.getEntriesByType('navigation')[0].nextHopProtocol})">>),
+                          page: performance.getEntriesByType('navigation')[0].nextHopProtocol,
+                          layout: ", (layout())/binary, "})">>),
     ok = ?BROWSER:close_page(Sock, Index),
-    ct:log("the index over ~ts links:~n~tp", [IndexProtocol, Links]),
+    ct:log("the index over ~ts links:~n~tp~nits layout: ~tp", [IndexProtocol, Links, IndexLayout]),
     ?assertEqual(page_protocol(Scheme), IndexProtocol),
     Demos = [list_to_binary(Origin ++ P) || P <- ["/static/", "/static/#upload", "/static/#events",
                                                   "/static/#websocket", "/json",
                                                   "/static/hello.txt"]],
     ?assertEqual([], Demos -- Links),
+    no_horizontal_scroll(<<"the index">>, IndexLayout),
     %% the demo page, at the index's link to its upload form; with a query
     %% string of its own, or the browser takes it from its cache (the
     %% WebSocket cases loaded it, falco_static says max-age=60) and the
     %% load has no protocol to check
     Upload = list_to_binary([Origin, "/static/?", unique(), "#upload"]),
     {Target, Session} = ?BROWSER:open(Sock, Upload, ?LOAD_TIMEOUT),
-    Result = ?BROWSER:eval(Sock, Session, upload_and_events()),
+    ok = ?BROWSER:viewport(Sock, Session, ?WIDTH, ?HEIGHT),
+    Uploaded = ?BROWSER:eval(Sock, Session, upload()),
+    Ended = ?BROWSER:eval(Sock, Session, stream_end()),
     ok = ?BROWSER:close_page(Sock, Target),
-    #{<<"upload">> := Reply, <<"events">> := Events, <<"page">> := PageProtocol,
-      <<"post">> := PostProtocol} =
-        case Result of
-            {ok, Value} -> Value;
-            {error, Why} -> ct:fail("the ~s demo page failed: ~s", [Scheme, ascii(Why)])
-        end,
-    ct:log("upload shown: ~ts~nevents shown:~n~ts~npage over ~ts, upload over ~ts",
-           [Reply, Events, PageProtocol, PostProtocol]),
+    #{<<"upload">> := Reply, <<"page">> := PageProtocol, <<"post">> := PostProtocol,
+      <<"layout">> := Layout} = page_value(Scheme, Uploaded),
+    ct:log("upload shown: ~ts~npage over ~ts, upload over ~ts~nlayout: ~tp",
+           [Reply, PageProtocol, PostProtocol, Layout]),
     ?assertEqual(page_protocol(Scheme), PageProtocol),
     ?assertEqual(page_protocol(Scheme), PostProtocol),
-    %% what the server read: the text field and the file's 2000 bytes
+    %% what the server read: the text field and the two files
     <<"200 ", Json/binary>> = Reply,
     ?assertEqual({ok, #{<<"parts">> => [#{<<"name">> => <<"title">>, <<"size">> => 5},
                                         #{<<"name">> => <<"file">>, <<"filename">> => <<"falco.txt">>,
-                                          <<"size">> => 2000}]}},
+                                          <<"size">> => 2000},
+                                        #{<<"name">> => <<"file">>, <<"filename">> => ?LONG_NAME,
+                                          <<"size">> => 100}]}},
                  falco_json:decode(Json)),
-    ?assertMatch(<<"tick 1: ", _/binary>>, Events),
+    %% the answer shown, the page no wider than the window
+    no_horizontal_scroll(<<"the demo page">>, Layout),
+    #{<<"states">> := States, <<"state">> := State, <<"events">> := Events,
+      <<"readyState">> := ReadyState} = page_value(Scheme, Ended),
+    ct:log("SSE states:~n~tsevents shown:~n~ts", [[[S, $\n] || S <- States], Events]),
+    %% the SSE panel: connecting, connected, each event, ended
+    Ticks = [<<"received 1 event">> | [<<"received ", (integer_to_binary(N))/binary, " events">>
+                                       || N <- lists:seq(2, 5)]],
+    EndState = <<"stream ended after 5 events: the server said bye and closed it">>,
+    ?assertEqual([<<"connecting", 16#2026/utf8>>,
+                  <<"connected, waiting for the first event", 16#2026/utf8>>]
+                 ++ Ticks ++ [EndState], States),
+    ?assertEqual(EndState, State),
+    ?assertEqual(2, ReadyState),  % EventSource.CLOSED: the page closed it
+    ?assertMatch([<<"tick 1: ", _/binary>>, <<"tick 2: ", _/binary>>, <<"tick 3: ", _/binary>>,
+                  <<"tick 4: ", _/binary>>, <<"tick 5: ", _/binary>>, <<"bye: that is all">>],
+                 binary:split(Events, <<"\n">>, [global, trim])),
     {comment, lists:flatten(io_lib:format("pages over ~s", [PageProtocol]))}.
 
-%% JavaScript run in the demo page: put a 2000-byte file in the upload
-%% form, submit it, wait (with a deadline) for the answer the page shows
-%% and for the first event in the SSE panel; what the page shows, the
-%% protocol of the page's load and of the upload's POST.
-upload_and_events() ->
+page_value(_Scheme, {ok, Value}) -> Value;
+page_value(Scheme, {error, Why}) -> ct:fail("the ~s demo page failed: ~s", [Scheme, ascii(Why)]).
+
+%% No horizontal scrollbar at ?WIDTH px: the viewport is that wide, the
+%% root element's content is no wider than its client area, and no box
+%% measured by layout/0 is wider inside than it is.
+no_horizontal_scroll(Page, #{<<"width">> := Width, <<"scrollWidth">> := ScrollWidth,
+                             <<"clientWidth">> := ClientWidth, <<"overflowing">> := Overflowing}) ->
+    ?assertEqual({Page, ?WIDTH}, {Page, Width}),
+    ?assert(ScrollWidth =< ClientWidth,
+            {Page, horizontal_scrollbar, #{scrollWidth => ScrollWidth, clientWidth => ClientWidth}}),
+    ?assertEqual({Page, []}, {Page, Overflowing}).
+
+%% JavaScript: the window's width, the root element's scrollWidth and
+%% clientWidth, and which boxes (<pre> and state lines) have content
+%% wider than themselves, as "id: scrollWidth > clientWidth".
+layout() ->
+    <<"({width: window.innerWidth,
+         scrollWidth: document.documentElement.scrollWidth,
+         clientWidth: document.documentElement.clientWidth,
+         overflowing: Array.from(document.querySelectorAll('pre, .state'))
+           .filter((e) => e.scrollWidth > e.clientWidth)
+           .map((e) => (e.id || e.tagName) + ': ' + e.scrollWidth + ' > ' + e.clientWidth)})">>.
+
+%% JavaScript run in the demo page: put two files in the upload form
+%% (2000 bytes named falco.txt, 100 bytes with a long name), submit it,
+%% wait (with a deadline) for the answer the page shows; what the page
+%% shows, its layout then, the protocol of the page's load and of the
+%% upload's POST.
+upload() ->
     Timeout = integer_to_binary(?ECHO_TIMEOUT),
+    LongName = falco_json:encode_to_binary(?LONG_NAME),
     <<"(async () => {
         const deadline = Date.now() + ", Timeout/binary, ";
         const result = document.getElementById('upload-result');
-        const events = document.getElementById('events-log');
         const until = async (what, ok) => {
           while (!ok()) {
             if (Date.now() > deadline) {
-              throw new Error('timed out waiting for ' + what + '; upload: ' +
-                              result.textContent + '; events: ' + events.textContent);
+              throw new Error('timed out waiting for ' + what + '; upload: ' + result.textContent);
             }
             await new Promise((resolve) => setTimeout(resolve, 20));
           }
         };
         const files = new DataTransfer();
         files.items.add(new File(['x'.repeat(2000)], 'falco.txt', {type: 'text/plain'}));
+        files.items.add(new File(['y'.repeat(100)], ", LongName/binary, ", {type: 'text/plain'}));
         document.querySelector('#upload-form input[type=file]').files = files.files;
         document.querySelector('#upload-form button').click();
         await until('the answer to the upload', () => /^[0-9]{3} /.test(result.textContent));
-        await until('an event', () => events.textContent.includes('\\n'));
         const post = performance.getEntriesByType('resource').find((e) => e.name.endsWith('/upload'));
-        return {upload: result.textContent, events: events.textContent,
+        return {upload: result.textContent, layout: ", (layout())/binary, ",
                 page: performance.getEntriesByType('navigation')[0].nextHopProtocol,
                 post: post ? post.nextHopProtocol : 'no resource entry for /upload'};
+      })()">>.
+
+%% JavaScript run in the demo page: wait (with a deadline) until its SSE
+%% panel says the stream ended; the states it went through
+%% (window.sseStates), the state line shown, the events shown and the
+%% EventSource's readyState.
+stream_end() ->
+    Timeout = integer_to_binary(?ECHO_TIMEOUT),
+    <<"(async () => {
+        const deadline = Date.now() + ", Timeout/binary, ";
+        const state = document.getElementById('events-state');
+        const events = document.getElementById('events-log');
+        const states = () => window.sseStates || [];
+        while (!(states().length > 0 && states()[states().length - 1].startsWith('stream ended'))) {
+          if (Date.now() > deadline) {
+            throw new Error('timed out waiting for the stream to end; states: ' +
+                            JSON.stringify(window.sseStates) + '; state line: ' +
+                            (state ? state.textContent : 'none') + '; events: ' + events.textContent);
+          }
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        return {states: window.sseStates, state: state.textContent, events: events.textContent,
+                readyState: source.readyState};
       })()">>.
 
 ws_scheme("http") -> "ws";

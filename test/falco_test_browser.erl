@@ -13,8 +13,8 @@
 %% reply was awaited, in the process dictionary).
 -module(falco_test_browser).
 
--export([find/0, start/2, version/1, connect/1, open/3, eval/3, close_page/2, stop/1,
-         processes/1]).
+-export([find/0, start/2, version/1, connect/1, open/3, viewport/4, eval/3, close_page/2,
+         stop/1, processes/1]).
 
 -define(START_TIMEOUT, 20000).
 -define(CALL_TIMEOUT, 20000).
@@ -159,6 +159,15 @@ open(Sock, Url, Timeout) ->
     end,
     ok = wait_event(Sock, Session, <<"Page.loadEventFired">>, deadline(Timeout)),
     {Target, Session}.
+
+%% @doc Sets the page's viewport to `Width' x `Height' CSS pixels (device
+%% scale 1, not a mobile one), as a window of that size would have it;
+%% the page lays itself out again.
+viewport(Sock, Session, Width, Height) ->
+    {ok, _} = call(Sock, Session, <<"Emulation.setDeviceMetricsOverride">>,
+                   #{<<"width">> => Width, <<"height">> => Height,
+                     <<"deviceScaleFactor">> => 1, <<"mobile">> => false}),
+    ok.
 
 %% @doc Evaluates the JavaScript expression `Js' in the page, awaiting the
 %% promise it gives: {ok, Value} (returned by value) or {error, Text}, the
