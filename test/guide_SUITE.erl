@@ -136,7 +136,7 @@ routing(Config) ->
     Routes = my_routes:routes(),
     {200, _, <<"Hello, joe!">>} = falco_testing:request(Routes, get, "/hello/joe"),
     {405, H405, _} = falco_testing:request(Routes, post, "/hello/joe"),
-    <<"GET, HEAD">> = proplists:get_value(<<"allow">>, H405),
+    <<"GET, HEAD, OPTIONS">> = proplists:get_value(<<"allow">>, H405),
     {200, _, <<"users_handler">>} = falco_testing:request(Routes, put, "/users/7"),
     {200, _, <<"items_handler">>} =
         falco_testing:request(Routes, get, "/v1/items/1",
@@ -261,11 +261,11 @@ releases(Config) ->
 blocks(Root, File) ->
     {ok, Bin} = file:read_file(filename:join(Root, File)),
     Lines = string:split(unicode:characters_to_list(Bin), "\n", all),
-    fences(lists:zip(lists:seq(1, length(Lines)), Lines), File, none, []).
+    fences(lists:zip(lists:seq(1, length(Lines)), Lines), {Root, File}, none, []).
 
 fences([], _File, _Prev, Acc) ->
     lists:reverse(Acc);
-fences([{N, Line} | Rest], File, Prev, Acc) ->
+fences([{N, Line} | Rest], {Root, File} = RF, Prev, Acc) ->
     case string:trim(Line, leading) of
         "```" ++ Lang ->
             Indent = length(Line) - length(string:trim(Line, leading)),
@@ -273,13 +273,13 @@ fences([{N, Line} | Rest], File, Prev, Acc) ->
                                                     string:trim(L, leading) =/= "```"
                                             end, Rest),
             Text = lists:append([strip(L, Indent) ++ "\n" || {_, L} <- Body]),
-            B = #{file => File, line => N + 1, lang => string:trim(Lang), text => Text,
+            B = #{root => Root, file => File, line => N + 1, lang => string:trim(Lang), text => Text,
                   mark => mark(Prev)},
-            fences(tl(After), File, none, [B | Acc]);
+            fences(tl(After), RF, none, [B | Acc]);
         "" ->
-            fences(Rest, File, Prev, Acc);
+            fences(Rest, RF, Prev, Acc);
         Trimmed ->
-            fences(Rest, File, Trimmed, Acc)
+            fences(Rest, RF, Trimmed, Acc)
     end.
 
 strip(Line, Indent) ->
@@ -492,14 +492,16 @@ exported({M, F, A}) ->
 %% loads it; returns the module's name.
 load(B, Subst) ->
     B2 = B#{text := subst(maps:get(text, B), Subst)},
-    {_, #{module := Mod, forms := Forms}} = compile_block(B2, []),
+    #{root := Root, file := File} = B,
+    {_, #{module := Mod, forms := Forms}} = compile_block(B2, blocks(Root, File)),
     {ok, Mod, Bin} = compile:forms(Forms, [binary]),
     _ = code:purge(Mod),
     {module, Mod} = code:load_binary(Mod, atom_to_list(Mod) ++ ".erl", Bin),
     Mod.
 
 subst(Text, Subst) ->
-    lists:foldl(fun({From, To}, T) -> string:replace(T, From, To, all) end, Text, Subst).
+    lists:foldl(fun({From, To}, T) -> lists:flatten(string:replace(T, From, To, all)) end,
+                Text, Subst).
 
 %% The expression forms of a block, each a list of expressions.
 forms(B, Subst) ->
