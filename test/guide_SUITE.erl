@@ -60,7 +60,7 @@ init_per_testcase(_, Config) ->
     Config.
 
 end_per_testcase(_, Config) ->
-    _ = [falco:stop_listener(L) || L <- [hello, my_http, web]],
+    _ = [falco:stop_listener(L) || L <- [hello, my_http, web, my_app_https]],
     Config.
 
 %% -- the check of every block ------------------------------------------------
@@ -198,9 +198,8 @@ static_files(Config) ->
     true = code:add_patha(filename:join(App, "ebin")),
     try
         stub(my_app_home),
-        Bs = eval_all(block(Config, "static-files.md", "{falco_static, #{root => Www}}"),
+        _ = eval_all(block(Config, "static-files.md", "{falco_static, #{root => Www}}"),
                       [{"port => 8080", "port => 0"}]),
-        ct:log("~p", [Bs]),
         {ok, Port} = falco:port(web),
         #{status := 200, body := <<"hi there\n">>, headers := H} = get(Port, <<"/static/hi.txt">>),
         <<"text/plain", _/binary>> = proplists:get_value(<<"content-type">>, H),
@@ -230,29 +229,35 @@ testing(Config) ->
     load(block(Config, "testing.md", "-module(my_app_tests)."), []),
     ok = no_error_logged(fun() -> eunit:test(my_app_tests, [verbose]) end).
 
-%% the release guide's sys.config and relx terms parse, and the release's
-%% TLS listener starts from files under priv.
+%% releases.md's supervisor, with my_app's priv/ made in the case's
+%% directory (a test certificate, a static file): a file over TLS; its
+%% .app.src lists ssl.
 releases(Config) ->
-    load(block(Config, "releases.md", "-module(my_app_web)."), []),
-    Priv = filename:join(?config(priv_dir, Config), "my_app"),
-    ok = filelib:ensure_dir(filename:join([Priv, "ebin", "x"])),
-    ok = filelib:ensure_dir(filename:join([Priv, "priv", "www", "x"])),
-    ok = file:write_file(filename:join([Priv, "priv", "www", "index.html"]), <<"<h1>hi</h1>">>),
-    ok = filelib:ensure_dir(filename:join([Priv, "priv", "tls", "x"])),
-    {Cert, Key} = falco_test_tls:cert_files(filename:join([Priv, "priv", "tls"])),
-    {ok, _} = file:copy(Cert, filename:join([Priv, "priv", "tls", "cert.pem"])),
-    {ok, _} = file:copy(Key, filename:join([Priv, "priv", "tls", "key.pem"])),
-    true = code:add_patha(filename:join(Priv, "ebin")),
+    App = block(Config, "releases.md", "{application, my_app,"),
+    {match, _} = re:run(maps:get(text, App), "\\{applications, \\[[^]]*\\bssl\\b"),
+    load(block(Config, "releases.md", "-module(my_app_sup)."), []),
+    Dir = filename:join(?config(priv_dir, Config), "my_app"),
+    [ok = filelib:ensure_dir(filename:join([Dir, D, "x"])) || D <- ["ebin", "priv/www", "priv/tls"]],
+    ok = file:write_file(filename:join([Dir, "priv", "www", "index.html"]), <<"<h1>hi</h1>">>),
+    Opts = falco_test_tls:server_opts(),
+    {cert, Cert} = lists:keyfind(cert, 1, Opts),
+    {key, {Type, Key}} = lists:keyfind(key, 1, Opts),
+    ok = file:write_file(filename:join([Dir, "priv", "tls", "cert.pem"]),
+                         public_key:pem_encode([{'Certificate', Cert, not_encrypted}])),
+    ok = file:write_file(filename:join([Dir, "priv", "tls", "key.pem"]),
+                         public_key:pem_encode([{Type, Key, not_encrypted}])),
+    true = code:add_patha(filename:join(Dir, "ebin")),
+    ok = application:set_env(my_app, https_port, 0),
     try
-        Spec = my_app_web:child_spec(#{port => 0}),
-        {ok, Pid} = supervisor:start_child(falco_sup, Spec#{id => guide_release}),
-        ct:log("listener ~p", [Pid]),
+        {ok, Sup} = my_app_sup:start_link(),
+        unlink(Sup),
         {ok, Port} = falco:port(my_app_https),
         #{status := 200, body := <<"<h1>hi</h1>">>} =
-            falco_test_http:fetch(https, Port, <<"GET">>, <<"/">>, [], <<>>),
-        ok = falco:stop_listener(my_app_https)
+            falco_test_http:fetch(https, Port, <<"GET">>, <<"/static/index.html">>, [], <<>>),
+        exit(Sup, shutdown)
     after
-        code:del_path(filename:join(Priv, "ebin"))
+        code:del_path(filename:join(Dir, "ebin")),
+        application:unset_env(my_app, https_port)
     end.
 
 %% -- markdown ----------------------------------------------------------------
