@@ -31,7 +31,7 @@
 
 -export([suite/0, all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2,
          end_per_testcase/2]).
--export([every_block_checks/1, readme_hello/1, getting_started/1, handlers/1, routing/1,
+-export([every_block_checks/1, bad_blocks_fail/1, readme_hello/1, getting_started/1, handlers/1, routing/1,
          middleware/1, websocket/1, streaming/1, static_files/1, multipart/1,
          testing/1, releases/1]).
 %% the logger handler that catches error reports during a run
@@ -44,7 +44,7 @@ suite() ->
     [{timetrap, {seconds, 120}}].
 
 all() ->
-    [every_block_checks, readme_hello, getting_started, handlers, routing, middleware,
+    [every_block_checks, bad_blocks_fail, readme_hello, getting_started, handlers, routing, middleware,
      websocket, streaming, static_files, multipart, testing, releases].
 
 init_per_suite(Config) ->
@@ -84,6 +84,28 @@ every_block_checks(Config) ->
         [] -> {comment, lists:flatten(Summary)};
         _ -> ct:fail({blocks_failed, Failed})
     end.
+
+%% The checker itself: each block below must fail, for its reason (the
+%% first is multipart.md's first example before it was made a module).
+bad_blocks_fail(_Config) ->
+    Bad = [{"handle(Req0, _State) ->\n"
+            "    case falco_multipart:read_part(Req0, #{max_parts => 10}) of\n"
+            "        {ok, Headers, Req1} -> ...;\n"
+            "        {done, _Req} -> {200, [], <<\"no more parts\">>}\n"
+            "    end.\n", parse},
+           {"{ok, B, _} = falco_req:read_whole_body(Req).\n", no_such_falco_function},
+           {"Routes = [{<<\"/ws\">>, fun(_) -> {200, [], <<>>} end}].\n", local_fun_in_route},
+           {"h(Req) -> helper(Req).\n", compile},
+           {"{ok, _, #{name => N}} = falco_router:match(R, <<\"GET\">>, H, P).\n", compile},
+           {"-module(m).\n-export([f/0]).\nf() -> X.\n", compile}],
+    [begin
+         B = #{root => ".", file => "bad.md", line => 1, lang => "erlang", text => Text,
+               mark => none},
+         {failed, Why} = check(B, []),
+         ct:log("~ts~n-> ~p", [Text, Why]),
+         ?assertEqual(Reason, element(1, Why))
+     end || {Text, Reason} <- Bad],
+    ok.
 
 check(#{mark := {not_compiled, Why}}, _) ->
     {marked, Why};
