@@ -44,16 +44,26 @@ lint: bootstrap-run
 
 ## make docs: the reference of the public modules (edoc, with
 ## docs/overview.edoc as its first page) into doc/index.html.
+## edoc links the types of falco's own modules in specs to falco's pages
+## on erlang.org, which do not exist: DOC_LOCAL makes them local, or text
+## for an internal module's type (scripts/doc_links).
+DOC_LOCAL = scripts/doc_links --local doc
+
 docs: bootstrap-run
 	@$(REBAR) edoc
+	@$(DOC_LOCAL)
 
-## docs-check: edoc builds the reference with no warning, and every
-## exported function of a public module has a @doc (scripts/doc_check).
+## docs-check: edoc builds the reference with no warning, every
+## exported function of a public module has a @doc (scripts/doc_check),
+## the index lists the public modules only and no page links to a page
+## that is not there (scripts/doc_links).
 docs-check:
 	@out=$$($(REBAR) edoc 2>&1); rc=$$?; echo "$$out" | grep -v '^===>' | grep -iE 'warning|error|skipping'; \
 	 if [ $$rc -ne 0 ] || echo "$$out" | grep -v '^===>' | grep -qiE 'warning|error|skipping'; then \
 	   echo "docs-check: edoc failed or warned (above)"; exit 1; fi
+	@$(DOC_LOCAL)
 	@scripts/doc_check $$(find src -name '*.erl')
+	@scripts/doc_links doc src
 
 xref:
 	@$(REBAR) as lint xref

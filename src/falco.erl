@@ -212,7 +212,7 @@ connections(Name) ->
 %% immediate stop began), open
 %% connections and `max_connections', its acceptors, and how many
 %% connections each acceptor holds; and its counters since it started
-%% ({@link falco_stats}): `accepted' connections, `requests_in_flight'
+%% (`falco_stats'): `accepted' connections, `requests_in_flight'
 %% (HTTP/1.1 requests and HTTP/2 streams), `max_requests_in_flight',
 %% `connections_by_protocol' (`http1', `h2', `websocket'; a WebSocket over
 %% HTTP/2 is a stream of an `h2' connection) and `rejected' (`shed': 503

@@ -1,12 +1,14 @@
 %% The Elixir guide's example (docs/guide/elixir.md), built and run as an
 %% Elixir user would: the Mix project in docs/guide/elixir/hello/ (a
-%% handler module, a router, falco as a supervisor child) is copied to the
+%% handler module, a router, a WebSocket handler, falco as a supervisor
+%% child) is copied to the
 %% case's directory and compiled with `mix compile', falco being a path
 %% dependency on this checkout, offline: Mix builds falco with the rebar3
 %% on the PATH (MIX_REBAR3) and needs no Hex. Then `mix run --no-halt'
 %% serves it on a free port, and real HTTP requests check its answers:
 %% a binding read by its name as a string, JSON with nil encoded as null,
-%% JSON null decoded as nil. The guide shows these very files: a case
+%% JSON null decoded as nil, a WebSocket session of an Elixir module
+%% echoing messages. The guide shows these very files: a case
 %% checks each appears in it verbatim.
 %%
 %% Needs elixir and mix (Debian's `elixir' package; scripts/bootstrap
@@ -58,8 +60,9 @@ guide_shows_the_files(Config) ->
     Root = ?config(root, Config),
     {ok, Guide} = file:read_file(filename:join(Root, ?GUIDE)),
     Files = files(filename:join(Root, ?PROJECT)),
-    ?assertEqual(["lib/hello/application.ex", "lib/hello/router.ex",
-                  "lib/hello/user_handler.ex", "mix.exs"], lists:sort(Files)),
+    ?assertEqual(["lib/hello/application.ex", "lib/hello/echo_socket.ex",
+                  "lib/hello/router.ex", "lib/hello/user_handler.ex", "mix.exs"],
+                 lists:sort(Files)),
     [begin
          {ok, Text} = file:read_file(filename:join([Root, ?PROJECT, F])),
          ?assertNotEqual(nomatch, binary:match(Guide, Text), F)
@@ -118,6 +121,20 @@ requests(Port) ->
         falco_test_http:fetch(http, Port, <<"POST">>, <<"/echo">>, [], <<"{\"name\":\"x\"}">>),
     ?assertMatch({ok, #{<<"name_is_nil">> := false}}, falco_json:decode(Echo2)),
     #{status := 405} = falco_test_http:fetch(http, Port, <<"DELETE">>, <<"/">>, [], <<>>),
+    websocket(Port).
+
+%% Hello.EchoSocket: a 101, then each text message back numbered, a
+%% binary one as it is; a GET without the handshake fields gets 426.
+websocket(Port) ->
+    {Sock, Resp} = falco_test_ws_client:connect(Port, <<"/ws">>),
+    ct:log("handshake: ~p", [Resp]),
+    ok = falco_test_ws_client:send(Sock, text, <<"hi">>),
+    {text, <<"echo 1: hi">>} = falco_test_ws_client:recv(Sock),
+    ok = falco_test_ws_client:send(Sock, text, <<"again">>),
+    {text, <<"echo 2: again">>} = falco_test_ws_client:recv(Sock),
+    ok = falco_test_ws_client:send(Sock, binary, <<1, 2, 3>>),
+    {binary, <<1, 2, 3>>} = falco_test_ws_client:recv(Sock),
+    #{status := 426} = falco_test_http:fetch(http, Port, <<"GET">>, <<"/ws">>, [], <<>>),
     ok.
 
 %% -- helpers -----------------------------------------------------------------

@@ -12,8 +12,8 @@
 %% `peer', and `request_id' from the process metadata when
 %% {@link falco_request_id} runs before this middleware.
 %%
-%% Status, bytes and when a response is complete follow {@link
-%% falco_outcome}: the status the client gets (500 for a handler that
+%% Status, bytes and when a response is complete follow `falco_outcome'
+%% (internal): the status the client gets (500 for a handler that
 %% crashed or a response the pipeline refuses; the status of a falco error
 %% raised), the body's size for full replies (0 for HEAD, 204 and 304),
 %% the bytes a stream's function sent (logged when it returns), `-' for a

@@ -24,7 +24,7 @@
 %% again if nothing else came (the "theoretical arrival time" of the GCRA,
 %% which behaves as a token bucket refilling continuously): {@link bucket/4}
 %% is that arithmetic, pure. Buckets live in a public ETS table owned by
-%% {@link falco_rate_tables}, one per limiter name; a request moves its
+%% `falco_rate_tables', one per limiter name; a request moves its
 %% row on in one `ets:update_counter/3' (atomic: two requests can never
 %% both take the last token), and gives the token back when it was one too
 %% many.

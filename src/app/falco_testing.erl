@@ -10,11 +10,11 @@
 %%                                        #{headers => [{"content-type", "application/json"}],
 %%                                          body => <<"{\"name\":\"x\"}">>}).
 %% '''
-%% The request goes through falco's own pipeline ({@link falco_pipeline}:
+%% The request goes through falco's own pipeline (`falco_pipeline':
 %% the `max_body' precheck, the handler or route table with its
 %% middleware, the checks of the response, Date, Content-Length, HEAD,
 %% 204/304, file replies, error replies, `handler_timeout') on a stream
-%% ({@link falco_stream}) that hands each piece of the response to the
+%% (a `falco_stream' module) that hands each piece of the response to the
 %% calling process instead of a socket, so what a test sees is what a
 %% client would get, before the protocol's framing (no chunk sizes).
 %%
@@ -49,7 +49,11 @@
 %% `{error, closed}', as if the client had gone, and its process is
 %% stopped.
 -module(falco_testing).
+%% falco_stream is internal: its page is not in the reference, so edoc
+%% (which defines EDOC, rebar.config) must not link to it.
+-ifndef(EDOC).
 -behaviour(falco_stream).
+-endif.
 
 -export([req/2, req/3, request/3, request/4, call/2, run/3, sse/3]).
 -export([send_response/4, send_headers/3, send_data/2, send_end/2, send_file/6,

@@ -1,4 +1,4 @@
-%% @doc Hibernation of an idle connection process, keeping its deadline.
+%% @private Hibernation of an idle connection process, keeping its deadline.
 %%
 %% A hibernating process (`proc_lib:hibernate/3') wakes only on a message,
 %% so a `receive ... after' deadline does not survive it: {@link sleep/4}

@@ -1,4 +1,4 @@
-%% @doc A listener's counters (issue 15 introspection and load shedding):
+%% @private A listener's counters (issue 15 introspection and load shedding):
 %% connections accepted, requests refused (by kind), requests in flight,
 %% and open connections by protocol. One `counters' array per listener,
 %% created with it and kept in its configuration (`stats'); read by

@@ -5,7 +5,8 @@ defmodule Hello.Router do
     [
       {"/", &Hello.Router.index/1, %{methods: ["GET"]}},
       {"/users/:id", {Hello.UserHandler, %{}}, %{methods: ["GET"]}},
-      {"/echo", &Hello.Router.echo/1, %{methods: ["POST"]}}
+      {"/echo", &Hello.Router.echo/1, %{methods: ["POST"]}},
+      {"/ws", &Hello.EchoSocket.upgrade/1, %{methods: ["GET"]}}
     ]
   end
 
