@@ -3,7 +3,8 @@
 %% falco_acceptor} is their supervisor), and a new one takes its place on
 %% the same listen socket. More than 10 acceptor restarts in 10 s and this
 %% supervisor gives up; the listener's supervisor then starts it again
-%% (every connection of the listener ends) and counts that restart.
+%% (every connection of the listener ends) and counts that restart, and
+%% the new one logs a warning line naming the listener.
 %%
 %% @private internal to falco
 -module(falco_acceptor_sup).
@@ -26,7 +27,17 @@ start_link(Name, Slots) ->
 -spec init({atom(), falco_slots:slots()}) ->
           {ok, {supervisor:sup_flags(), [supervisor:child_spec()]}}.
 init({Name, Slots}) ->
-    #{num_acceptors := N} = falco_acceptor:conf(Name),
+    #{num_acceptors := N, acceptor_starts := Starts} = falco_acceptor:conf(Name),
+    %% Started again by the listener's supervisor: the one line that says
+    %% which listener lost its acceptors and what became of it (the
+    %% supervisors' reports, above it, say which deaths).
+    case atomics:add_get(Starts, 1, 1) of
+        1 -> ok;
+        _ -> logger:warning("falco: listener ~0p: its acceptors' supervisor gave up or died "
+                            "(more than 10 acceptor deaths in 10 s: a code purge kills them "
+                            "all); acceptors started again on the same listen socket, their "
+                            "connections closed", [Name], #{falco_listener => Name})
+    end,
     %% An acceptor is the supervisor of its connections: it bounds its own
     %% shutdown (falco_acceptor), so it is given all the time it needs.
     Acceptors = [#{id => {acceptor, I},

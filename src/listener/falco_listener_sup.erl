@@ -165,7 +165,9 @@ init({Name, Conf0}) ->
             Stats = falco_stats:new(),
             ok = falco_stats:register(Name, Stats),
             Conf1 = Conf#{handler => falco_request_events:wrap(Events, handler(Name, Conf0)),
-                          drain => Drain, telemetry => Events, stats => Stats, lsock => LSock},
+                          drain => Drain, telemetry => Events, stats => Stats, lsock => LSock,
+                          %% how many times the acceptors' supervisor started
+                          acceptor_starts => atomics:new(1, [])},
             ok = falco_acceptor:share_conf(Name, Conf1),
             %% First child: on shutdown it goes last and closes the socket.
             Holder = #{id => listen_socket,
