@@ -50,14 +50,17 @@ lint: bootstrap-run
 DOC_LOCAL = scripts/doc_links --local doc
 
 docs: bootstrap-run
+	@rm -rf doc
 	@$(REBAR) edoc
 	@$(DOC_LOCAL)
 
 ## docs-check: edoc builds the reference with no warning, every
 ## exported function of a public module has a @doc (scripts/doc_check),
 ## the index lists the public modules only and no page links to a page
-## that is not there (scripts/doc_links).
+## that is not there (scripts/doc_links). doc/ is built afresh: edoc
+## leaves the pages of modules since made private.
 docs-check:
+	@rm -rf doc
 	@out=$$($(REBAR) edoc 2>&1); rc=$$?; echo "$$out" | grep -v '^===>' | grep -iE 'warning|error|skipping'; \
 	 if [ $$rc -ne 0 ] || echo "$$out" | grep -v '^===>' | grep -qiE 'warning|error|skipping'; then \
 	   echo "docs-check: edoc failed or warned (above)"; exit 1; fi
