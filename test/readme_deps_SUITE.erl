@@ -7,6 +7,8 @@
 %% `applications' and asked GET /hello/world; the Mix project compiles
 %% falco with the rebar3 on the PATH (MIX_REBAR3) and starts a listener.
 %%
+%% A third case builds and boots docs/guide/releases.md's release.
+%%
 %% Needs git, rebar3, and elixir with mix for the second case (skipped
 %% without them, failed under FALCO_REQUIRE_TOOLS=1, falco_test_tools).
 -module(readme_deps_SUITE).
@@ -15,7 +17,7 @@
 -include_lib("stdlib/include/assert.hrl").
 
 -export([suite/0, all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2]).
--export([rebar3_project/1, mix_project/1]).
+-export([rebar3_project/1, mix_project/1, guide_release/1]).
 
 -define(PLACEHOLDER, "https://github.com/OWNER/falco.git").
 -define(BUILD_TIMEOUT, 240000).
@@ -24,7 +26,7 @@ suite() ->
     [{timetrap, {seconds, 600}}].
 
 all() ->
-    [rebar3_project, mix_project].
+    [rebar3_project, mix_project, guide_release].
 
 init_per_suite(Config) ->
     case falco_test_tools:check(["git", "rebar3"]) of
@@ -116,6 +118,81 @@ mix_project(Config) ->
     ct:log("mix run (~p):~n~ts", [S2, Ran]),
     0 = S2,
     ?assertMatch({match, _}, re:run(Ran, <<"listening [0-9]+">>)).
+
+%% docs/guide/releases.md as written: its .app.src, supervisor (the
+%% listener put on 127.0.0.1), relx configuration and sys.config (the port
+%% made a free one), with the two
+%% files the guide names without showing (my_app_app, config/vm.args) and
+%% my_app's priv/ (a test certificate, a static file); `rebar3 release',
+%% then bin/my_app foreground serves the static file over TLS, and
+%% bin/my_app stop stops it.
+guide_release(Config) ->
+    {ok, Guide} = file:read_file(filename:join(falco_test_run:checkout(),
+                                               "docs/guide/releases.md")),
+    Dir = filename:join(?config(priv_dir, Config), "my_app"),
+    Port = free_port(),
+    Deps = iolist_to_binary(["{deps, [{falco, {git, \"", ?config(url, Config),
+                             "\", {branch, \"main\"}}}]}.\n"]),
+    ok = write(filename:join(Dir, "rebar.config"),
+               [Deps, block(Guide, <<"erlang">>, <<"{relx, [">>)]),
+    ok = write(filename:join([Dir, "src", "my_app.app.src"]),
+               block(Guide, <<"erlang">>, <<"{application, my_app,">>)),
+    %% on loopback only, as every test server
+    Sup = block(Guide, <<"erlang">>, <<"-module(my_app_sup).">>),
+    Loopback = binary:replace(Sup, <<"#{port => Port,">>, <<"#{port => Port, ip => {127, 0, 0, 1},">>),
+    ?assertNotEqual(Sup, Loopback),
+    ok = write(filename:join([Dir, "src", "my_app_sup.erl"]), Loopback),
+    ok = write(filename:join([Dir, "src", "my_app_app.erl"]),
+               <<"-module(my_app_app).\n-behaviour(application).\n-export([start/2, stop/1]).\n"
+                 "start(_Type, _Args) -> my_app_sup:start_link().\nstop(_State) -> ok.\n">>),
+    SysConfig = block(Guide, <<"erlang">>, <<"[{my_app, [{https_port,">>),
+    ok = write(filename:join([Dir, "config", "sys.config"]),
+               binary:replace(SysConfig, <<"443">>, integer_to_binary(Port))),
+    Node = "falco_guide_release_" ++ integer_to_list(erlang:unique_integer([positive])),
+    ok = write(filename:join([Dir, "config", "vm.args"]),
+               ["-sname ", Node, "\n-setcookie falco_guide\n"]),
+    ok = write(filename:join([Dir, "priv", "www", "index.html"]), <<"<h1>released</h1>">>),
+    Opts = falco_test_tls:server_opts(),
+    {cert, Cert} = lists:keyfind(cert, 1, Opts),
+    {key, {Type, Key}} = lists:keyfind(key, 1, Opts),
+    ok = write(filename:join([Dir, "priv", "tls", "cert.pem"]),
+               public_key:pem_encode([{'Certificate', Cert, not_encrypted}])),
+    ok = write(filename:join([Dir, "priv", "tls", "key.pem"]),
+               public_key:pem_encode([{Type, Key, not_encrypted}])),
+    Env = [{"REBAR_CACHE_DIR", filename:join(?config(priv_dir, Config), "rebar3_cache")},
+           {"ERL_EPMD_ADDRESS", "127.0.0.1"}],
+    {S1, Built} = falco_test_run:run_to_end(os:find_executable("rebar3"), ["release"], Dir, Env,
+                                            ?BUILD_TIMEOUT),
+    ct:log("rebar3 release (~p):~n~ts", [S1, Built]),
+    0 = S1,
+    Bin = filename:join([Dir, "_build", "default", "rel", "my_app", "bin", "my_app"]),
+    Release = open_port({spawn_executable, Bin}, [{args, ["foreground"]}, {cd, Dir}, {env, Env},
+                                                 binary, exit_status, stderr_to_stdout]),
+    try
+        ok = falco_test_client:wait_until(
+               fun() -> case gen_tcp:connect({127, 0, 0, 1}, Port, [], 200) of
+                            {ok, S} -> gen_tcp:close(S), true;
+                            _ -> false
+                        end
+               end, 60000),
+        {ok, _} = application:ensure_all_started(ssl),
+        #{status := 200, body := <<"<h1>released</h1>">>} =
+            falco_test_http:fetch(https, Port, <<"GET">>, <<"/static/index.html">>, [], <<>>)
+    after
+        {Stopped, Said} = falco_test_run:run_to_end(Bin, ["stop"], Dir, Env, 30000),
+        ct:log("bin/my_app stop (~p): ~ts", [Stopped, Said]),
+        receive {Release, {exit_status, Exit}} -> ct:log("the release exited (~p)", [Exit])
+        after 20000 ->
+                {os_pid, OsPid} = erlang:port_info(Release, os_pid),
+                _ = os:cmd("kill -9 " ++ integer_to_list(OsPid))
+        end
+    end.
+
+free_port() ->
+    {ok, L} = gen_tcp:listen(0, [{ip, {127, 0, 0, 1}}]),
+    {ok, Port} = inet:port(L),
+    ok = gen_tcp:close(L),
+    Port.
 
 %% -- helpers -----------------------------------------------------------------------
 
