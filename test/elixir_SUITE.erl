@@ -20,7 +20,7 @@
 -include_lib("stdlib/include/assert.hrl").
 
 -export([suite/0, all/0, init_per_suite/1, end_per_suite/1]).
--export([guide_shows_the_files/1, mix_project_serves/1]).
+-export([guide_shows_the_files/1, mix_project_serves/1, guide_testing_line/1]).
 
 -define(PROJECT, "docs/guide/elixir/hello").
 -define(GUIDE, "docs/guide/elixir.md").
@@ -33,7 +33,7 @@ suite() ->
     [{timetrap, {seconds, 300}}].
 
 all() ->
-    [guide_shows_the_files, mix_project_serves].
+    [guide_shows_the_files, mix_project_serves, guide_testing_line].
 
 init_per_suite(Config) ->
     Mix = os:find_executable("mix"),
@@ -97,6 +97,27 @@ mix_project_serves(Config) ->
         stop(Server, OsPid)
     end,
     {comment, lists:flatten(io_lib:format("mix compile ~.1f s", [(T1 - T0) / 1000]))}.
+
+%% The guide's Testing line, as written, run in the project the case
+%% before compiled (mix run -e): :falco_testing answers 200 with user 1.
+guide_testing_line(Config) ->
+    {ok, Guide} = file:read_file(filename:join(?config(root, Config), ?GUIDE)),
+    [_, AfterTesting] = binary:split(Guide, <<"## Testing">>),
+    [_, Block | _] = binary:split(AfterTesting, [<<"```elixir\n">>, <<"```">>], [global]),
+    ?assertNotEqual(nomatch, binary:match(Block, <<":falco_testing.request(">>)),
+    Dir = filename:join(?config(priv_dir, Config), "hello"),
+    Env = [{"FALCO_PATH", ?config(root, Config)}, {"MIX_REBAR3", os:find_executable("rebar3")},
+           {"MIX_HOME", filename:join(?config(priv_dir, Config), "mix_home")},
+           {"HEX_OFFLINE", "1"}, {"MIX_ENV", "dev"}, {"PORT", "0"}],
+    Code = [Block, <<"IO.puts(\"status 200, \" <> body)\n">>],
+    {Status, Out} = falco_test_run:run_to_end(?config(mix, Config),
+                                              ["run", "--no-compile", "--no-deps-check", "-e",
+                                               binary_to_list(iolist_to_binary(Code))],
+                                              Dir, Env, ?COMPILE_TIMEOUT),
+    ct:log("the guide's testing line (~p):~n~ts", [Status, Out]),
+    0 = Status,
+    ?assertNotEqual(nomatch, binary:match(Out, <<"status 200, ">>)),
+    ?assertNotEqual(nomatch, binary:match(Out, <<"joe@example.com">>)).
 
 requests(Port) ->
     Get = fun(Path) -> falco_test_http:fetch(http, Port, <<"GET">>, Path, [], <<>>) end,
