@@ -7,7 +7,7 @@
 -module(falco_router_tests).
 -include_lib("eunit/include/eunit.hrl").
 
--export([bench/0, handle/2]).
+-export([bench/0, handle/2, bad_headers/1]).
 
 req(Method, Path) ->
     req(Method, Path, <<"example.com">>).
@@ -422,3 +422,23 @@ bench() ->
     [io:format("~5b routes: ~7.1f ns per dispatch~n", [N, ns_per_dispatch(N, 20000)])
      || N <- [10, 100, 1000, 10000]],
     ok.
+
+%% A bad response is logged once, naming the route that matched (the
+%% router's describe/2) and saying what was expected.
+bad_response_names_route_test() ->
+    ok = falco_test_tree:capture_log(bad_response_names_route, error),
+    try
+        Routes = [{<<"/users/:id">>, fun ?MODULE:bad_headers/1}],
+        {500, _, _} = falco_testing:request(Routes, get, "/users/7"),
+        timer:sleep(50),
+        Lines = [iolist_to_binary(M) || #{msg := {"~ts", [M]}} <- falco_test_tree:logged()],
+        ?assertMatch([_], Lines),
+        [Line] = Lines,
+        ?assertNotEqual(nomatch, binary:match(Line, <<"the handler of route /users/:id">>)),
+        ?assertNotEqual(nomatch, binary:match(Line, <<"headers are a list of {Name, Value} pairs">>))
+    after
+        logger:remove_handler(bad_response_names_route)
+    end.
+
+bad_headers(_Req) ->
+    {200, #{<<"content-type">> => <<"text/plain">>}, <<"x">>}.

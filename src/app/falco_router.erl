@@ -34,7 +34,7 @@
 -module(falco_router).
 -behaviour(falco_handler).
 
--export([compile/1, compile/2, handle/2, dispatch/2, match/4,
+-export([compile/1, compile/2, handle/2, describe/2, dispatch/2, match/4,
          install/2, install/3, install_start/2, set_routes/2, uninstall/1, installed/1]).
 -export_type([router/0, route/0, routes/0, opts/0]).
 
@@ -310,6 +310,17 @@ handle(Req, {installed, Name}) ->
     dispatch(Req, persistent_term:get(?KEY(Name)));
 handle(Req, Router) ->
     dispatch(Req, Router).
+
+%% @doc The handler's `describe' ({@link falco_handler}): the route that
+%% matches `Req', for falco's report of a bad response.
+-spec describe(falco_req:req(), router() | {installed, term()}) -> iodata().
+describe(Req, {installed, Name}) ->
+    describe(Req, persistent_term:get(?KEY(Name)));
+describe(Req = #{method := Method, path := Path}, R = #router{}) ->
+    case match(R, Method, maps:get(host, Req, <<>>), Path) of
+        {ok, Pattern, _} -> ["the handler of route ", Pattern];
+        _ -> "the router"
+    end.
 
 %% @doc Finds the route for `Req' and runs it with `bindings' set in the
 %% request; answers 404, 405, 400 (a path with a bad escape) or the

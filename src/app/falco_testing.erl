@@ -352,7 +352,12 @@ chain(Conf) ->
                #{router := Router} -> {falco_router, Router};
                #{handler := Handler} -> Handler
            end,
-    falco_middleware:compose(maps:get(middleware, Conf), Base).
+    %% as falco_listener_sup: no chain without middleware, so that the
+    %% reports name the handler (and the router, the route)
+    case maps:get(middleware, Conf) of
+        [] -> Base;
+        Middleware -> falco_middleware:compose(Middleware, Base)
+    end.
 
 %% -- the stream: each piece goes to the test's process -------------------------
 

@@ -51,4 +51,7 @@
 %% the start fails with `{invalid_option, handler, {invalid_state, Module,
 %% Reason}}' (or `{invalid_handler, Path, ...}' in routes).
 -callback prepare_state(State :: term()) -> term().
--optional_callbacks([prepare_state/1]).
+%% Optional: what falco's reports call the handler of `Req' (a bad
+%% response's line); falco_router names the route that matched.
+-callback describe(falco_req:req(), State :: term()) -> iodata().
+-optional_callbacks([prepare_state/1, describe/2]).

@@ -64,7 +64,7 @@ run_in(Req, Handler, Mod, S, Timeout) ->
           {ok, falco_stream:state()} | {error, term()}.
 run(Req, Handler, Mod, S) ->
     try call(Handler, Req) of
-        Resp -> respond(Resp, Req, Mod, S)
+        Resp -> respond(Resp, Req, Mod, S, Handler)
     catch
         throw:{falco_error, Reason} ->
             error_reply(Reason, Req, Mod, S);
@@ -140,6 +140,11 @@ content(#{method := <<"HEAD">>}, _Body) -> <<>>;
 content(_Req, Body) -> Body.
 
 respond(Resp, Req, Mod, S) ->
+    respond(Resp, Req, Mod, S, none).
+
+%% `Who': the handler that returned `Resp', named in the report of a bad
+%% one (`none' for falco's own replies).
+respond(Resp, Req, Mod, S, Who) ->
     case not_a_tunnel(check_response(Resp), Req) of
         not_accepted ->
             error_reply({not_implemented, tunnel_not_accepted}, Req, Mod, S);
@@ -150,7 +155,7 @@ respond(Resp, Req, Mod, S) ->
         {ok, {websocket, Handler, HState, Opts}} ->
             websocket(Handler, HState, Opts, Req, Mod, S);
         {error, Why} ->
-            bad_response(Req, Why, Mod, S)
+            bad_response(Req, Why, Mod, S, Who)
     end.
 
 %% An extended CONNECT (RFC 8441, `protocol' in the request) answered 2xx
@@ -229,11 +234,38 @@ full_body(_Status, Body) ->
     end.
 
 bad_response(Req, Why, Mod, S) ->
-    Report = report("falco: ~ts ~ts from ~ts: invalid handler response: ~0p; ~ts",
-                    [maps:get(method, Req), maps:get(path, Req), peer(Req), Why, expected(Why)]),
+    bad_response(Req, Why, Mod, S, none).
+
+bad_response(Req, Why, Mod, S, Who) ->
+    Report = report("falco: ~ts ~ts from ~ts: invalid response from ~ts: ~0p; ~ts",
+                    [maps:get(method, Req), maps:get(path, Req), peer(Req),
+                     handler_name(Who, Req), Why, expected(Why)]),
     Result = error_reply(internal_error, Req, Mod, S),
     log(Report),
     Result.
+
+%% The handler a report names: a module, a fun's module and name, or what
+%% a `{Module, State}' handler's optional `describe/2' says of the request
+%% (falco_router: the route that matched).
+handler_name(none, _Req) ->
+    "the handler";
+handler_name(Fun, _Req) when is_function(Fun) ->
+    case {erlang:fun_info(Fun, module), erlang:fun_info(Fun, name), erlang:fun_info(Fun, arity)} of
+        %% a chain composed around the handler: the handler is inside it
+        {{module, falco_middleware}, _, _} -> "the handler behind the middleware";
+        {{module, M}, {name, F}, {arity, A}} -> io_lib:format("handler fun ~0p:~0p/~b", [M, F, A])
+    end;
+handler_name({Mod, State}, Req) when is_atom(Mod) ->
+    case erlang:function_exported(Mod, describe, 2) of
+        true ->
+            try Mod:describe(Req, State)
+            catch _:_ -> io_lib:format("handler ~0p", [Mod])
+            end;
+        false ->
+            io_lib:format("handler ~0p", [Mod])
+    end;
+handler_name(Mod, _Req) ->
+    io_lib:format("handler ~0p", [Mod]).
 
 %% What a handler should have returned, for the report of a bad response.
 expected({bad_headers, _}) ->
