@@ -182,15 +182,12 @@ frame(Frame, M) ->
             end
     end.
 
-%% The budget a frame counts in: `frames' for all but those that carry
-%% requests forward (a HEADERS opening a stream: the stream budgets and
-%% max_concurrent_streams bound those; DATA ending its stream or carrying
-%% at least ?FULL_DATA bytes: flow control bounds those), and for the
-%% small DATA of a WebSocket tunnel `tunnel_data', a budget of its own:
-%% each such frame is a message or a part of one, and a chat or a game
-%% sends many small ones, as it may over HTTP/1.1, but a flood of tiny
-%% frames (a message of a million one-byte fragments) must end at a bound
-%% (empty DATA frames also count in `empty_data').
+%% The budget a frame counts in: `frames', but for those that carry
+%% requests forward (a HEADERS opening a stream, bounded by the stream
+%% budgets; DATA ending its stream or of ?FULL_DATA bytes, by flow control)
+%% and a WebSocket tunnel's small DATA, each a message or part of one, with
+%% `tunnel_data' of its own: a chat sends many, a flood of tiny fragments
+%% must still end (empty DATA also counts in `empty_data').
 budget({headers, Id, _, _, _, _}, #m{last_id = Last}) when Id > Last -> none;
 budget({data, _, fin, _, _}, _) -> none;
 %% A run of DATA frames (falco_http2_frame:parse_run/2) is made of large ones.
