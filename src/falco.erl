@@ -41,7 +41,7 @@
 start_listener(Name, Opts) when is_atom(Name) ->
     case application:ensure_all_started(falco) of
         {ok, _} ->
-            case falco_opts:validate(Opts) of
+            case falco_config:validate(Opts) of
                 {ok, _} ->
                     Spec = (child_spec(Name, Opts))#{restart => temporary},
                     case supervisor:start_child(falco_sup, Spec) of

@@ -3,7 +3,7 @@
 %% RFC 3986 §3.2.2, §3.3; RFC 9112 §3.2.1).
 -module(falco_grammar_tests).
 -include_lib("eunit/include/eunit.hrl").
--include_lib("falco/src/pipeline/falco_grammar.hrl").
+-include_lib("falco/src/core/falco_grammar.hrl").
 
 -define(G, falco_grammar).
 

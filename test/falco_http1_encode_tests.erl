@@ -4,7 +4,8 @@
 -module(falco_http1_encode_tests).
 -include_lib("eunit/include/eunit.hrl").
 
--import(falco_http1_encode, [head/2, status_line/1, reason_phrase/1]).
+-import(falco_http1_encode, [head/2, status_line/1]).
+-import(falco_errors, [reason_phrase/1]).
 
 bin(IoData) -> iolist_to_binary(IoData).
 

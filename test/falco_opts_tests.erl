@@ -10,7 +10,7 @@
 
 h(_Req) -> {200, [], <<>>}.
 
-valid(Opts) -> falco_opts:validate(Opts#{handler => fun h/1}).
+valid(Opts) -> falco_config:validate(Opts#{handler => fun h/1}).
 
 defaults_test() ->
     D = falco_opts:defaults(),
@@ -32,18 +32,18 @@ full_config_test() ->
     ?assertEqual(maps:get(limits, C), maps:merge(falco_http1:default_limits(), maps:get(limits, C))).
 
 handler_forms_test() ->
-    ?assertMatch({ok, _}, falco_opts:validate(#{handler => ?MODULE})),
-    ?assertMatch({ok, _}, falco_opts:validate(#{handler => {?MODULE, #{state => 1}}})),
-    ?assertMatch({ok, _}, falco_opts:validate(#{handler => fun h/1})),
+    ?assertMatch({ok, _}, falco_config:validate(#{handler => ?MODULE})),
+    ?assertMatch({ok, _}, falco_config:validate(#{handler => {?MODULE, #{state => 1}}})),
+    ?assertMatch({ok, _}, falco_config:validate(#{handler => fun h/1})),
     ?assertEqual({error, {invalid_option, handler, fun falco_opts:defaults/0}},
-                 falco_opts:validate(#{handler => fun falco_opts:defaults/0})),
-    ?assertEqual({error, {invalid_option, handler, "mod"}}, falco_opts:validate(#{handler => "mod"})),
-    ?assertEqual({error, {invalid_option, handler, {"m", s}}}, falco_opts:validate(#{handler => {"m", s}})).
+                 falco_config:validate(#{handler => fun falco_opts:defaults/0})),
+    ?assertEqual({error, {invalid_option, handler, "mod"}}, falco_config:validate(#{handler => "mod"})),
+    ?assertEqual({error, {invalid_option, handler, {"m", s}}}, falco_config:validate(#{handler => {"m", s}})).
 
 errors_test() ->
-    ?assertEqual({error, {missing_option, handler}}, falco_opts:validate(#{port => 0})),
+    ?assertEqual({error, {missing_option, handler}}, falco_config:validate(#{port => 0})),
     ?assertEqual({error, {unknown_option, prot}}, valid(#{prot => 80})),
-    ?assertEqual({error, {options_not_a_map, [{port, 80}]}}, falco_opts:validate([{port, 80}])).
+    ?assertEqual({error, {options_not_a_map, [{port, 80}]}}, falco_config:validate([{port, 80}])).
 
 accepted_values_test_() ->
     [?_assertMatch({ok, #{K := V}}, valid(#{K => V}))
@@ -152,19 +152,19 @@ wrong_targets_test_() ->
     Abs = filename:absname("no/such/www_xyz"),
     Static = {falco_static, #{root => "no/such/www_xyz"}},
     [?_assertEqual({error, {invalid_option, handler, {no_such_module, no_such_handler_xyz}}},
-                   falco_opts:validate(#{handler => no_such_handler_xyz})),
+                   falco_config:validate(#{handler => no_such_handler_xyz})),
      ?_assertEqual({error, {invalid_option, handler, {not_exported, lists, {handle, 2}}}},
-                   falco_opts:validate(#{handler => lists})),
+                   falco_config:validate(#{handler => lists})),
      ?_assertEqual({error, {invalid_option, handler,
                             {invalid_state, falco_static, {root, enoent, Abs}}}},
-                   falco_opts:validate(#{handler => Static})),
+                   falco_config:validate(#{handler => Static})),
      ?_assertEqual({error, {invalid_option, routes,
                             {invalid_handler, <<"/x">>, {no_such_module, no_such_handler_xyz}}}},
-                   falco_opts:validate(#{routes => [{<<"/x">>, no_such_handler_xyz}]})),
+                   falco_config:validate(#{routes => [{<<"/x">>, no_such_handler_xyz}]})),
      ?_assertEqual({error, {invalid_option, routes,
                             {invalid_handler, <<"/s/*path">>,
                              {invalid_state, falco_static, {root, enoent, Abs}}}}},
-                   falco_opts:validate(#{routes => [{<<"/s/*path">>, Static}]})),
+                   falco_config:validate(#{routes => [{<<"/s/*path">>, Static}]})),
      ?_assertEqual({error, {invalid_option, middleware,
                             {invalid_middleware, {lists, #{}}, {not_exported, lists, {call, 3}}}}},
                    valid(#{middleware => [falco_request_id, {lists, #{}}]})),
@@ -174,4 +174,4 @@ wrong_targets_test_() ->
                    valid(#{middleware => [{falco_cors, #{origins => 42}}]})),
      ?_assertEqual({error, {invalid_option, routes,
                             {invalid_middleware, <<"/x">>, 42, not_a_middleware}}},
-                   falco_opts:validate(#{routes => [{<<"/x">>, fun h/1, #{middleware => [42]}}]}))].
+                   falco_config:validate(#{routes => [{<<"/x">>, fun h/1, #{middleware => [42]}}]}))].

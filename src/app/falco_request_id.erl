@@ -19,7 +19,7 @@
 
 -export([prepare/1, call/3, generate/0, is_valid/1]).
 
--include("../pipeline/falco_grammar.hrl").
+-include("../core/falco_grammar.hrl").
 
 -define(MAX, 128).
 

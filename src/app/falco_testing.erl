@@ -22,7 +22,7 @@
 %% a route table (a list, compiled as a listener compiles it) or a map of
 %% listener options (`handler' or `routes', with `middleware',
 %% `router_opts', `max_body', `handler_timeout'... checked by the same
-%% {@link falco_opts:validate/1} as {@link falco:start_listener/2}; the
+%% `falco_config:validate/1' as {@link falco:start_listener/2}; the
 %% options that concern sockets are accepted and ignored).
 %%
 %% The handler runs in a process of its own, as on a connection: a test
@@ -342,7 +342,7 @@ conf(App) ->
                is_list(App) -> #{routes => App};
                true -> #{handler => App}
            end,
-    case falco_opts:validate(Opts) of
+    case falco_config:validate(Opts) of
         {ok, Conf} -> Conf;
         {error, Reason} -> error({falco_testing, invalid_app, Reason})
     end.

@@ -50,7 +50,7 @@
                 | same_site_none_requires_secure | partitioned_requires_secure
                 | secure_prefix_requires_secure | host_prefix_requirements.
 
--include("../pipeline/falco_grammar.hrl").
+-include("../core/falco_grammar.hrl").
 
 %% cookie-octet (RFC 6265 §4.1.1): visible US-ASCII but DQUOTE, comma,
 %% semicolon and backslash.

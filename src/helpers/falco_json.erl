@@ -51,7 +51,7 @@
                       | {number_out_of_range, non_neg_integer()}
                       | {duplicate_key, binary()}.
 
--include("../pipeline/falco_grammar.hrl").
+-include("../core/falco_grammar.hrl").
 %% JSON whitespace (RFC 8259 §2), not HTTP's OWS (?IS_WS)
 -define(IS_JSON_WS(C), (C =:= $\s orelse C =:= $\t orelse C =:= $\n orelse C =:= $\r)).
 -define(MAX_NUMBER, 1024).

@@ -60,7 +60,7 @@
 -define(KEY, falco_multipart).
 -define(READ_LENGTH, 65536).
 
--include("../pipeline/falco_grammar.hrl").
+-include("../core/falco_grammar.hrl").
 
 %% -- the parser --------------------------------------------------------------
 

@@ -45,7 +45,7 @@
             strict :: boolean(),
             utf8 :: keep | replace | reject}).
 
--include("../pipeline/falco_grammar.hrl").
+-include("../core/falco_grammar.hrl").
 
 %% Left alone by the urlencoded serializer (WHATWG URL §5.2, the
 %% application/x-www-form-urlencoded percent-encode set's complement).

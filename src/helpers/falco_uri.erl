@@ -31,7 +31,7 @@
                      | backslash | nul.
 
 %% unreserved (RFC 3986 §2.3) and pchar minus pct-encoded (§3.3)
--include("../pipeline/falco_grammar.hrl").
+-include("../core/falco_grammar.hrl").
 
 %% What stays literal in a query key or value (see the module comment). The
 %% set is also a subset of RFC 6265 cookie-octet, so the output is a valid

@@ -83,13 +83,12 @@
                expect = [] :: [binary()]}).
 -type head() :: #head{}.
 
--include("../pipeline/falco_grammar.hrl").
+-include("../core/falco_grammar.hrl").
 
-%% @doc The default limits (bytes and counts).
+%% @doc The default limits (bytes and counts): falco_opts has them.
 -spec default_limits() -> limits().
 default_limits() ->
-    #{max_request_line => 8192, max_header_line => 8192, max_header_block => 16384,
-      max_header_count => 100, max_empty_lines => 8}.
+    falco_opts:http1_limits(falco_opts:defaults()).
 
 %% @doc Starts parsing a request head from `Bin'.
 -spec parse(binary(), limits()) -> {ok, request(), binary()} | {more, cont()} | {error, reason()}.

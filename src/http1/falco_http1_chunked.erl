@@ -26,7 +26,7 @@
                   max_block :: pos_integer()}).
 -opaque state() :: #chunked{}.
 
--include("../pipeline/falco_grammar.hrl").
+-include("../core/falco_grammar.hrl").
 
 -define(MAX_SIZE_LINE, 4096).
 

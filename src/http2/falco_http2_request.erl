@@ -45,7 +45,7 @@
 -type malformed() :: {malformed, atom()}.
 -type headers() :: [{binary(), binary()}].
 
--include("../pipeline/falco_grammar.hrl").
+-include("../core/falco_grammar.hrl").
 
 %% What the fields said, built once the pseudo-fields are read. `headers':
 %% the regular fields, the decoder's list as it came (none is rebuilt

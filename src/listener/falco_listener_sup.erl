@@ -47,7 +47,7 @@
 %% leaves with `{shutdown, _}', which proc_lib does not report.
 -spec start_link(atom(), map()) -> {ok, pid()} | ignore | {error, term()}.
 start_link(Name, Opts) ->
-    case {falco_running(), falco_opts:validate(Opts)} of
+    case {falco_running(), falco_config:validate(Opts)} of
         {false, _} ->
             {error, {falco_not_started,
                      "start the falco application first: list falco in your application's "

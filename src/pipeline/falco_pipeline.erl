@@ -12,7 +12,7 @@
 -module(falco_pipeline).
 
 -export([run/4, run/5, precheck/2, error_reply/4, rejected/3, shed/4, check_response/1, check_fields/1,
-         body_size/1, log_crash/4]).
+         body_size/1]).
 -export_type([checked/0, checked_body/0]).
 
 %% A response term as check_response/1 accepted it: fields checked and
@@ -72,7 +72,7 @@ run(Req, Handler, Mod, S) ->
             %% The report is formatted (bounded), the answer sent, and then
             %% the report logged: over HTTP/2 the stream's process may be
             %% stopped as soon as the client has its answer.
-            Report = crash_report(Req, Class, Reason, Stack),
+            Report = falco_report:crash(Req, Class, Reason, Stack),
             Result = error_reply(internal_error, Req, Mod, S),
             log(Report),
             Result
@@ -440,7 +440,7 @@ length_failed(Req, Declared, Sent) ->
 %% The head is out, so no error status can be sent: log and let the
 %% protocol cut the stream (HTTP/1.1 closes without the last chunk).
 stream_failed(Req, Class, Reason, Stack) ->
-    log_crash(Req, Class, Reason, Stack),
+    falco_report:log_crash(Req, Class, Reason, Stack),
     {error, stream_crashed}.
 
 %% @doc Checks and lowercases response fields. Returns whether a Date was
@@ -505,17 +505,6 @@ log_handler_timeout(About, Timeout, What) ->
                                   [maps:get(method, About, <<"?">>), maps:get(path, About, <<"?">>),
                                    peer(About), Timeout, Outcome])]).
 
-%% @doc Logs a handler's crash: one error report, bounded in size (see
-%% report/2), naming the request. Also for WebSocket callbacks.
--spec log_crash(map(), error | exit | throw, term(), list()) -> ok.
-log_crash(Req, Class, Reason, Stack) ->
-    log(crash_report(Req, Class, Reason, Stack)).
-
-crash_report(Req, Class, Reason, Stack) ->
-    report("falco: handler crashed on ~ts ~ts from ~ts: ~0p:~0p~n~0p",
-           [maps:get(method, Req), maps:get(path, Req), peer(Req), Class, Reason,
-            falco_report:without_args(Stack)]).
-
 %% Bounded (falco_report): formatting a 9 MB binary in a reason takes
 %% about 10 ms, and the report is written after the client has its 500.
 report(Format, Args) ->
@@ -524,5 +513,5 @@ report(Format, Args) ->
 log(Report) ->
     logger:error("~ts", [Report]).
 
-peer(#{peer := {Ip, Port}}) -> [inet:ntoa(Ip), ":", integer_to_list(Port)];
-peer(_) -> "unknown".
+peer(Req) ->
+    falco_report:peer(Req).

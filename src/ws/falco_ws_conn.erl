@@ -458,7 +458,7 @@ callback(Fun, S = #ws{req = Req}, Then) ->
         Result -> result(Result, S, Then)
     catch
         Class:Reason:Stack ->
-            falco_pipeline:log_crash(Req, Class, Reason, Stack),
+            falco_report:log_crash(Req, Class, Reason, Stack),
             fail(1011, {crash, Class, Reason}, S)
     end.
 
@@ -473,7 +473,7 @@ result({reply, Frames, HState, hibernate}, S, _Then) ->
 result({stop, HState}, S, _Then) ->
     close(1000, <<>>, normal, S#ws{hstate = HState});
 result(Other, S = #ws{req = Req}, _Then) ->
-    falco_pipeline:log_crash(Req, error, {bad_websocket_result, Other}, []),
+    falco_report:log_crash(Req, error, {bad_websocket_result, Other}, []),
     fail(1011, {crash, error, {bad_websocket_result, Other}}, S).
 
 reply(Frame, S, Then) when not is_list(Frame) ->
@@ -487,7 +487,7 @@ reply(Frames, S, Then) ->
                 {error, Reason, S1} -> finish({error, Reason}, S1)
             end;
         {error, Bad} ->
-            falco_pipeline:log_crash(S#ws.req, error, {bad_websocket_frame, Bad}, []),
+            falco_report:log_crash(S#ws.req, error, {bad_websocket_frame, Bad}, []),
             fail(1011, {crash, error, {bad_websocket_frame, Bad}}, S)
     end.
 
@@ -646,7 +646,7 @@ finish(Reason, S = #ws{handler = Mod, hstate = HState, deflate = D, req = Req}, 
     _ = case erlang:function_exported(Mod, terminate, 2) of
             true ->
                 try Mod:terminate(Reason, HState)
-                catch Class:Crash:Stack -> falco_pipeline:log_crash(Req, Class, Crash, Stack)
+                catch Class:Crash:Stack -> falco_report:log_crash(Req, Class, Crash, Stack)
                 end;
             false ->
                 ok

@@ -5,7 +5,7 @@
 %% quoted-string, authority, origin-form) are in falco_grammar.erl.
 %%
 %% Private to falco. A module in another directory of src/ includes it with
-%%   -include("../pipeline/falco_grammar.hrl").
+%%   -include("../core/falco_grammar.hrl").
 %% The compiler looks for a relative include next to the source file, which
 %% every build tool that compiles falco has, as the top-level app or a
 %% dependency. `include_lib("falco/...")' did not: Mix compiles a rebar3

@@ -14,13 +14,12 @@
 %% §6.5.2 settings we advertise, and the limits of
 %% `falco_http2_machine').
 %%
-%% A listener needs either a `handler' or `routes' (compiled here, so a bad
-%% route is an `{invalid_option, routes, Reason}' at start; the compiled
-%% router is returned under `router'). `middleware' is checked by composing
-%% it once ({@link falco_middleware:check/1}).
+%% A listener needs either a `handler' or `routes'; this module checks
+%% that one is there and its shape, and `falco_config:validate/1'
+%% (above it, where the router and middleware are) checks the rest.
 -module(falco_opts).
 
--export([validate/1, defaults/0, http2_machine/1]).
+-export([validate/1, defaults/0, http1_limits/1, http2_machine/1]).
 
 -type opts() :: #{handler => falco_handler:handler(),
                   routes => falco_router:routes(),
@@ -119,7 +118,8 @@ defaults() ->
       %% falco_telemetry: a fun/3 or {Module, Function} given every event
       event_handler => undefined}.
 
-%% @doc Validates `Opts' and returns the full configuration.
+%% @doc Validates `Opts' and returns the full configuration, its handler,
+%% routes and middleware as given (falco_config checks those).
 -spec validate(term()) -> {ok, map()} | {error, term()}.
 validate(Opts) when is_map(Opts) ->
     Defaults = defaults(),
@@ -139,7 +139,7 @@ validate(Opts) when is_map(Opts) ->
                         [] -> case check_proxy(Conf) =:= ok andalso check_tls(Conf) of
                                   false ->
                                       {error, {conflicting_options, proxy_protocol, transport}};
-                                  {ok, Conf1} -> handler(Conf1);
+                                  {ok, Conf1} -> {ok, Conf1};
                                   Error -> Error
                               end;
                         [{K, V} | _] -> {error, {invalid_option, K, V}}
@@ -228,10 +228,16 @@ socket_options() ->
      ipv6_v6only, netns, bind_to_device, raw, debug, tcp_module].
 
 finish(Conf) ->
+    Conf#{limits => http1_limits(Conf)}.
+
+%% @doc The limits of falco_http1's parser from a listener's configuration,
+%% with the empty lines it skips before a request line (RFC 9112 §2.2 lets
+%% a server ignore "at least one"; 8 is past any client's stray CRLFs).
+-spec http1_limits(map()) -> falco_http1:limits().
+http1_limits(Conf) ->
     Limits = maps:with([max_request_line, max_header_line, max_header_block, max_header_count],
                        Conf),
-    Conf#{limits => Limits#{max_empty_lines =>
-                                maps:get(max_empty_lines, falco_http1:default_limits())}}.
+    Limits#{max_empty_lines => 8}.
 
 %% @doc The options of `falco_http2_machine' from a listener's
 %% configuration (every default is in {@link defaults/0}, nowhere else).
@@ -252,32 +258,6 @@ http2_machine(Conf) ->
       idle_timeout => maps:get(idle_timeout, Conf),
       enable_connect_protocol => maps:get(h2_enable_connect_protocol, Conf),
       flood_limits => maps:get(h2_flood_limits, Conf)}.
-
-%% The listener's middleware is composed once to check it (an error names
-%% the entry and why: falco_middleware:compose/2), its handler checked and
-%% prepared (falco_middleware:prepare_handler/1); routes are compiled,
-%% and checked, in router/1.
-handler(Conf = #{middleware := Ms}) ->
-    case {falco_middleware:check(Ms), Conf} of
-        {{error, Why}, _} ->
-            {error, {invalid_option, middleware, Why}};
-        {ok, #{handler := H}} ->
-            case falco_middleware:prepare_handler(H) of
-                {ok, H1} -> {ok, Conf#{handler => H1}};
-                {error, Why} -> {error, {invalid_option, handler, Why}}
-            end;
-        {ok, _} ->
-            router(Conf)
-    end.
-
-router(Conf = #{routes := Routes, router_opts := RouterOpts}) ->
-    case falco_router:compile(Routes, RouterOpts) of
-        {ok, Router} -> {ok, Conf#{router => Router}};
-        {error, {invalid_router_option, _}} -> {error, {invalid_option, router_opts, RouterOpts}};
-        {error, Reason} -> {error, {invalid_option, routes, Reason}}
-    end;
-router(Conf) ->
-    {ok, Conf}.
 
 valid(routes, Routes) -> is_list(Routes);
 valid(router_opts, RouterOpts) -> is_map(RouterOpts);

@@ -17,7 +17,7 @@
 %% @private internal to falco
 -module(falco_errors).
 
--export([status/1, fields/1, body/1, response/1]).
+-export([status/1, fields/1, body/1, response/1, reason_phrase/1]).
 
 -type reason() :: falco_http1:reason() | content_too_large | request_timeout | body_timeout
                 | internal_error
@@ -82,9 +82,9 @@ fields(_) ->
 %% §15.5.7).
 -spec body(reason()) -> nonempty_binary().
 body({coding_not_acceptable, Available}) ->
-    <<(phrase(406))/binary, ": this resource is available as ", (join(Available))/binary, "\n">>;
+    <<(reason_phrase(406))/binary, ": this resource is available as ", (join(Available))/binary, "\n">>;
 body(Reason) ->
-    <<(phrase(status(Reason)))/binary, "\n">>.
+    <<(reason_phrase(status(Reason)))/binary, "\n">>.
 
 %% @doc The reply to an error as a handler returns it:
 %% `{Status, Fields, Body}', with the reason's fields and Content-Type.
@@ -92,8 +92,53 @@ body(Reason) ->
 response(Reason) ->
     {status(Reason), fields(Reason) ++ [{<<"content-type">>, <<"text/plain">>}], body(Reason)}.
 
-phrase(Status) ->
-    falco_http1_encode:reason_phrase(Status).
+%% @doc The reason phrase of a status code (RFC 9110 §15); empty if unknown.
+-spec reason_phrase(100..999) -> binary().
+reason_phrase(100) -> <<"Continue">>;
+reason_phrase(101) -> <<"Switching Protocols">>;
+reason_phrase(200) -> <<"OK">>;
+reason_phrase(201) -> <<"Created">>;
+reason_phrase(202) -> <<"Accepted">>;
+reason_phrase(203) -> <<"Non-Authoritative Information">>;
+reason_phrase(204) -> <<"No Content">>;
+reason_phrase(205) -> <<"Reset Content">>;
+reason_phrase(206) -> <<"Partial Content">>;
+reason_phrase(300) -> <<"Multiple Choices">>;
+reason_phrase(301) -> <<"Moved Permanently">>;
+reason_phrase(302) -> <<"Found">>;
+reason_phrase(303) -> <<"See Other">>;
+reason_phrase(304) -> <<"Not Modified">>;
+reason_phrase(307) -> <<"Temporary Redirect">>;
+reason_phrase(308) -> <<"Permanent Redirect">>;
+reason_phrase(400) -> <<"Bad Request">>;
+reason_phrase(401) -> <<"Unauthorized">>;
+reason_phrase(403) -> <<"Forbidden">>;
+reason_phrase(404) -> <<"Not Found">>;
+reason_phrase(405) -> <<"Method Not Allowed">>;
+reason_phrase(406) -> <<"Not Acceptable">>;
+reason_phrase(408) -> <<"Request Timeout">>;
+reason_phrase(409) -> <<"Conflict">>;
+reason_phrase(410) -> <<"Gone">>;
+reason_phrase(411) -> <<"Length Required">>;
+reason_phrase(412) -> <<"Precondition Failed">>;
+reason_phrase(413) -> <<"Content Too Large">>;
+reason_phrase(414) -> <<"URI Too Long">>;
+reason_phrase(415) -> <<"Unsupported Media Type">>;
+reason_phrase(416) -> <<"Range Not Satisfiable">>;
+reason_phrase(417) -> <<"Expectation Failed">>;
+reason_phrase(421) -> <<"Misdirected Request">>;
+reason_phrase(422) -> <<"Unprocessable Content">>;
+reason_phrase(426) -> <<"Upgrade Required">>;
+reason_phrase(428) -> <<"Precondition Required">>;
+reason_phrase(429) -> <<"Too Many Requests">>;
+reason_phrase(431) -> <<"Request Header Fields Too Large">>;
+reason_phrase(500) -> <<"Internal Server Error">>;
+reason_phrase(501) -> <<"Not Implemented">>;
+reason_phrase(502) -> <<"Bad Gateway">>;
+reason_phrase(503) -> <<"Service Unavailable">>;
+reason_phrase(504) -> <<"Gateway Timeout">>;
+reason_phrase(505) -> <<"HTTP Version Not Supported">>;
+reason_phrase(_) -> <<>>.
 
 join(Items) ->
     iolist_to_binary(lists:join(<<", ">>, Items)).

@@ -10,7 +10,8 @@
 %% @private internal to falco
 -module(falco_report).
 
--export([format/2, format/3, without_args/1, supervisor_filter/2]).
+-export([format/2, format/3, without_args/1, crash/4, log_crash/4, peer/1,
+         supervisor_filter/2]).
 
 %% The bound of a report in characters, unless the caller gives one.
 -define(CHARS, 16384).
@@ -32,6 +33,24 @@ without_args(Stack) ->
          {M, F, A, Loc} when is_list(A) -> {M, F, length(A), Loc};
          _ -> Frame
      end || Frame <- Stack].
+
+%% @doc The report of a handler's crash (also a WebSocket callback's),
+%% naming the request: bounded, its stack without arguments.
+-spec crash(map(), error | exit | throw, term(), list()) -> io_lib:chars().
+crash(Req, Class, Reason, Stack) ->
+    format("falco: handler crashed on ~ts ~ts from ~ts: ~0p:~0p~n~0p",
+           [maps:get(method, Req), maps:get(path, Req), peer(Req), Class, Reason,
+            without_args(Stack)]).
+
+%% @doc Logs {@link crash/4} as one error.
+-spec log_crash(map(), error | exit | throw, term(), list()) -> ok.
+log_crash(Req, Class, Reason, Stack) ->
+    logger:error("~ts", [crash(Req, Class, Reason, Stack)]).
+
+%% @doc A request's peer as reports print it.
+-spec peer(map()) -> iodata().
+peer(#{peer := {Ip, Port}}) -> [inet:ntoa(Ip), ":", integer_to_list(Port)];
+peer(_) -> "unknown".
 
 %% @doc A primary logger filter (falco_app adds it, as `falco_reports'):
 %% a supervisor's report whose offender is a listener (the child
