@@ -3,9 +3,22 @@
 %% frames in and out with falco_ws_frame (masked out, unmasked in: the
 %% `client' role), including frames no real client would send. Bytes
 %% received past a frame are kept per socket in the process dictionary.
+%%
+%% A session runs on one of four carriers: `ws' (HTTP/1.1 over TCP),
+%% `wss' (HTTP/1.1 over TLS, ALPN http/1.1), `h2c' and `h2' (an RFC 8441
+%% tunnel, the extended CONNECT on HTTP/2 with prior knowledge or over TLS
+%% with ALPN h2, falco_test_ws_tunnel). connect/4 opens one on any of
+%% them and returns a handle every other function takes, so a case body
+%% written once runs on all four: over HTTP/2 the frames' bytes travel in
+%% DATA frames (a send_raw/2 of up to 16 KB is one DATA frame), the
+%% response is the 200 (or the refusal) of the extended CONNECT with
+%% its fields as HTTP/1.1 responses have them, and the end of the stream
+%% (END_STREAM, RST_STREAM or the connection's close) is what closed/2
+%% and `{error, closed}' see.
 -module(falco_test_ws_client).
 
--export([key/0, handshake_headers/0, connect/2, connect/3, connect_tls/3,
+-export([key/0, handshake_headers/0, connect/2, connect/3, connect_tls/3, connect/4,
+         carriers/0, is_h2/1, listener_opts/1, open_status/1, close/1, close_all/0,
          send/3, send/4, send_raw/2, recv/1, recv/2, recv_until_close/2, closed/2]).
 
 -define(C, falco_test_client).
@@ -29,11 +42,86 @@ connect(Port, Path, Extra) ->
 connect_tls(Port, Path, Extra) ->
     handshake(?C:connect_tls(Port, [<<"http/1.1">>]), Path, Extra).
 
+%% The four carriers, in the order suites run them.
+carriers() ->
+    [ws, wss, h2c, h2].
+
+is_h2(Carrier) ->
+    Carrier =:= h2c orelse Carrier =:= h2.
+
+%% Listener options that make a listener serve Carrier (merged over the
+%% suite's own): TLS with the test certificate for wss and h2 (falco's TLS
+%% listeners offer h2 and http/1.1 by ALPN; a cleartext one serves
+%% HTTP/1.1 and h2c prior knowledge, both with RFC 8441 on by default).
+listener_opts(Carrier) when Carrier =:= wss; Carrier =:= h2 ->
+    #{transport => tls, tls_opts => falco_test_tls:server_opts()};
+listener_opts(_) ->
+    #{}.
+
+%% The status of an accepted handshake: 101 over HTTP/1.1 (RFC 6455
+%% §4.2.2), 200 over HTTP/2 (RFC 8441 §5).
+open_status(Carrier) ->
+    case is_h2(Carrier) of
+        true -> 200;
+        false -> 101
+    end.
+
+%% A session on Carrier to `Path', with `Extra' request fields written as
+%% HTTP/1.1 lines (iodata, each ending in CRLF; over HTTP/2 they become
+%% fields, names lowercased, one per line, a Sec-WebSocket-Version among
+%% them replacing the default 13). Returns the handle and the response.
+connect(ws, Port, Path, Extra) ->
+    connect(Port, Path, Extra);
+connect(wss, Port, Path, Extra) ->
+    Sock = ?C:connect_tls(Port, [<<"http/1.1">>]),
+    {ok, <<"http/1.1">>} = ssl:negotiated_protocol(Sock),
+    handshake(Sock, Path, Extra);
+connect(Carrier, Port, Path, Extra) when Carrier =:= h2c; Carrier =:= h2 ->
+    {T, Resp} = falco_test_ws_tunnel:open(Carrier, Port, Path, fields(Extra), #{}),
+    put({?MODULE, T}, <<>>),
+    opened(T),
+    {T, Resp}.
+
+%% What this process opened and has not closed, for close_all/0.
+opened(Sock) ->
+    put({?MODULE, opened}, [Sock | get_opened()]).
+
+get_opened() ->
+    case get({?MODULE, opened}) of
+        undefined -> [];
+        L -> L
+    end.
+
+%% Closes every session this process opened (an end_per_testcase's
+%% first step: a listener then stops without waiting for them).
+close_all() ->
+    [close(Sock) || Sock <- get_opened()],
+    erase({?MODULE, opened}),
+    ok.
+
+fields(Extra) ->
+    Lines = binary:split(iolist_to_binary(Extra), <<"\r\n">>, [global, trim_all]),
+    [begin
+         [Name, Value] = binary:split(Line, <<":">>),
+         {string:lowercase(string:trim(Name)), string:trim(Value)}
+     end || Line <- Lines].
+
+%% Ends the session's connection (over HTTP/2, the tunnel's connection).
+close(Sock) ->
+    put({?MODULE, opened}, lists:delete(Sock, get_opened())),
+    erase({?MODULE, Sock}),
+    erase({?MODULE, closed, Sock}),
+    case Sock of
+        {falco_test_ws_tunnel, _} -> falco_test_ws_tunnel:close(Sock);
+        _ -> ?C:close(Sock)
+    end.
+
 handshake(Sock, Path, Extra) ->
     ?C:send(Sock, [<<"GET ">>, Path, <<" HTTP/1.1\r\nHost: localhost\r\n">>,
                    handshake_headers(), Extra, <<"\r\n">>]),
     {ok, Resp} = ?C:recv_response(Sock, #{head => true}),
     put({?MODULE, Sock}, ?C:take_buffer(Sock)),
+    opened(Sock),
     {Sock, Resp}.
 
 %% A masked frame from the client.
@@ -43,6 +131,8 @@ send(Sock, Op, Payload) ->
 send(Sock, Op, Payload, Fin) ->
     send_raw(Sock, falco_ws_frame:encode_masked(Op, Payload, Fin, false, ?MASK)).
 
+send_raw(T = {falco_test_ws_tunnel, _}, Bytes) ->
+    falco_test_ws_tunnel:send(T, Bytes);
 send_raw(Sock, Bytes) ->
     ?C:try_send(Sock, Bytes).
 
@@ -67,7 +157,7 @@ recv_frame(Sock, Buf, Deadline) ->
             end;
         {more, _} ->
             Left = max(0, Deadline - erlang:monotonic_time(millisecond)),
-            case (transport(Sock)):recv(Sock, 0, Left) of
+            case io_recv(Sock, Left) of
                 {ok, Data} -> recv_frame(Sock, <<Buf/binary, Data/binary>>, Deadline);
                 {error, Reason} -> put({?MODULE, Sock}, Buf), {error, Reason}
             end;
@@ -90,9 +180,10 @@ recv_until_close(Sock, Timeout, Acc) ->
 
 %% Whether the server closes the TCP connection within Timeout ms.
 closed(Sock, Timeout) ->
-    case (transport(Sock)):recv(Sock, 0, Timeout) of
+    case io_recv(Sock, Timeout) of
         {error, closed} -> true;
         {error, econnreset} -> true;
+        {error, {reset, _}} -> true;
         {ok, _} -> closed(Sock, Timeout);
         {error, timeout} -> false
     end.
@@ -102,6 +193,30 @@ get_buf(Sock) ->
         undefined -> <<>>;
         B -> B
     end.
+
+%% The next bytes from the server: over a tunnel, a `tunnel_data' message
+%% (taken out of the tunnel's window), `{error, closed}' once the stream
+%% has ended (`{error, {reset, Code}}' for a RST_STREAM).
+io_recv(T = {falco_test_ws_tunnel, _}, Timeout) ->
+    case get({?MODULE, closed, T}) of
+        undefined ->
+            receive
+                {tunnel_data, T, Data} ->
+                    ok = falco_test_ws_tunnel:consumed(T, byte_size(Data)),
+                    {ok, Data};
+                {tunnel_closed, T, Why} ->
+                    put({?MODULE, closed, T}, Why),
+                    io_recv(T, 0)
+            after Timeout ->
+                {error, timeout}
+            end;
+        {reset, Code} ->
+            {error, {reset, Code}};
+        _ ->
+            {error, closed}
+    end;
+io_recv(Sock, Timeout) ->
+    (transport(Sock)):recv(Sock, 0, Timeout).
 
 transport(Sock) when is_tuple(Sock), element(1, Sock) =:= sslsocket -> ssl;
 transport(_) -> gen_tcp.
