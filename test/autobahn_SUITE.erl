@@ -5,6 +5,19 @@
 %% whose code does not depend on the transport and which take minutes
 %% through the relay (set FALCO_AUTOBAHN_WSS=all to run them too).
 %%
+%% Over RFC 8441 the cases go through a relay of this suite too, one that
+%% changes the carrier: it takes kosoku's HTTP/1.1 handshake, opens an
+%% extended CONNECT to the same route on falco over h2c (prior knowledge)
+%% or h2 (TLS, ALPN h2) with the client's Sec-WebSocket-Extensions and
+%% Sec-WebSocket-Protocol, answers kosoku with a 101 (the accept key
+%% computed from its key, the extensions and protocol falco's 200 chose),
+%% then copies bytes both ways: kosoku's masked frames go into DATA frames
+%% unchanged (falco_test_ws_tunnel, within the flow-control windows),
+%% the stream's DATA goes back to kosoku, its TCP close is END_STREAM and
+%% the stream's end (END_STREAM, RST_STREAM) closes kosoku's connection.
+%% All 517 run over h2c; over h2 the 301 without permessage-deflate, as
+%% over wss:// and for the same reason (FALCO_AUTOBAHN_H2=all for all).
+%%
 %% A case passes when kosoku exits 0 having passed all 517; the cases
 %% whose behaviour is NON-STRICT or INFORMATIONAL are listed in the log.
 %% kosoku speaks ws:// only, so the wss:// run goes through a relay in
@@ -18,13 +31,13 @@
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, init_per_suite/1, end_per_suite/1]).
--export([ws_all_cases/1, wss_all_cases/1]).
+-export([ws_all_cases/1, wss_all_cases/1, h2c_all_cases/1, h2_cases/1]).
 
 -define(CASES, 517).
 -define(DEFLATE_CASES, 216).
 
 all() ->
-    [ws_all_cases, wss_all_cases].
+    [ws_all_cases, wss_all_cases, h2c_all_cases, h2_cases].
 
 init_per_suite(Config) ->
     Kosoku = find_kosoku(),
@@ -73,6 +86,27 @@ wss_all_cases(Config) ->
     after exit(Relay, kill)
     end.
 
+%% RFC 8441 over h2c: all 517.
+h2c_all_cases(Config) ->
+    {ok, Port} = falco:port(falco_example),
+    {Relay, RelayPort} = relay_h2(h2c, Port),
+    try run(Config, RelayPort, "h2c", [], ?CASES)
+    after exit(Relay, kill)
+    end.
+
+%% RFC 8441 over h2 (TLS): the cases without permessage-deflate, or all
+%% with FALCO_AUTOBAHN_H2=all.
+h2_cases(Config) ->
+    {ok, TlsPort} = falco:port(falco_example_tls),
+    {Relay, RelayPort} = relay_h2(h2, TlsPort),
+    {Args, Cases} = case os:getenv("FALCO_AUTOBAHN_H2") of
+                        "all" -> {[], ?CASES};
+                        _ -> {["-x", "12.*", "-x", "13.*"], ?CASES - ?DEFLATE_CASES}
+                    end,
+    try run(Config, RelayPort, "h2", Args, Cases)
+    after exit(Relay, kill)
+    end.
+
 run(Config, Port, Name, Extra, Cases) ->
     {Exe, PythonPath} = ?config(kosoku, Config),
     Out = filename:join(?config(priv_dir, Config), Name),
@@ -80,7 +114,11 @@ run(Config, Port, Name, Extra, Cases) ->
     P = open_port({spawn_executable, Exe},
                   [{args, [Url, "-p", "2", "-o", Out | Extra]}, {env, [{"PYTHONPATH", PythonPath}]},
                    exit_status, stderr_to_stdout, binary]),
+    T0 = erlang:monotonic_time(millisecond),
     {Status, Output} = collect(P, []),
+    Took = (erlang:monotonic_time(millisecond) - T0) / 1000,
+    ct:comment("~s: ~b cases in ~.1f s", [Name, Cases, Took]),
+    ct:log("~s: kosoku ran ~.1f s", [Name, Took]),
     ct:log("~ts", [Output]),
     Notes = [{Id, B, C} || #{<<"id">> := Id, <<"behavior">> := B, <<"behaviorClose">> := C}
                                <- reports(Out), B =/= <<"OK">> orelse C =/= <<"OK">>],
@@ -157,4 +195,110 @@ pipe(Plain, Tls) ->
     after 60000 ->
         ssl:close(Tls),
         gen_tcp:close(Plain)
+    end.
+
+%% -- the RFC 8441 relay -----------------------------------------------------------
+
+%% A relay: accepts kosoku's HTTP/1.1 WebSocket connections on a fresh
+%% port and carries each session in an RFC 8441 tunnel to `Port' over
+%% `Carrier' (h2c or h2).
+relay_h2(Carrier, Port) ->
+    Test = self(),
+    Pid = spawn(fun() ->
+                        {ok, L} = gen_tcp:listen(0, [binary, {ip, {127, 0, 0, 1}},
+                                                     {active, false}, {reuseaddr, true},
+                                                     {nodelay, true}]),
+                        {ok, RelayPort} = inet:port(L),
+                        Test ! {relay_port, self(), RelayPort},
+                        accept_h2(L, Carrier, Port)
+                end),
+    receive {relay_port, Pid, RelayPort} -> {Pid, RelayPort} after 5000 -> error(no_relay) end.
+
+accept_h2(L, Carrier, Port) ->
+    {ok, Plain} = gen_tcp:accept(L),
+    Pipe = spawn(fun() -> tunnel_start(Carrier, Port) end),
+    ok = gen_tcp:controlling_process(Plain, Pipe),
+    Pipe ! {plain, Plain},
+    accept_h2(L, Carrier, Port).
+
+tunnel_start(Carrier, Port) ->
+    Plain = receive {plain, S} -> S after 5000 -> exit(no_socket) end,
+    case read_head(Plain, <<>>, erlang:monotonic_time(millisecond) + 10000) of
+        {ok, Head, Early} ->
+            {Path, Fields} = parse_head(Head),
+            Key = proplists:get_value(<<"sec-websocket-key">>, Fields),
+            Ask = [F || F = {N, _} <- Fields, N =:= <<"sec-websocket-extensions">> orelse
+                                              N =:= <<"sec-websocket-protocol">>],
+            {T, Resp} = falco_test_ws_tunnel:open(Carrier, Port, Path, Ask, #{}),
+            case Resp of
+                #{status := 200, headers := Hs} ->
+                    Chosen = [[N, <<": ">>, V, <<"\r\n">>]
+                              || {N, V} <- Hs, N =:= <<"sec-websocket-extensions">> orelse
+                                                N =:= <<"sec-websocket-protocol">>],
+                    ok = gen_tcp:send(Plain, [<<"HTTP/1.1 101 Switching Protocols\r\n"
+                                                "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                                                "Sec-WebSocket-Accept: ">>, accept_key(Key),
+                                              <<"\r\n">>, Chosen, <<"\r\n">>]),
+                    _ = Early =:= <<>> orelse falco_test_ws_tunnel:send_async(T, Early),
+                    ok = inet:setopts(Plain, [{active, true}, {exit_on_close, false}]),
+                    tunnel_pipe(Plain, T);
+                #{status := Status} ->
+                    _ = gen_tcp:send(Plain, [<<"HTTP/1.1 ">>, integer_to_binary(Status),
+                                             <<" Refused\r\nContent-Length: 0\r\n"
+                                               "Connection: close\r\n\r\n">>]),
+                    gen_tcp:close(Plain)
+            end;
+        {error, _} ->
+            gen_tcp:close(Plain)
+    end.
+
+read_head(Plain, Buf, Deadline) ->
+    case binary:split(Buf, <<"\r\n\r\n">>) of
+        [Head, Rest] ->
+            {ok, Head, Rest};
+        [_] ->
+            Left = max(0, Deadline - erlang:monotonic_time(millisecond)),
+            case gen_tcp:recv(Plain, 0, Left) of
+                {ok, Data} -> read_head(Plain, <<Buf/binary, Data/binary>>, Deadline);
+                Error -> Error
+            end
+    end.
+
+%% The request target and the fields, names lowercase.
+parse_head(Head) ->
+    [RequestLine | Lines] = binary:split(Head, <<"\r\n">>, [global]),
+    [_Method, Path | _] = binary:split(RequestLine, <<" ">>, [global]),
+    {Path, [begin
+                [N, V] = binary:split(Line, <<":">>),
+                {string:lowercase(string:trim(N)), string:trim(V)}
+            end || Line <- Lines, Line =/= <<>>]}.
+
+%% RFC 6455 §4.2.2 item 5.4.
+accept_key(Key) ->
+    base64:encode(crypto:hash(sha, <<Key/binary, "258EAFA5-E914-47DA-95CA-C5AB0DC85B11">>)).
+
+%% Bytes both ways: kosoku's go into DATA frames, the stream's come back;
+%% kosoku's close is END_STREAM (what falco's answer then still sends is
+%% passed on), the stream's end closes kosoku's connection.
+tunnel_pipe(Plain, T) ->
+    receive
+        {tcp, Plain, Data} ->
+            ok = falco_test_ws_tunnel:send_async(T, Data),
+            tunnel_pipe(Plain, T);
+        {tunnel_data, T, Data} ->
+            _ = gen_tcp:send(Plain, Data),
+            ok = falco_test_ws_tunnel:consumed(T, byte_size(Data)),
+            tunnel_pipe(Plain, T);
+        {tunnel_closed, T, _} ->
+            gen_tcp:close(Plain),
+            falco_test_ws_tunnel:close(T);
+        {tcp_closed, Plain} ->
+            ok = falco_test_ws_tunnel:end_stream(T),
+            tunnel_pipe(Plain, T);
+        {tcp_error, Plain, _} ->
+            gen_tcp:close(Plain),
+            falco_test_ws_tunnel:close(T)
+    after 60000 ->
+        gen_tcp:close(Plain),
+        falco_test_ws_tunnel:close(T)
     end.

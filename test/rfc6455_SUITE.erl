@@ -716,7 +716,8 @@ gather_1mb_in_data_frames(Config) ->
          Big = frame(Op, Payload, <<7, 1, 250, 33>>),
          Cut = byte_size(Big) - 100,
          ok = send_pieces(Sock, binary:part(Big, 0, Cut), 16384),
-         ok = ?WS:send_raw(Sock, [binary:part(Big, Cut, 100), frame(text, <<"next">>, <<1, 1, 1, 1>>)]),
+         Next = frame(text, <<"next">>, <<1, 1, 1, 1>>),
+         ok = ?WS:send_raw(Sock, [binary:part(Big, Cut, 100), Next]),
          ?assertEqual({Op, Payload}, ?WS:recv(Sock, 20000)),
          ?assertEqual({text, <<"next">>}, ?WS:recv(Sock, 5000))
      end || {Op, Payload} <- [{binary, Binary}, {text, Text}]],
@@ -828,24 +829,22 @@ utf8_split_across_fragments(Config) ->
     Text = iolist_to_binary(lists:duplicate(15000, <<16#f0, 16#90, 16#8d, 16#88>>)),
     %% fragments of 20,001, 20,002 and 19,997 bytes
     <<F1:20001/binary, F2:20002/binary, F3/binary>> = Text,
-    ok = send_cut(Sock, iolist_to_binary(falco_ws_frame:encode_masked(text, F1, nofin, false, <<1, 0, 0, 1>>)),
-                  [7000]),
-    ok = send_cut(Sock, iolist_to_binary(falco_ws_frame:encode_masked(continuation, F2, nofin, false,
-                                                                      <<2, 0, 0, 2>>)), [6999]),
-    ok = send_cut(Sock, iolist_to_binary(falco_ws_frame:encode_masked(continuation, F3, fin, false,
-                                                                      <<3, 0, 0, 3>>)), [7001]),
+    ok = send_cut(Sock, fragment(text, F1, nofin, <<1, 0, 0, 1>>), [7000]),
+    ok = send_cut(Sock, fragment(continuation, F2, nofin, <<2, 0, 0, 2>>), [6999]),
+    ok = send_cut(Sock, fragment(continuation, F3, fin, <<3, 0, 0, 3>>), [7001]),
     ?assertEqual({text, Text}, ?WS:recv(Sock, 10000)),
     ?WS:close(Sock),
     {Sock2, Pid2} = open(At),
     Bad1 = <<(binary:copy(<<"a">>, 20000))/binary, 16#f0, 16#90>>,
     Bad2 = <<"A", (binary:copy(<<"b">>, 20000))/binary>>,
-    ok = send_cut(Sock2, iolist_to_binary(falco_ws_frame:encode_masked(text, Bad1, nofin, false,
-                                                                       <<1, 2, 1, 2>>)), [9000]),
+    ok = send_cut(Sock2, fragment(text, Bad1, nofin, <<1, 2, 1, 2>>), [9000]),
     %% (the server may refuse before all of it is in)
-    _ = send_cut(Sock2, iolist_to_binary(falco_ws_frame:encode_masked(continuation, Bad2, fin, false,
-                                                                      <<3, 4, 3, 4>>)), [9000]),
+    _ = send_cut(Sock2, fragment(continuation, Bad2, fin, <<3, 4, 3, 4>>), [9000]),
     ?assertEqual({[], {close, 1007}}, ?WS:recv_until_close(Sock2, 5000)),
     ?assertEqual({protocol_error, 1007, invalid_utf8}, terminated(Pid2)).
+
+fragment(Op, Payload, Fin, Key) ->
+    iolist_to_binary(falco_ws_frame:encode_masked(Op, Payload, Fin, false, Key)).
 
 %% §5.2, §10.4: a frame one byte over max_frame_size (1 MB) is refused
 %% (1009) from its header, which comes in a DATA frame of its own; the

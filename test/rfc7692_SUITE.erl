@@ -4,13 +4,19 @@
 %% and the decompression limit. Each case cites its section. The client
 %% side compresses and inflates with OTP's zlib directly, independently of
 %% falco_ws_deflate; frames go through falco_test_ws_client.
+%%
+%% Every case runs over each carrier (groups ws, wss, h2c, h2, as in
+%% rfc6455_SUITE): the offer and its answer are fields of the HTTP/1.1
+%% GET and its 101, or of the extended CONNECT and its 200 over HTTP/2
+%% (RFC 8441 §5 keeps Sec-WebSocket-Extensions); none of this suite's
+%% cases depends on the HTTP/1.1 handshake's own fields.
 -module(rfc7692_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1,
-         init_per_testcase/2, end_per_testcase/2]).
+         init_per_group/2, end_per_group/2, init_per_testcase/2, end_per_testcase/2]).
 -export([offer_accepted/1, server_no_context_takeover/1, client_no_context_takeover/1,
          server_max_window_bits/1, client_max_window_bits/1, declined_offers/1,
          first_acceptable_offer/1, rsv1_without_negotiation_1002/1,
@@ -25,9 +31,11 @@
 -define(TAIL, <<0, 0, 255, 255>>).
 
 all() ->
-    [{group, negotiation}, {group, messages}, {group, hostile}].
+    [{group, Carrier} || Carrier <- ?WS:carriers()].
 
 groups() ->
+    [{Carrier, [], [{group, negotiation}, {group, messages}, {group, hostile}]}
+     || Carrier <- ?WS:carriers()] ++
     [{negotiation, [parallel], [offer_accepted, server_no_context_takeover,
                                 client_no_context_takeover, server_max_window_bits,
                                 client_max_window_bits, declined_offers, first_acceptable_offer,
@@ -39,7 +47,17 @@ groups() ->
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
+    {ok, _} = application:ensure_all_started(ssl),
     Config.
+
+init_per_group(Group, Config) ->
+    case lists:member(Group, ?WS:carriers()) of
+        true -> [{carrier, Group} | Config];
+        false -> Config
+    end.
+
+end_per_group(_Group, _Config) ->
+    ok.
 
 end_per_suite(_Config) ->
     ok.
@@ -49,30 +67,43 @@ init_per_testcase(Case, Config) ->
     [{listener, Case} | Config].
 
 end_per_testcase(Case, _Config) ->
+    ok = ?WS:close_all(),
     _ = falco:stop_listener(Case),
     ok.
 
 %% -- helpers ---------------------------------------------------------------
 
-%% A listener whose /ws upgrades with `WsOpts' (falco_test_ws_handler).
+%% A listener whose /ws upgrades with `WsOpts' (falco_test_ws_handler),
+%% serving the group's carrier: `{Carrier, Port}', what connect/2 takes.
 start(Config, WsOpts) ->
-    ?H:listen(?config(listener, Config), WsOpts, #{}).
+    listen(Config, ?config(listener, Config), WsOpts).
+
+%% Another listener of the case, named `Name'.
+listen(Config, Name, WsOpts) ->
+    Carrier = ?config(carrier, Config),
+    {Carrier, ?H:listen(Name, WsOpts, ?WS:listener_opts(Carrier))}.
 
 %% A handshake offering `Offer' (a Sec-WebSocket-Extensions value, or
 %% none): the socket, the response's Sec-WebSocket-Extensions (undefined
 %% when the extension was declined) and the session.
-connect(Port, Offer) ->
+connect(At, Offer) ->
     Extra = case Offer of
                 none -> [];
                 _ -> [<<"Sec-WebSocket-Extensions: ">>, Offer, <<"\r\n">>]
             end,
-    {Sock, Resp = #{status := 101}} = ?WS:connect(Port, <<"/ws">>, Extra),
+    {Sock, Resp} = ws_connect(At, Extra),
     {Sock, ?C:header(<<"sec-websocket-extensions">>, Resp), ?H:await_init()}.
 
+%% A handshake with `Extra' fields (HTTP/1.1 lines), accepted.
+ws_connect({Carrier, Port}, Extra) ->
+    Status = ?WS:open_status(Carrier),
+    {Sock, Resp = #{status := Status}} = ?WS:connect(Carrier, Port, <<"/ws">>, Extra),
+    {Sock, Resp}.
+
 %% Just the answer to `Offer'.
-answer(Port, Offer) ->
-    {Sock, Answer, _} = connect(Port, Offer),
-    ?C:close(Sock),
+answer(At, Offer) ->
+    {Sock, Answer, _} = connect(At, Offer),
+    ?WS:close(Sock),
     Answer.
 
 %% The client's zlib streams: it deflates with a window of `CBits' and
@@ -115,8 +146,8 @@ echo(Sock, {D, I}, Msg) ->
 %% §5, §7: a bare offer is accepted as it is; messages are compressed both
 %% ways (§6).
 offer_accepted(Config) ->
-    Port = start(Config, #{compress => true}),
-    {Sock, Answer, _} = connect(Port, <<"permessage-deflate">>),
+    At = start(Config, #{compress => true}),
+    {Sock, Answer, _} = connect(At, <<"permessage-deflate">>),
     ?assertEqual(<<"permessage-deflate">>, Answer),
     Msg = binary:copy(<<"abc ">>, 500),
     ?assertEqual(Msg, echo(Sock, client_zlib(), Msg)).
@@ -124,14 +155,14 @@ offer_accepted(Config) ->
 %% §7.1.1.1: the client asks the server not to take its context over, or
 %% the server's configuration says so; the answer includes it either way.
 server_no_context_takeover(Config) ->
-    Port = start(Config, #{compress => true}),
+    At = start(Config, #{compress => true}),
     ?assertEqual(<<"permessage-deflate; server_no_context_takeover">>,
-                 answer(Port, <<"permessage-deflate; server_no_context_takeover">>)),
-    Port2 = falco_test_ws_handler:listen(server_no_context_takeover_2,
-                                         #{compress => #{server_no_context_takeover => true}}, #{}),
+                 answer(At, <<"permessage-deflate; server_no_context_takeover">>)),
+    At2 = listen(Config, server_no_context_takeover_2,
+                 #{compress => #{server_no_context_takeover => true}}),
     try
         ?assertEqual(<<"permessage-deflate; server_no_context_takeover">>,
-                     answer(Port2, <<"permessage-deflate">>))
+                     answer(At2, <<"permessage-deflate">>))
     after
         falco:stop_listener(server_no_context_takeover_2)
     end.
@@ -139,8 +170,8 @@ server_no_context_takeover(Config) ->
 %% §7.1.1.2: client_no_context_takeover is answered; a client that resets
 %% its context after every message is understood.
 client_no_context_takeover(Config) ->
-    Port = start(Config, #{compress => true}),
-    {Sock, Answer, _} = connect(Port, <<"permessage-deflate; client_no_context_takeover">>),
+    At = start(Config, #{compress => true}),
+    {Sock, Answer, _} = connect(At, <<"permessage-deflate; client_no_context_takeover">>),
     ?assertEqual(<<"permessage-deflate; client_no_context_takeover">>, Answer),
     {D, I} = client_zlib(),
     Msg = binary:copy(<<"same again ">>, 100),
@@ -156,18 +187,18 @@ client_no_context_takeover(Config) ->
 %% is B bits. An offer of 8 is declined (zlib cannot deflate with a 256-byte
 %% window, §7.1.2.1 lets a server decline): no extension.
 server_max_window_bits(Config) ->
-    Port = start(Config, #{compress => true}),
+    At = start(Config, #{compress => true}),
     [begin
          B = integer_to_binary(Bits),
-         {Sock, Answer, _} = connect(Port, <<"permessage-deflate; server_max_window_bits=", B/binary>>),
+         {Sock, Answer, _} = connect(At, <<"permessage-deflate; server_max_window_bits=", B/binary>>),
          ?assertEqual(<<"permessage-deflate; server_max_window_bits=", B/binary>>, Answer),
          Block = crypto:strong_rand_bytes(1 bsl Bits),
          Msg = base64:encode(<<Block/binary, Block/binary>>),
          {D, I} = client_zlib(15, Bits),
          ?assertEqual(Msg, echo(Sock, {D, I}, Msg)),
-         ?C:close(Sock)
+         ?WS:close(Sock)
      end || Bits <- lists:seq(9, 15)],
-    ?assertEqual(undefined, answer(Port, <<"permessage-deflate; server_max_window_bits=8">>)).
+    ?assertEqual(undefined, answer(At, <<"permessage-deflate; server_max_window_bits=8">>)).
 
 %% §7.1.2.2: a bare client_max_window_bits lets the server choose (its
 %% configured largest, 15 by default); a value is answered with it or the
@@ -176,27 +207,26 @@ server_max_window_bits(Config) ->
 %% server inflates with a larger window). A client deflating with the
 %% agreed window is understood.
 client_max_window_bits(Config) ->
-    Port = start(Config, #{compress => true}),
+    At = start(Config, #{compress => true}),
     ?assertEqual(<<"permessage-deflate; client_max_window_bits=15">>,
-                 answer(Port, <<"permessage-deflate; client_max_window_bits">>)),
+                 answer(At, <<"permessage-deflate; client_max_window_bits">>)),
     [begin
          B = integer_to_binary(Bits),
-         {Sock, Answer, _} = connect(Port, <<"permessage-deflate; client_max_window_bits=", B/binary>>),
+         {Sock, Answer, _} = connect(At, <<"permessage-deflate; client_max_window_bits=", B/binary>>),
          ?assertEqual(<<"permessage-deflate; client_max_window_bits=", B/binary>>, Answer),
          Msg = base64:encode(crypto:strong_rand_bytes(3000)),
          [?assertEqual(Msg, echo(Sock, client_zlib(max(Bits, 9), 15), Msg)) || Bits >= 9],
-         ?C:close(Sock)
+         ?WS:close(Sock)
      end || Bits <- lists:seq(8, 15)],
-    Port2 = falco_test_ws_handler:listen(client_max_window_bits_2,
-                                         #{compress => #{client_max_window_bits => 10}}, #{}),
+    At2 = listen(Config, client_max_window_bits_2, #{compress => #{client_max_window_bits => 10}}),
     try
         ?assertEqual(<<"permessage-deflate; client_max_window_bits=10">>,
-                     answer(Port2, <<"permessage-deflate; client_max_window_bits">>)),
+                     answer(At2, <<"permessage-deflate; client_max_window_bits">>)),
         ?assertEqual(<<"permessage-deflate; client_max_window_bits=10">>,
-                     answer(Port2, <<"permessage-deflate; client_max_window_bits=12">>)),
+                     answer(At2, <<"permessage-deflate; client_max_window_bits=12">>)),
         ?assertEqual(<<"permessage-deflate; client_max_window_bits=9">>,
-                     answer(Port2, <<"permessage-deflate; client_max_window_bits=9">>)),
-        ?assertEqual(<<"permessage-deflate">>, answer(Port2, <<"permessage-deflate">>))
+                     answer(At2, <<"permessage-deflate; client_max_window_bits=9">>)),
+        ?assertEqual(<<"permessage-deflate">>, answer(At2, <<"permessage-deflate">>))
     after
         falco:stop_listener(client_max_window_bits_2)
     end.
@@ -205,8 +235,8 @@ client_max_window_bits(Config) ->
 %% given twice, a value out of range or a value where none is allowed is
 %% declined: no extension, and the session is uncompressed.
 declined_offers(Config) ->
-    Port = start(Config, #{compress => true}),
-    [?assertEqual(undefined, answer(Port, Offer))
+    At = start(Config, #{compress => true}),
+    [?assertEqual(undefined, answer(At, Offer))
      || Offer <- [<<"permessage-deflate; foo">>,
                   <<"permessage-deflate; foo=1">>,
                   <<"permessage-deflate; server_no_context_takeover; server_no_context_takeover">>,
@@ -216,41 +246,41 @@ declined_offers(Config) ->
                   <<"permessage-deflate; client_max_window_bits=7">>,
                   <<"permessage-deflate; server_no_context_takeover=1">>,
                   <<"x-webkit-deflate-frame">>]],
-    {Sock, undefined, _} = connect(Port, <<"permessage-deflate; foo">>),
+    {Sock, undefined, _} = connect(At, <<"permessage-deflate; foo">>),
     ok = ?WS:send(Sock, text, <<"plain">>),
     ?assertEqual({text, <<"plain">>}, ?WS:recv(Sock)).
 
 %% §5.1, §7.1: of several offers (in one field or several), the first
 %% acceptable one is answered.
 first_acceptable_offer(Config) ->
-    Port = start(Config, #{compress => true}),
+    At = start(Config, #{compress => true}),
     ?assertEqual(<<"permessage-deflate; server_max_window_bits=10">>,
-                 answer(Port, <<"x-foo, permessage-deflate; foo, permessage-deflate; "
+                 answer(At, <<"x-foo, permessage-deflate; foo, permessage-deflate; "
                                 "server_max_window_bits=10, permessage-deflate">>)),
     ?assertEqual(<<"permessage-deflate">>,
-                 answer(Port, <<"permessage-deflate; server_max_window_bits=8, permessage-deflate">>)),
-    {Sock, #{status := 101} = Resp} =
-        ?WS:connect(Port, <<"/ws">>, <<"Sec-WebSocket-Extensions: permessage-deflate; bar\r\n"
+                 answer(At, <<"permessage-deflate; server_max_window_bits=8, permessage-deflate">>)),
+    {Sock, Resp} =
+        ws_connect(At, <<"Sec-WebSocket-Extensions: permessage-deflate; bar\r\n"
                                        "Sec-WebSocket-Extensions: permessage-deflate; "
                                        "client_no_context_takeover\r\n">>),
     ?assertEqual(<<"permessage-deflate; client_no_context_takeover">>,
                  ?C:header(<<"sec-websocket-extensions">>, Resp)),
-    ?C:close(Sock).
+    ?WS:close(Sock).
 
 %% §6 and RFC 6455 §5.2: RSV1 means nothing without the extension. A route
 %% with compression off answers no offer, and a frame with RSV1 is then
 %% 1002; the same when the route compresses but the client offered nothing.
 rsv1_without_negotiation_1002(Config) ->
-    Port = start(Config, #{compress => false}),
-    {Sock, Answer, Pid} = connect(Port, <<"permessage-deflate">>),
+    At = start(Config, #{compress => false}),
+    {Sock, Answer, Pid} = connect(At, <<"permessage-deflate">>),
     ?assertEqual(undefined, Answer),
     {D, _} = client_zlib(),
     send_compressed(Sock, text, deflate(D, <<"compressed">>), fin),
     ?assertEqual({[], {close, 1002}}, ?WS:recv_until_close(Sock, 5000)),
     ?assertEqual({protocol_error, 1002, reserved_bits}, ?H:terminated(Pid)),
-    Port2 = falco_test_ws_handler:listen(rsv1_without_negotiation_2, #{compress => true}, #{}),
+    At2 = listen(Config, rsv1_without_negotiation_2, #{compress => true}),
     try
-        {Sock2, undefined, Pid2} = connect(Port2, none),
+        {Sock2, undefined, Pid2} = connect(At2, none),
         send_compressed(Sock2, text, deflate(D, <<"compressed">>), fin),
         ?assertEqual({[], {close, 1002}}, ?WS:recv_until_close(Sock2, 5000)),
         ?assertEqual({protocol_error, 1002, reserved_bits}, ?H:terminated(Pid2))
@@ -263,8 +293,8 @@ rsv1_without_negotiation_1002(Config) ->
 %% §6, §6.2: a compressed message is inflated; the echo comes back
 %% compressed (RSV1), smaller than the text.
 compressed_echo(Config) ->
-    Port = start(Config, #{compress => true}),
-    {Sock, Answer, _} = connect(Port, <<"permessage-deflate; client_max_window_bits">>),
+    At = start(Config, #{compress => true}),
+    {Sock, Answer, _} = connect(At, <<"permessage-deflate; client_max_window_bits">>),
     ?assertEqual(<<"permessage-deflate; client_max_window_bits=15">>, Answer),
     {D, I} = client_zlib(),
     Msg = binary:copy(<<"compress me ">>, 1000),
@@ -277,8 +307,8 @@ compressed_echo(Config) ->
 %% only, and the fragment boundaries fall anywhere in the compressed data;
 %% RSV1 on a continuation frame is 1002.
 fragmented_compressed_message(Config) ->
-    Port = start(Config, #{compress => true}),
-    {Sock, _, _} = connect(Port, <<"permessage-deflate">>),
+    At = start(Config, #{compress => true}),
+    {Sock, _, _} = connect(At, <<"permessage-deflate">>),
     {D, I} = client_zlib(),
     Msg = iolist_to_binary([[integer_to_binary(N), <<" fragments, ">>] || N <- lists:seq(1, 2000)]),
     <<A:10/binary, B:5/binary, Rest/binary>> = deflate(D, Msg),
@@ -288,7 +318,7 @@ fragmented_compressed_message(Config) ->
     ok = ?WS:send(Sock, continuation, Rest, fin),
     ?assertEqual({pong, <<"between">>}, ?WS:recv(Sock)),
     ?assertEqual(Msg, inflate(I, recv_compressed(Sock))),
-    {Sock2, _, Pid2} = connect(Port, <<"permessage-deflate">>),
+    {Sock2, _, Pid2} = connect(At, <<"permessage-deflate">>),
     {D2, _} = client_zlib(),
     <<A2:10/binary, B2/binary>> = deflate(D2, Msg),
     send_compressed(Sock2, text, A2, nofin),
@@ -301,9 +331,9 @@ fragmented_compressed_message(Config) ->
 %% client's second copy does the same and is understood. With
 %% server_no_context_takeover both copies compress to the same bytes.
 context_takeover(Config) ->
-    Port = start(Config, #{compress => true}),
+    At = start(Config, #{compress => true}),
     Msg = base64:encode(crypto:strong_rand_bytes(2000)),
-    {Sock, <<"permessage-deflate">>, _} = connect(Port, <<"permessage-deflate">>),
+    {Sock, <<"permessage-deflate">>, _} = connect(At, <<"permessage-deflate">>),
     {D, I} = client_zlib(),
     First = deflate(D, Msg),
     Second = deflate(D, Msg),
@@ -317,7 +347,7 @@ context_takeover(Config) ->
     ?assertEqual(Msg, inflate(I, Out1)),
     ?assertEqual(Msg, inflate(I, Out2)),
     {Sock2, <<"permessage-deflate; server_no_context_takeover">>, _} =
-        connect(Port, <<"permessage-deflate; server_no_context_takeover">>),
+        connect(At, <<"permessage-deflate; server_no_context_takeover">>),
     {D2, I2} = client_zlib(),
     send_compressed(Sock2, text, deflate(D2, Msg), fin),
     Out3 = recv_compressed(Sock2),
@@ -332,8 +362,8 @@ context_takeover(Config) ->
 %% §6: compression is per message: an uncompressed message (RSV1 clear) on
 %% a deflate connection is delivered as it is, between compressed ones.
 uncompressed_message(Config) ->
-    Port = start(Config, #{compress => true}),
-    {Sock, _, _} = connect(Port, <<"permessage-deflate">>),
+    At = start(Config, #{compress => true}),
+    {Sock, _, _} = connect(At, <<"permessage-deflate">>),
     {D, I} = client_zlib(),
     ?assertEqual(<<"one">>, echo(Sock, {D, I}, <<"one">>)),
     ok = ?WS:send(Sock, text, <<"two, plain">>),
@@ -343,8 +373,8 @@ uncompressed_message(Config) ->
 %% §6 (RSV1 is for data messages) and RFC 6455 §5.2, §5.5: a ping with
 %% RSV1 is 1002.
 rsv1_control_frame_1002(Config) ->
-    Port = start(Config, #{compress => true}),
-    {Sock, _, Pid} = connect(Port, <<"permessage-deflate">>),
+    At = start(Config, #{compress => true}),
+    {Sock, _, Pid} = connect(At, <<"permessage-deflate">>),
     ok = ?WS:send_raw(Sock, falco_ws_frame:encode_masked(ping, <<"x">>, fin, true, ?KEY)),
     ?assertEqual({[], {close, 1002}}, ?WS:recv_until_close(Sock, 5000)),
     ?assertEqual({protocol_error, 1002, reserved_bits}, ?H:terminated(Pid)).
@@ -353,8 +383,8 @@ rsv1_control_frame_1002(Config) ->
 %% messages (the server's answer to the second one used to crash the
 %% session: zlib writes nothing for it).
 empty_messages(Config) ->
-    Port = start(Config, #{compress => true}),
-    {Sock, _, _} = connect(Port, <<"permessage-deflate">>),
+    At = start(Config, #{compress => true}),
+    {Sock, _, _} = connect(At, <<"permessage-deflate">>),
     {D, I} = client_zlib(),
     ?assertEqual(<<"before">>, echo(Sock, {D, I}, <<"before">>)),
     [begin
@@ -369,8 +399,8 @@ empty_messages(Config) ->
 %% §7.2.3.1 to §7.2.3.5, the payloads of the RFC's examples (sent masked,
 %% as a client), on one connection: each is "Hello".
 rfc_examples(Config) ->
-    Port = start(Config, #{compress => true}),
-    {Sock, _, _} = connect(Port, <<"permessage-deflate">>),
+    At = start(Config, #{compress => true}),
+    {Sock, _, _} = connect(At, <<"permessage-deflate">>),
     {_, I} = client_zlib(),
     Hello = fun() -> ?assertEqual(<<"Hello">>, inflate(I, recv_compressed(Sock))) end,
     %% §7.2.3.1, one frame, then fragmented: 41 03 f2 48 cd, 80 04 c9 c9 07 00
@@ -394,8 +424,8 @@ rfc_examples(Config) ->
 %% sync-flush) inflates to "Hello", and so do the messages after it, each
 %% a new stream (they used to inflate to nothing).
 bfinal_example(Config) ->
-    Port = start(Config, #{compress => true}),
-    {Sock, _, _} = connect(Port, <<"permessage-deflate">>),
+    At = start(Config, #{compress => true}),
+    {Sock, _, _} = connect(At, <<"permessage-deflate">>),
     {_, I} = client_zlib(),
     [begin
          send_compressed(Sock, text, <<16#f3, 16#48, 16#cd, 16#c9, 16#c9, 16#07, 16#00, 16#00>>, fin),
@@ -411,9 +441,8 @@ bfinal_example(Config) ->
 %% (sampled every millisecond while the frame is read) grows by a few
 %% megabytes at most, not by the 100 MB the frame inflates to.
 zip_bomb_1009(Config) ->
-    Port = ?H:listen(?config(listener, Config), #{compress => true, max_message_size => 1000000},
-                     #{}),
-    {Sock, _, Pid} = connect(Port, <<"permessage-deflate">>),
+    At = start(Config, #{compress => true, max_message_size => 1000000}),
+    {Sock, _, Pid} = connect(At, <<"permessage-deflate">>),
     Bomb = bomb(100),
     ct:pal("bomb: ~p bytes inflating to 100 MB", [byte_size(Bomb)]),
     true = erlang:garbage_collect(),
