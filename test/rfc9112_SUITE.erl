@@ -49,6 +49,7 @@
          chunked_trailer_obs_fold/1, chunked_read_incrementally/1,
          chunked_bare_lf_rejected_at_once/1, chunked_size_line_unterminated/1,
          body_cut_by_client/1, chunk_size_over_max_body_413/1,
+         content_length_over_max_body_413/1,
          chunked_response_http11/1, close_delimited_response_http10/1,
          %% §9 connection management
          keep_alive_default_http11/1, connection_close_request/1,
@@ -103,6 +104,7 @@ groups() ->
                     chunked_trailer_obs_fold, chunked_read_incrementally,
                     chunked_bare_lf_rejected_at_once, chunked_size_line_unterminated,
                     body_cut_by_client, chunk_size_over_max_body_413,
+                    content_length_over_max_body_413,
                     chunked_response_http11, close_delimited_response_http10]},
      {connection, [], [keep_alive_default_http11, connection_close_request,
                        connection_close_in_list, http10_closes_by_default, http10_keep_alive,
@@ -650,6 +652,18 @@ chunk_size_over_max_body_413(Config) ->
     %% Also when earlier chunks were within the limit (10 MB by default).
     rejected(Config, <<"POST / HTTP/1.1\r\n" ?HOST "Transfer-Encoding: chunked\r\n\r\n"
                        "3\r\nabc\r\nA00000\r\n">>, 413).
+
+%% RFC 9110 §15.5.14: a Content-Length over max_body (10 MB by default)
+%% gets 413 before any handler runs and before a byte of the body is read,
+%% whether the body follows or the client waits for 100 Continue; like
+%% every error reply it closes the connection.
+content_length_over_max_body_413(Config) ->
+    rejected(Config, <<"POST / HTTP/1.1\r\n" ?HOST "Content-Length: 10485761\r\n\r\nabc">>, 413),
+    rejected(Config, <<"POST / HTTP/1.1\r\n" ?HOST "Content-Length: 10485761\r\n"
+                       "Expect: 100-continue\r\n\r\n">>, 413),
+    %% at the limit: served
+    #{body := <<"abc">>} =
+        seen(Config, <<"POST / HTTP/1.1\r\n" ?HOST "Content-Length: 3\r\n\r\nabc">>).
 
 %% RFC 9112 §7.1: chunk = chunk-size [ext] CRLF chunk-data CRLF; the CRLF
 %% after the data is required.

@@ -29,7 +29,8 @@
                 | precondition_failed
                 | {unsupported_content_coding, Accepted :: [binary()]}
                 | {range_not_satisfiable, Size :: non_neg_integer()}
-                | {too_many_requests, RetryAfter :: pos_integer()}.
+                | {too_many_requests, RetryAfter :: pos_integer()}
+                | {multipart, Why :: term()}.
 -export_type([reason/0]).
 
 %% @doc The status code for an error reason.
@@ -52,7 +53,13 @@ status(internal_error) -> 500;
 status({not_implemented, _}) -> 501;
 status(handler_timeout) -> 503;
 status({max_requests_in_flight, _}) -> 503;
-status(version_not_supported) -> 505.
+status(version_not_supported) -> 505;
+%% falco_multipart's parse errors: a body that is not multipart is the
+%% wrong media type (RFC 9110 §15.5.16), a limit is a body too large.
+status({multipart, not_multipart}) -> 415;
+status({multipart, Limit}) when Limit =:= too_many_parts; Limit =:= header_too_large;
+                                Limit =:= part_too_large -> 413;
+status({multipart, _}) -> 400.
 
 %% @doc The fields a reason's reply carries besides Content-Type.
 -spec fields(reason()) -> [{binary(), binary()}].

@@ -91,7 +91,7 @@ init(Parent, Name, Slots, Index) ->
     S = #acc{parent = Parent, name = Name, lsock = LSock, conf = Conf, slots = Slots,
              index = Index, max = maps:get(max_connections, Conf),
              drain = maps:get(drain, Conf), stats = maps:get(stats, Conf),
-             events = maps:get(telemetry, Conf, falco_telemetry:for(undefined))},
+             events = falco_telemetry:for(Conf)},
     loop(next(S), []).
 
 %% Starts a waiting process if none waits, a slot is free and no retry is
@@ -213,13 +213,11 @@ accepted(Pid, S = #acc{slots = Slots, index = I, conns = Conns, name = Name, eve
     ok = accepted_event(E, Now, Name, Pid),
     S#acc{waiting = undefined, conns = Conns#{Pid => Now}}.
 
-%% Nothing is built for an event that goes nowhere (closed/4 likewise).
-accepted_event(none, _Now, _Name, _Pid) ->
-    ok;
 accepted_event(E, Now, Name, Pid) ->
-    falco_telemetry:execute(E, [falco, connection, accepted],
-                            #{monotonic_time => Now, system_time => erlang:system_time()},
-                            #{listener => Name, pid => Pid}).
+    falco_telemetry:emit(E, [falco, connection, accepted],
+                         fun() -> {#{monotonic_time => Now, system_time => erlang:system_time()},
+                                   #{listener => Name, pid => Pid}}
+                         end).
 
 accept_failed(Reason, S) when Reason =:= emfile; Reason =:= enfile ->
     logger:warning("falco: listener ~p out of file descriptors (~p); backing off ~b ms",
@@ -269,13 +267,13 @@ settle(Pid, S = #acc{cells = Cells, stats = Stats}) ->
             S
     end.
 
-closed(_Pid, _Since, _Reason, #acc{events = none}) ->
-    ok;
 closed(Pid, Since, Reason, #acc{name = Name, events = E}) ->
-    Now = erlang:monotonic_time(),
-    falco_telemetry:execute(E, [falco, connection, closed],
-                            #{duration => Now - Since, monotonic_time => Now},
-                            #{listener => Name, pid => Pid, reason => Reason}).
+    falco_telemetry:emit(E, [falco, connection, closed],
+                         fun() ->
+                                 Now = erlang:monotonic_time(),
+                                 {#{duration => Now - Since, monotonic_time => Now},
+                                  #{listener => Name, pid => Pid, reason => Reason}}
+                         end).
 
 %% One bounded line for a connection that did not end the way connections
 %% end (formatted with a bound, so a reason holding a request body costs

@@ -184,14 +184,10 @@ start(tls, Ctx = #{socket := Socket, conf := Conf = #{protocols := Protocols},
 %% somewhere: a failed handshake is otherwise silent (a scanner, a client
 %% that gave up, a protocol or certificate mismatch).
 handshake_failed(Reason, #{conf := Conf, listener := Name}) ->
-    case maps:get(telemetry, Conf, none) of
-        none ->
-            ok;
-        E ->
-            falco_telemetry:execute(E, [falco, tls, handshake_failed],
-                                    #{monotonic_time => erlang:monotonic_time()},
-                                    #{listener => Name, reason => Reason})
-    end.
+    falco_telemetry:emit(falco_telemetry:for(Conf), [falco, tls, handshake_failed],
+                         fun() -> {#{monotonic_time => erlang:monotonic_time()},
+                                   #{listener => Name, reason => Reason}}
+                         end).
 
 %% The address handlers see: the original client's from a PROXY header
 %% (its PROXY command, over IPv4 or IPv6), else the socket's peer (no

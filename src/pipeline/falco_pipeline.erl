@@ -11,7 +11,7 @@
 %% @private internal to falco
 -module(falco_pipeline).
 
--export([run/4, run/5, precheck/2, error_reply/4, rejected/3, shed/4, check_response/1, check_fields/1,
+-export([serve/5, run/4, run/5, precheck/2, error_reply/4, rejected/3, shed/4, check_response/1, check_fields/1,
          body_size/1]).
 -export_type([checked/0, checked_body/0]).
 
@@ -26,13 +26,29 @@
                       | {iodata, iodata(), non_neg_integer()}
                       | {file, file:filename_all(), non_neg_integer(), non_neg_integer() | all}.
 
+%% @doc One request, the sequence of every protocol's driver: the checks
+%% made before any handler runs ({@link precheck/2}), then the handler
+%% under the listener's `handler_timeout' ({@link run/5}), or the error
+%% reply of the check that refused the request.
+-spec serve(falco_req:req(), falco_handler:handler(), module(), falco_stream:state(),
+            #{max_body := non_neg_integer(), atom() => term()}) ->
+          {ok, falco_stream:state()} | {error, term()}.
+serve(Req, Handler, Mod, S, Conf) ->
+    case precheck(Req, Conf) of
+        ok -> run(Req, Handler, Mod, S, maps:get(handler_timeout, Conf, infinity));
+        {error, Reason} -> error_reply(Reason, Req, Mod, S)
+    end.
+
 %% @doc The checks made before any handler runs, the same for every
 %% protocol: a body announced (Content-Length) larger than `max_body' is
 %% refused with 413 before a byte of it is read (RFC 9110 §15.5.14).
 -spec precheck(map(), #{max_body := non_neg_integer(), atom() => term()}) ->
           ok | {error, falco_errors:reason()}.
-precheck(#{body := {length, N}}, #{max_body := Max}) when N > Max ->
-    {error, content_too_large};
+precheck(#{body := {length, N}}, #{max_body := Max}) ->
+    case falco_stream:body_fits(N, Max) of
+        true -> ok;
+        false -> {error, content_too_large}
+    end;
 precheck(_Request, _Conf) ->
     ok.
 
@@ -63,7 +79,7 @@ run_in(Req, Handler, Mod, S, Timeout) ->
 -spec run(falco_req:req(), falco_handler:handler(), module(), falco_stream:state()) ->
           {ok, falco_stream:state()} | {error, term()}.
 run(Req, Handler, Mod, S) ->
-    try call(Handler, Req) of
+    try falco_handler:call(Handler, Req) of
         Resp -> respond(Resp, Req, Mod, S, Handler)
     catch
         throw:{falco_error, Reason} ->
@@ -78,9 +94,6 @@ run(Req, Handler, Mod, S) ->
             Result
     end.
 
-call(Fun, Req) when is_function(Fun, 1) -> Fun(Req);
-call({Mod, State}, Req) -> Mod:handle(Req, State);
-call(Mod, Req) -> Mod:handle(Req, undefined).
 
 %% @doc Sends the error reply for `Reason' and asks the protocol to close:
 %% falco_errors' reply (the one a handler would return for it) with
@@ -126,15 +139,11 @@ rejected(Reason, Status, Req) ->
                        _ -> {limits, Reason}
                    end,
     ok = falco_stats:rejected(falco_stats:for(Listener), Kind),
-    case falco_telemetry:for(Listener) of
-        none ->
-            ok;
-        E ->
-            falco_telemetry:execute(E, [falco, request, rejected],
-                                    #{monotonic_time => erlang:monotonic_time()},
-                                    (maps:with([listener, method, path, peer], Req))#{
-                                      reason => Name, status => Status})
-    end.
+    falco_telemetry:emit(falco_telemetry:for(Listener), [falco, request, rejected],
+                         fun() -> {#{monotonic_time => erlang:monotonic_time()},
+                                   (maps:with([listener, method, path, peer], Req))#{
+                                     reason => Name, status => Status}}
+                         end).
 
 content(#{method := <<"HEAD">>}, _Body) -> <<>>;
 content(_Req, Body) -> Body.

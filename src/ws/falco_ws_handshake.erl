@@ -134,16 +134,10 @@ has_element(Name, Token, Req) ->
 
 %% -- the handler's options ------------------------------------------------------
 
-%% @doc The options a handler may leave out.
+%% @doc The options a handler may leave out (falco_opts has every default).
 -spec default_opts() -> #{atom() => term()}.
 default_opts() ->
-    #{max_frame_size => 16 * 1024 * 1024, max_message_size => 16 * 1024 * 1024,
-      %% data frames of one message, and those of them with no payload
-      %% (falco_ws_session): Autobahn's largest case is 4 MB in 64-byte
-      %% fragments, 65,536 frames
-      max_fragments => 65536, max_empty_fragments => 64,
-      idle_timeout => 60000, ping_interval => infinity, close_timeout => 5000,
-      compress => false, protocols => []}.
+    falco_opts:websocket_defaults().
 
 %% @doc The handler's options (see {@link falco_ws_handler}) with the
 %% defaults, or the first bad one. The pipeline checks them before it
