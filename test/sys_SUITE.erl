@@ -11,7 +11,8 @@
 %% wait in accept without a timeout), on the socket backend and over TLS
 %% (the waits in rounds). A process suspended while it waits in accept
 %% loses no connection that comes meanwhile, and one that goes through a
-%% code change there goes on accepting.
+%% code change there goes on accepting. An acceptor answers while it
+%% drains its connections too.
 -module(sys_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
@@ -20,7 +21,7 @@
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1, init_per_group/2,
          end_per_group/2, init_per_testcase/2, end_per_testcase/2]).
 -export([every_process_answers/1, suspended_in_accept_loses_nothing/1,
-         code_change_in_accept/1, terminate_in_accept/1]).
+         code_change_in_accept/1, terminate_in_accept/1, acceptor_answers_while_draining/1]).
 
 -define(C, falco_test_client).
 -define(H2, falco_test_h2_client).
@@ -35,7 +36,7 @@ all() ->
 
 groups() ->
     Cases = [every_process_answers, suspended_in_accept_loses_nothing, code_change_in_accept,
-             terminate_in_accept],
+             terminate_in_accept, acceptor_answers_while_draining],
     [{tcp, [], Cases}, {tcp_socket, [], Cases}, {tls, [], Cases}].
 
 init_per_suite(Config) ->
@@ -70,9 +71,12 @@ end_per_testcase(Case, _Config) ->
 %% A listener whose /ws upgrades (falco_test_ws_handler) and whose other
 %% paths answer 200; returns its supervisor and port.
 start(Name, Config) ->
+    start(Name, Config, #{}).
+
+start(Name, Config, Opts) ->
     Port = falco_test_ws_handler:listen(Name, #{},
-                                        maps:merge(#{num_acceptors => ?ACCEPTORS},
-                                                   ?config(extra, Config))),
+                                        maps:merge(maps:merge(#{num_acceptors => ?ACCEPTORS},
+                                                              ?config(extra, Config)), Opts)),
     [Sup] = [P || {{falco_listener, N}, P, _, _} <- supervisor:which_children(falco_sup),
                   N =:= Name],
     {Sup, Port}.
@@ -308,3 +312,38 @@ terminate_in_accept(Config) ->
     after
         logger:remove_handler(Name)
     end.
+
+%% An acceptor draining a connection that does not close yet (a
+%% WebSocket session whose handler is busy) answers sys, suspended and
+%% resumed goes on draining, and the drain ends with the session.
+acceptor_answers_while_draining(Config) ->
+    Name = acceptor_answers_while_draining,
+    {Sup, Port} = start(Name, Config, #{num_acceptors => 1}),
+    Ws = ws(Port, Config),
+    Session = falco_test_ws_handler:await_init(),
+    ok = ?WS:send(Ws, text, <<"block">>),
+    receive {ws_blocked, Session} -> ok after 5000 -> ct:fail(not_blocked) end,
+    [A] = falco_test_tree:acceptors(Sup),
+    Self = self(),
+    Drainer = spawn_link(fun() -> Self ! {drained, falco:drain(Name, 10000)} end),
+    Draining = fun() ->
+                       try sys:get_state(A, ?SYS) of
+                           #{draining := D} -> D
+                       catch
+                           exit:{timeout, _} -> timeout
+                       end
+               end,
+    ok = ?C:wait_until(fun() -> Draining() =/= false end, 5000),
+    ?assertEqual(true, Draining()),
+    ok = sys:suspend(A, ?SYS),
+    {status, A, _, _} = sys:get_status(A, ?SYS),
+    ok = sys:resume(A, ?SYS),
+    ?assertEqual(true, Draining()),
+    Session ! release,
+    receive
+        {drained, Result} ->
+            ?assertEqual({ok, #{connections => 1, completed => 1, stopped => 0}}, Result)
+    after 10000 ->
+        ct:fail({not_drained, Drainer})
+    end,
+    ?assertMatch({_, {close, 1001}}, ?WS:recv_until_close(Ws, 5000)).
