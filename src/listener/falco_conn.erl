@@ -31,9 +31,10 @@
 
 -include_lib("kernel/include/logger.hrl").
 
-%% How long a process waiting in rounds (see accept/3) waits in accept
-%% before it looks at the drain flag again: at most this long between a
-%% drain and its listen socket's close.
+%% How long a process waiting in rounds (see accept/2) waits in accept
+%% before it looks at the drain flag and its mailbox again: at most this
+%% long between a drain and its listen socket's close, and for an answer
+%% to `sys'.
 -define(ACCEPT_ROUND, 100).
 
 %% The process while it waits in accept: what it needs to go on once it
