@@ -870,7 +870,7 @@ count_ins(Parent, N) ->
 %% The processes of `Acceptors' waiting in accept.
 waiting(Acceptors) ->
     [P || P <- processes(),
-          {current_function, {falco_transport, accept_port, 2}} <- [process_info(P, current_function)],
+          {current_function, {falco_conn, wait_accept, 2}} <- [process_info(P, current_function)],
           {dictionary, D} <- [process_info(P, dictionary)],
           lists:any(fun(A) -> lists:member(A, proplists:get_value('$ancestors', D, [])) end,
                     Acceptors)].
