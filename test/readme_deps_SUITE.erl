@@ -170,8 +170,7 @@ guide_release(Config) ->
     ct:log("rebar3 release (~p):~n~ts", [S1, Built]),
     0 = S1,
     Bin = filename:join([Dir, "_build", "default", "rel", "my_app", "bin", "my_app"]),
-    Release = open_port({spawn_executable, Bin}, [{args, ["foreground"]}, {cd, Dir}, {env, Env},
-                                                 binary, exit_status, stderr_to_stdout]),
+    Release = falco_test_run:start(Bin, ["foreground"], #{cd => Dir, env => Env}),
     try
         ok = falco_test_client:wait_until(
                fun() -> case gen_tcp:connect({127, 0, 0, 1}, Port, [], 200) of
@@ -186,11 +185,8 @@ guide_release(Config) ->
         {Stopped, Said} = falco_test_run:run(Bin, ["stop"],
                                              #{cd => Dir, env => Env, timeout => 30000}),
         ct:log("bin/my_app stop (~p): ~ts", [Stopped, Said]),
-        receive {Release, {exit_status, Exit}} -> ct:log("the release exited (~p)", [Exit])
-        after 20000 ->
-                {os_pid, OsPid} = erlang:port_info(Release, os_pid),
-                _ = os:cmd("kill -9 " ++ integer_to_list(OsPid))
-        end
+        {Exit, Out} = falco_test_run:wait_exit(Release, 20000),
+        ct:log("the release exited (~p):~n~ts", [Exit, Out])
     end.
 
 free_port() ->
