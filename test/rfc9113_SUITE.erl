@@ -65,8 +65,8 @@ base_opts(_Config) ->
 init_per_group(h2c, Config) ->
     start(h2c_listener, (base_opts(Config))#{protocols => [h2]}, tcp, Config);
 init_per_group(h2, Config) ->
-    start(h2_listener, falco_test_listener:tls((base_opts(Config))#{tls_opts => ?config(tls_opts, Config)}),
-          tls, Config);
+    Opts = (base_opts(Config))#{tls_opts => ?config(tls_opts, Config)},
+    start(h2_listener, falco_test_listener:tls(Opts), tls, Config);
 init_per_group(_, Config) ->
     Config.
 
