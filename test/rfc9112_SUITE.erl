@@ -123,23 +123,17 @@ init_per_suite(Config) ->
     %% turn a slow test client into a 408); the cases about the timeouts
     %% themselves use a second listener whose timeouts are 1 s, and wait
     %% for them with several seconds of margin.
-    {ok, _} = falco:start_listener(?LISTENER,
-                                   #{port => 0, ip => {127, 0, 0, 1},
-                                     handler => handler(Rec),
-                                     idle_timeout => 10000, request_timeout => 10000,
-                                     body_timeout => 10000}),
-    {ok, _} = falco:start_listener(?TIMEOUTS,
-                                   #{port => 0, ip => {127, 0, 0, 1},
-                                     handler => handler(Rec),
-                                     idle_timeout => 1000, request_timeout => 1000,
-                                     body_timeout => 1000}),
-    {ok, Port} = falco:port(?LISTENER),
-    {ok, TPort} = falco:port(?TIMEOUTS),
+    ok = falco_test_listener:start_app(),
+    {_, Port} = falco_test_listener:start(?LISTENER, handler(Rec),
+                                          #{idle_timeout => 10000, request_timeout => 10000,
+                                            body_timeout => 10000}),
+    {_, TPort} = falco_test_listener:start(?TIMEOUTS, handler(Rec),
+                                           #{idle_timeout => 1000, request_timeout => 1000,
+                                             body_timeout => 1000}),
     [{port, Port}, {timeouts_port, TPort}, {recorder, Rec} | Config].
 
 end_per_suite(Config) ->
-    ok = falco:stop_listener(?LISTENER),
-    ok = falco:stop_listener(?TIMEOUTS),
+    ok = falco_test_listener:stop([?LISTENER, ?TIMEOUTS]),
     ?C:recorder_stop(?config(recorder, Config)),
     Config.
 
@@ -874,12 +868,10 @@ unread_large_body_closes(Config) ->
 %% of first waiting up to body_timeout (10 s here) to read and drop it.
 close_without_draining_unread_body(_Config) ->
     Name = rfc9112_no_drain,
-    {ok, _} = falco:start_listener(Name, #{port => 0, ip => {127, 0, 0, 1},
-                                           handler => fun(_) -> {200, [], <<"not read">>} end,
-                                           body_timeout => 10000,
-                                           max_keep_alive_requests => 2}),
+    {_, Port} = falco_test_listener:start(Name, fun(_) -> {200, [], <<"not read">>} end,
+                                          #{body_timeout => 10000,
+                                            max_keep_alive_requests => 2}),
     try
-        {ok, Port} = falco:port(Name),
         Partial = <<"Content-Length: 100\r\n\r\nabc">>,
         Cases = [{[], <<"POST / HTTP/1.1\r\n" ?HOST "Connection: close\r\n", Partial/binary>>},
                  {[], <<"POST / HTTP/1.1\r\n" ?HOST "Connection: close\r\n"
@@ -890,7 +882,7 @@ close_without_draining_unread_body(_Config) ->
                   <<"POST / HTTP/1.1\r\n" ?HOST, Partial/binary>>}],
         [closed_without_draining(Port, Before, Raw) || {Before, Raw} <- Cases]
     after
-        ok = falco:stop_listener(Name)
+        ok = falco_test_listener:stop(Name)
     end.
 
 closed_without_draining(Port, Before, Raw) ->
