@@ -5,8 +5,8 @@
 %% Listeners themselves are started by falco_test_listener.
 -module(falco_test_tree).
 
--export([acceptors/1, conns/1, one_conn/1, listener/3]).
--export([peer_listener/3, binary_after_gc/0]).
+-export([acceptors/1, conns/1, one_conn/1]).
+-export([binary_after_gc/0]).
 -export([capture_log/1, capture_log/2, log/2, logged/0]).
 
 %% The acceptors of the listener whose supervisor is `Sup'.
@@ -24,14 +24,6 @@ one_conn(Sup) ->
     ok = falco_test_client:wait_until(fun() -> length(conns(Sup)) =:= 1 end, 5000),
     [Pid] = conns(Sup),
     Pid.
-
-%% The listener helpers that were here, for suites written against them:
-%% falco_test_listener:start/3 and falco_test_listener:peer/3.
-listener(Name, Handler, Opts) ->
-    falco_test_listener:start(Name, Handler, Opts).
-
-peer_listener(Name, Handler, Opts) ->
-    falco_test_listener:peer(Name, Handler, Opts).
 
 %% The node's binary memory after a moment and a collection of every
 %% process (call it in a peer with peer:call/5).

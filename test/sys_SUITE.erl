@@ -40,8 +40,7 @@ groups() ->
     [{tcp, [], Cases}, {tcp_socket, [], Cases}, {tls, [], Cases}].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
-    {ok, _} = application:ensure_all_started(ssl),
+    ok = falco_test_listener:start_tls_app(),
     Config.
 
 end_per_suite(_Config) ->
@@ -59,12 +58,11 @@ end_per_group(_Group, _Config) ->
     ok.
 
 init_per_testcase(Case, Config) ->
-    _ = falco:stop_listener(Case),
+    ok = falco_test_listener:ensure_stopped(Case),
     Config.
 
 end_per_testcase(Case, _Config) ->
-    _ = falco:stop_listener(Case),
-    ok.
+    falco_test_listener:ensure_stopped(Case).
 
 %% -- helpers ---------------------------------------------------------------
 
