@@ -380,7 +380,12 @@ send_data(Data, #h1s{transport = T, socket = Sock}) ->
 %% @private
 -spec send_end(falco_stream:headers(), state()) -> {ok, state()} | {error, term()}.
 send_end(Trailers, S = #h1s{mode = chunked}) ->
-    send(S, falco_http1_chunked:last(Trailers));
+    %% RFC 9110 §6.5.1: a trailer section carries only fields defined for
+    %% trailers, and no connection-specific one is (§7.6.1): dropped, by
+    %% the rule HTTP/2 drops them from every response section with.
+    send(S, falco_http1_chunked:last(
+              [F || {N, V} = F <- Trailers,
+                    not falco_grammar:is_connection_specific(N, iolist_to_binary(V))]));
 send_end(_Trailers, S) ->
     {ok, S}.
 
