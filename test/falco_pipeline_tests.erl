@@ -457,9 +457,26 @@ websocket_short_form_test() ->
 websocket_refused_test() ->
     [{response, 426, Fields, Body}] = resp({websocket, my_ws, state0, #{}}, req()),
     ?assertEqual(<<"websocket">>, proplists:get_value(<<"upgrade">>, Fields)),
+    %% falco_errors' reply for the reason: RFC 6455 §4.4's version, Date
+    ?assertEqual(<<"13">>, proplists:get_value(<<"sec-websocket-version">>, Fields)),
+    ?assert(proplists:is_defined(<<"date">>, Fields)),
     %% in words: what the resource is and what a client must send
     ?assertMatch(<<"This resource is a WebSocket endpoint: open it with a WebSocket client", _/binary>>,
                  iolist_to_binary(Body)).
+
+%% A malformed handshake is falco_errors' 400 with the version it speaks;
+%% an RFC 8441 extended CONNECT without Sec-WebSocket-Version its 426.
+websocket_refused_400_test() ->
+    Req = ws_req([]),
+    Bad = Req#{headers := lists:keyreplace(<<"sec-websocket-key">>, 1, maps:get(headers, Req),
+                                           {<<"sec-websocket-key">>, <<"c2hvcnQ=">>})},
+    [{response, 400, Fields, Body}] = resp({websocket, my_ws, state0, #{}}, Bad),
+    ?assertEqual(<<"13">>, proplists:get_value(<<"sec-websocket-version">>, Fields)),
+    ?assertMatch(<<"WebSocket handshake refused: Sec-WebSocket-Key", _/binary>>,
+                 iolist_to_binary(Body)),
+    H2 = (req())#{version => {2, 0}, protocol => <<"websocket">>},
+    [{response, 426, Fields2, _}] = resp({websocket, my_ws, state0, #{}}, H2),
+    ?assertEqual(<<"13">>, proplists:get_value(<<"sec-websocket-version">>, Fields2)).
 
 %% A bad option is the handler's bug: 500, logged, like any bad response.
 websocket_bad_option_test() ->

@@ -178,18 +178,17 @@ not_a_tunnel(Checked, _Req) ->
     Checked.
 
 %% The handler asked to upgrade (see falco_ws_handler): a valid handshake
-%% hands the connection or stream over, anything else gets its 400 or 426
-%% as an ordinary reply.
+%% hands the connection or stream over, anything else gets falco_errors'
+%% 400 or 426 for its reason as an ordinary reply (the connection goes on),
+%% over HTTP/1.1 and HTTP/2 alike.
 websocket(Handler, HState, Opts, Req, Mod, S) ->
     case falco_ws_handshake:accept(Req, Opts) of
         {ok, Status, Fields, #{deflate := Params}} ->
             Mod:switch_protocols(Status, Fields,
                                  #{handler => Handler, state => HState, opts => Opts,
                                    deflate => Params, req => Req}, S);
-        {error, Status, Fields, Why} ->
-            Body = falco_ws_handshake:refusal(Why),
-            send_full(Status, with_date([{<<"content-type">>, <<"text/plain">>} | Fields], false),
-                      {iodata, Body, iolist_size(Body)}, Req, Mod, S)
+        {error, Reason} ->
+            respond(falco_errors:response(Reason), Req, Mod, S)
     end.
 
 %% @doc Checks a handler's response term as {@link run/4} does before
