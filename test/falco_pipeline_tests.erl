@@ -230,6 +230,21 @@ field_names_test() ->
     ?assertEqual({error, {bad_header_name, <<"a b">>}}, falco_pipeline:check_fields([{<<"a b">>, <<>>}])),
     ?assertEqual({error, {bad_header, {a, b, c}}}, falco_pipeline:check_fields([{a, b, c}])).
 
+%% Values by the rule requests are read with (RFC 9110 §5.5,
+%% falco_grammar:is_field_value/1): no control byte but HTAB, no DEL;
+%% obs-text and inner whitespace kept, whitespace at either end trimmed
+%% (RFC 9113 §8.2.1 forbids it over HTTP/2).
+field_values_test_() ->
+    Check = fun(V) -> falco_pipeline:check_fields([{<<"x">>, V}]) end,
+    [[?_assertEqual({C, {error, {bad_header_value, <<"x">>}}}, {C, Check(<<"a", C, "b">>)})
+      || C <- lists:seq(0, 8) ++ lists:seq(10, 31) ++ [127]],
+     ?_assertEqual({ok, [{<<"x">>, <<"a\tb c", 16#80, 16#FF>>}], false},
+                   Check(<<"a\tb c", 16#80, 16#FF>>)),
+     ?_assertEqual({ok, [{<<"x">>, <<"a b">>}], false}, Check(<<" \ta b \t">>)),
+     ?_assertEqual({ok, [{<<"x">>, <<"v">>}], false}, Check([" ", <<"v">>, " "])),
+     ?_assertEqual({ok, [{<<"x">>, <<>>}], false}, Check(<<"  ">>)),
+     ?_assertEqual({error, {bad_header_value, <<"x">>}}, Check(<<"a\r\nset-cookie: b">>))].
+
 %% -- crashes and limits ---------------------------------------------------------------------
 
 %% A crash is a 500 and one log line naming the request and the error.

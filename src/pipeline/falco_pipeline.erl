@@ -2,7 +2,8 @@
 %%
 %% It calls the handler, turns its return into a response and hands that to
 %% the protocol's stream ({@link falco_stream}): fields checked and
-%% lowercased (RFC 9110 §5.1, §5.5: no CR, LF or NUL can be injected), Date
+%% lowercased (RFC 9110 §5.1, §5.5: no CR, LF or NUL can be injected, no
+%% other control byte sent, whitespace at either end trimmed), Date
 %% added (§6.6.1), Content-Length computed for full replies (§8.6), no body
 %% for HEAD (§9.3.2), 1xx/204/304 (§6.4.1) while HEAD keeps the GET fields.
 %% A handler that crashes gets a 500 and a log line naming the request; one
@@ -283,7 +284,8 @@ expected({bad_header, _}) ->
 expected({bad_header_name, _}) ->
     "a header name is a token (letters, digits, !#$%&'*+-.^_`|~)";
 expected({bad_header_value, _}) ->
-    "a header value is iodata (binaries, strings of bytes) without CR, LF or NUL";
+    "a header value is iodata (binaries, strings of bytes) without control bytes (CR, LF, NUL, ...) "
+    "or DEL";
 expected({bad_body, _}) ->
     "a body is iodata (binaries, lists of bytes and binaries), {file, Path} or "
     "{file, Path, Offset, Length}";
@@ -479,8 +481,14 @@ check_fields([Bad | _], _, _) ->
 %% lowercase (HTTP/2 requires it, RFC 9113 §8.2.1).
 field_name(Name) -> falco_grammar:lower_token(Name).
 
-field_value(V) when is_binary(V) ->
-    case value_ok(V) of
+%% RFC 9110 §5.5, the rule requests are read with (falco_grammar): no CR,
+%% LF or NUL (no field can be injected), nor another control byte or DEL.
+%% Whitespace at either end is not part of a value (§5.5) and HTTP/2 may
+%% not send it (RFC 9113 §8.2.1: the client would take the response for
+%% malformed), so it is trimmed.
+field_value(V0) when is_binary(V0) ->
+    V = falco_grammar:trim(V0),
+    case falco_grammar:is_field_value(V) of
         true -> {ok, V};
         false -> error
     end;
@@ -494,11 +502,6 @@ field_value(V) when is_list(V) ->
     end;
 field_value(_) ->
     error.
-
-%% RFC 9110 §5.5: CR, LF and NUL are never allowed in a field value.
-value_ok(<<C, R/binary>>) when C =/= $\r, C =/= $\n, C =/= 0 -> value_ok(R);
-value_ok(<<>>) -> true;
-value_ok(_) -> false.
 
 %% The one log line of a handler stopped by handler_timeout (`About' has
 %% the request's method, path and peer): whether it got the 503 or its
