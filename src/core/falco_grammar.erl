@@ -398,11 +398,13 @@ expect(Values) ->
 %% message malformed.
 %%
 %% The bytes are found with {@link field_value_stops/0}, a binary:match in
-%% C, rather than a loop in Erlang: medians of 11 runs, per value, OTP 25
-%% with the JIT, 2026-12-01, on a 2-core machine shared with other work
-%% (ratios from one interleaved run): 20 bytes 43 against 42 ns, 40 bytes
-%% 68 against 85 ns, 100 bytes 158 against 206 ns, 1 KB 1.1-1.7 against
-%% 2.0-2.1 us.
+%% C, rather than a byte loop in Erlang (HTTP/2's before): the loop's time
+%% over the pattern's, medians of 11 interleaved rounds, three runs, OTP
+%% 25 with the JIT, 2026-12-01, a 2-core machine shared with other work:
+%% 20-byte value 0.81-0.86 (the loop about 20 ns faster), 100 bytes
+%% 1.15-1.25, 1 KB 1.42-1.65, even somewhere between 32 and 64 bytes.
+%% One form for every length: the long values (cookies, user-agent,
+%% accept) are where the time goes (docs/internals/http1.md).
 -spec is_field_value(binary()) -> boolean().
 is_field_value(<<>>) ->
     true;

@@ -26,9 +26,9 @@
 %%
 %% The host and port of `:authority' or Host (RFC 9110 §7.2), the
 %% origin-form of `:path', tokens, field values (RFC 9110 §5.5) and which
-%% fields are connection-specific (RFC 9110 §7.6.1, §8.2.2) are read by
-%% {@link falco_grammar}, with the rules HTTP/1.1 applies; this module
-%% does not depend on the HTTP/1.1 codec.
+%% fields are connection-specific (RFC 9110 §7.6.1, RFC 9113 §8.2.2) are
+%% read by {@link falco_grammar}, with the rules HTTP/1.1 applies; this
+%% module does not depend on the HTTP/1.1 codec.
 %%
 %% With `connect_protocol' (we sent SETTINGS_ENABLE_CONNECT_PROTOCOL), an
 %% extended CONNECT (RFC 8441 §4) with `:protocol websocket' is a request
