@@ -111,11 +111,18 @@ tunnel_messages_per_echo(Config) ->
     Msg = binary:copy(<<"m">>, 64),
     %% warmed up: the windows grown, the first read asked for
     C1 = echoes(C0, Msg, 20),
+    %% the work the two processes do per echo, untraced: reductions
+    Reds0 = [reductions([P]) || P <- [Conn, Stream]],
+    C2 = echoes(C1, Msg, ?ECHOES),
+    [ConnReds, StreamReds] = [(reductions([P]) - R) / ?ECHOES
+                              || {P, R} <- lists:zip([Conn, Stream], Reds0)],
+    ct:log("reductions per echo: connection ~.1f, stream process ~.1f, both ~.1f",
+           [ConnReds, StreamReds, ConnReds + StreamReds]),
     Tracer = spawn_link(fun() -> count(#{}) end),
     Flags = [send, {tracer, Tracer}],
     1 = erlang:trace(Conn, true, Flags),
     1 = erlang:trace(Stream, true, Flags),
-    _ = echoes(C1, Msg, ?ECHOES),
+    _ = echoes(C2, Msg, ?ECHOES),
     1 = erlang:trace(Conn, false, [send]),
     1 = erlang:trace(Stream, false, [send]),
     Ref = erlang:trace_delivered(all),
@@ -216,6 +223,9 @@ ws_recv(C0, Buf) ->
         {_, C} ->
             ws_recv(C, Buf)
     end.
+
+reductions(Pids) ->
+    lists:sum([R || P <- Pids, {reductions, R} <- [process_info(P, reductions)]]).
 
 %% The tracer: sends counted by sender and receiver.
 count(Counts) ->
