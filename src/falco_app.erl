@@ -1,5 +1,6 @@
-%% @doc The falco application: stores the HTTP/1.1 codec's tables (its
-%% compiled patterns) in `persistent_term' once, adds the logger filter
+%% @doc The falco application: stores the compiled patterns of the
+%% HTTP/1.1 codec and of the field grammar (falco_grammar) in
+%% `persistent_term' once, adds the logger filter
 %% that keeps listeners' options out of supervisor reports
 %% ({@link falco_report:supervisor_filter/2}), then starts
 %% {@link falco_sup}. Storing them here, not on first use in a connection,
@@ -18,7 +19,7 @@
 %% @private
 -spec start(application:start_type(), term()) -> {ok, pid()} | {error, term()}.
 start(_Type, _Args) ->
-    ok = store_tables(falco_http1:tables()),
+    ok = store_tables(falco_grammar:tables() ++ falco_http1:tables()),
     %% supervisor reports of a listener without its options (falco_report)
     _ = logger:add_primary_filter(falco_reports, {fun falco_report:supervisor_filter/2, []}),
     case falco_sup:start_link() of

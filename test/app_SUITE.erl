@@ -66,27 +66,25 @@ init_per_suite(Config) ->
     ok = file:write_file(filename:join(Priv, "secret.txt"), <<"TOP SECRET">>),
     ok = file:make_symlink("../secret.txt", filename:join(Root, "escape")),
     ok = file:make_symlink(Priv, filename:join(Root, "privdir")),
-    {ok, _} = falco:start_listener(?LISTENER,
-                                   #{port => 0, ip => {127, 0, 0, 1}, handler => handler(Root),
-                                     max_body => 2000000, body_timeout => 2000}),
-    {ok, Port} = falco:port(?LISTENER),
+    ok = falco_test_listener:start_app(),
+    {_, Port} = falco_test_listener:start(?LISTENER, handler(Root),
+                                          #{max_body => 2000000, body_timeout => 2000}),
     [{port, Port}, {root, Root}, {priv, Priv} | Config].
 
 end_per_suite(Config) ->
-    ok = falco:stop_listener(?LISTENER),
+    ok = falco_test_listener:stop(?LISTENER),
     Config.
 
 init_per_group(example, Config) ->
     {ok, _} = falco_example:start(#{port => 0}),
-    {ok, Port} = falco:port(falco_example),
-    [{example_port, Port} | Config];
+    [{example_port, falco_test_listener:port(falco_example)} | Config];
 init_per_group(h2c, Config) ->
     [{curl_extra, ["--http2-prior-knowledge"]} | Config];
 init_per_group(_, Config) ->
     Config.
 
 end_per_group(example, Config) ->
-    ok = falco:stop_listener(falco_example),
+    ok = falco_test_listener:stop(falco_example),
     Config;
 end_per_group(_, Config) ->
     Config.
@@ -167,11 +165,9 @@ curl(Config, Args) ->
     Out = filename:join(?config(priv_dir, Config), "curl.out." ++ integer_to_list(erlang:unique_integer([positive]))),
     ok = falco_test_tools:require(["curl"]),
     Curl = os:find_executable("curl"),
-    Port = open_port({spawn_executable, Curl},
-                     [{args, ["-s", "-S", "--max-time", "20", "-D", "-", "-o", Out
-                              | proplists:get_value(curl_extra, Config, []) ++ Args]},
-                      binary, exit_status, use_stdio]),
-    {0, Head} = collect(Port, []),
+    {0, Head} = falco_test_run:run(Curl, ["-s", "-S", "--max-time", "20", "-D", "-", "-o", Out
+                                          | proplists:get_value(curl_extra, Config, []) ++ Args],
+                                   #{timeout => 30000, stderr => inherit}),
     {ok, Body} = file:read_file(Out),
     ok = file:delete(Out),
     Blocks = [B || B <- binary:split(Head, <<"\r\n\r\n">>, [global]), B =/= <<>>],
@@ -187,13 +183,6 @@ curl(Config, Args) ->
                    {string:lowercase(N), string:trim(V)}
                end || L <- Lines],
     {binary_to_integer(Code), Headers, Body}.
-
-collect(Port, Acc) ->
-    receive
-        {Port, {data, D}} -> collect(Port, [Acc, D]);
-        {Port, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
-    after 30000 -> error(curl_timeout)
-    end.
 
 multipart(Boundary, Parts) ->
     iolist_to_binary([[[<<"--">>, Boundary, <<"\r\n">>,

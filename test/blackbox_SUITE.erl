@@ -37,15 +37,14 @@ init_per_suite(Config) ->
     File = filename:join(Priv, "payload.bin"),
     Payload = <<(list_to_binary(lists:seq(0, 255)))/binary, (crypto:strong_rand_bytes(300000))/binary>>,
     ok = file:write_file(File, Payload),
-    {ok, _} = falco:start_listener(?LISTENER,
-                                   #{port => 0, ip => {127, 0, 0, 1}, handler => handler(File),
-                                     max_body => 2 * 1024 * 1024, max_request_line => 2048,
-                                     max_header_line => 4096, idle_timeout => 10000}),
-    {ok, Port} = falco:port(?LISTENER),
+    ok = falco_test_listener:start_app(),
+    {_, Port} = falco_test_listener:start(?LISTENER, handler(File),
+                                          #{max_body => 2 * 1024 * 1024, max_request_line => 2048,
+                                            max_header_line => 4096, idle_timeout => 10000}),
     [{port, Port}, {payload_file, File}, {payload, Payload} | Config].
 
 end_per_suite(Config) ->
-    ok = falco:stop_listener(?LISTENER),
+    ok = falco_test_listener:stop(?LISTENER),
     Config.
 
 init_per_group(curl, Config) ->
@@ -98,22 +97,8 @@ route(_, _, _Req, _) ->
 url(Config, Path) ->
     "http://127.0.0.1:" ++ integer_to_list(?config(port, Config)) ++ Path.
 
-%% Runs a program without a shell; returns {ExitStatus, Output} (stdout
-%% and stderr together). Clients are given their own time limits, and
-%% this one is a backstop.
-run(Exe, Args) ->
-    Port = open_port({spawn_executable, Exe},
-                     [{args, Args}, binary, exit_status, stderr_to_stdout, use_stdio, hide]),
-    collect(Port, []).
-
-collect(Port, Acc) ->
-    receive
-        {Port, {data, D}} -> collect(Port, [Acc, D]);
-        {Port, {exit_status, S}} -> {S, iolist_to_binary(Acc)}
-    after 60000 ->
-        catch port_close(Port),
-        ct:fail({client_hung, iolist_to_binary(Acc)})
-    end.
+%% Clients are given their own time limits; the runner's is a backstop.
+-define(CLIENT_BACKSTOP, 60000).
 
 %% curl with a time limit. Returns {Headers, Body, Verbose}: every
 %% response head (-D), what curl wrote to stdout (the bodies of all URLs,
@@ -123,9 +108,10 @@ curl(Config, Args) ->
     N = integer_to_list(erlang:unique_integer([positive])),
     Hdrs = filename:join(Priv, "headers" ++ N),
     Err = filename:join(Priv, "stderr" ++ N),
-    {Exit, Body} = run(?config(curl, Config),
-                       ["--silent", "--show-error", "--max-time", "30", "-v", "--stderr", Err,
-                        "-D", Hdrs | Args]),
+    {Exit, Body} = falco_test_run:run(?config(curl, Config),
+                                      ["--silent", "--show-error", "--max-time", "30", "-v",
+                                       "--stderr", Err, "-D", Hdrs | Args],
+                                      #{timeout => ?CLIENT_BACKSTOP}),
     Read = fun(F) -> case file:read_file(F) of {ok, B} -> B; {error, enoent} -> <<>> end end,
     Verbose = Read(Err),
     ct:log("curl ~p~nexit ~p~n~ts", [Args, Exit, Verbose]),
@@ -153,7 +139,9 @@ field(Name, Fields) -> proplists:get_value(Name, Fields).
 
 python(Config, Scenario) ->
     Script = filename:join(?config(data_dir, Config), "http_client.py"),
-    {Exit, Output} = run("/usr/bin/python3", [Script, integer_to_list(?config(port, Config)), Scenario]),
+    {Exit, Output} = falco_test_run:run("/usr/bin/python3",
+                                        [Script, integer_to_list(?config(port, Config)), Scenario],
+                                        #{timeout => ?CLIENT_BACKSTOP}),
     ct:log("python ~s: exit ~p~n~ts", [Scenario, Exit, Output]),
     ?assertEqual(0, Exit),
     Lines = binary:split(string:trim(Output), <<"\n">>, [global]),

@@ -79,10 +79,11 @@ start(Exe, Config) ->
     Browser = ?BROWSER:start(Exe, Priv),
     ct:log("~s (~s), DevTools on port ~b", [?BROWSER:version(Browser), Exe, maps:get(port, Browser)]),
     try
+        ok = falco_test_listener:start_app(),
         {ok, _} = falco_example:start(#{port => 0}),
         {ok, _} = falco_example:start_tls(Priv, #{port => 0}),
-        {ok, Port} = falco:port(falco_example),
-        {ok, TlsPort} = falco:port(falco_example_tls),
+        Port = falco_test_listener:port(falco_example),
+        TlsPort = falco_test_listener:port(falco_example_tls),
         %% the trace that shows what the server's /ws handler received
         {module, _} = code:ensure_loaded(falco_example_ws),
         1 = erlang:trace_pattern({falco_example_ws, upgrade, 1}, true, []),
@@ -91,8 +92,7 @@ start(Exe, Config) ->
     catch
         Class:Reason:Stack ->
             _ = ?BROWSER:stop(Browser),
-            _ = falco:stop_listener(falco_example),
-            _ = falco:stop_listener(falco_example_tls),
+            ok = falco_test_listener:ensure_stopped([falco_example, falco_example_tls]),
             erlang:raise(Class, Reason, Stack)
     end.
 
@@ -101,8 +101,7 @@ end_per_suite(Config) ->
     {How, Left} = ?BROWSER:stop(?config(browser, Config)),
     ct:log("browser ~p, processes left: ~p", [How, Left]),
     _ = erlang:trace_pattern({falco_example_ws, '_', '_'}, false, []),
-    ok = falco:stop_listener(falco_example),
-    ok = falco:stop_listener(falco_example_tls),
+    ok = falco_test_listener:stop([falco_example, falco_example_tls]),
     Config.
 
 init_per_testcase(_Case, Config) ->

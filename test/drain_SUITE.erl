@@ -26,7 +26,7 @@ all() ->
      notice_keeps_serving].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     Config.
 
 end_per_suite(_Config) ->
@@ -38,7 +38,7 @@ init_per_testcase(Case, Config) ->
 
 end_per_testcase(Case, _Config) ->
     _ = logger:remove_handler(?LOG),
-    _ = falco:stop_listener(Case, immediate),
+    ok = falco_test_listener:ensure_stopped(Case, immediate),
     ok.
 
 %% @private the user's supervisor of app_stop_drains
@@ -55,7 +55,7 @@ start(Config) ->
 start(Config, Opts) ->
     Test = self(),
     Handler = fun(Req) -> handle(Req, Test) end,
-    {_Sup, Port} = falco_test_tree:listener(?config(name, Config), Handler, Opts),
+    {_Sup, Port} = falco_test_listener:start(?config(name, Config), Handler, Opts),
     Port.
 
 handle(Req, Test) ->
@@ -316,7 +316,7 @@ app_stop_drains(Config) ->
              shutdown_timeout => 5000},
     {ok, Sup} = supervisor:start_link(?MODULE, {user_sup, falco:child_spec(Name, Opts)}),
     unlink(Sup),
-    {ok, Port} = falco:port(Name),
+    Port = falco_test_listener:port(Name),
     %% falco:stop_listener/2 does not stop (or flag) a listener of the
     %% user's tree: it goes on accepting
     ?assertEqual({error, not_found}, falco:stop_listener(Name, immediate)),

@@ -79,22 +79,20 @@ mix_project_serves(Config) ->
            {"MIX_HOME", filename:join(?config(priv_dir, Config), "mix_home")},
            {"HEX_OFFLINE", "1"}, {"MIX_ENV", "dev"}, {"PORT", "0"}],
     T0 = erlang:monotonic_time(millisecond),
-    {0, Compiled} = falco_test_run:run_to_end(?config(mix, Config), ["compile"], Dir, Env,
-                                              ?COMPILE_TIMEOUT),
+    {0, Compiled} = falco_test_run:run(?config(mix, Config), ["compile"],
+                                       #{cd => Dir, env => Env, timeout => ?COMPILE_TIMEOUT}),
     T1 = erlang:monotonic_time(millisecond),
     ct:log("mix compile (~b ms):~n~ts", [T1 - T0, Compiled]),
-    Server = open_port({spawn_executable, ?config(mix, Config)},
-                       [{args, ["run", "--no-halt", "--no-compile", "--no-deps-check"]},
-                        {cd, Dir}, {env, Env}, {line, 4096}, binary, exit_status,
-                        stderr_to_stdout]),
-    {os_pid, OsPid} = erlang:port_info(Server, os_pid),
+    Server = falco_test_run:start(?config(mix, Config),
+                                  ["run", "--no-halt", "--no-compile", "--no-deps-check"],
+                                  #{cd => Dir, env => Env}),
     try
-        Port = listening(Server, falco_test_run:deadline(?START_TIMEOUT)),
+        Port = falco_test_run:await(Server, fun listening/1, ?START_TIMEOUT),
         ct:log("the app is up after ~b ms, on port ~b",
                [erlang:monotonic_time(millisecond) - T1, Port]),
         requests(Port)
     after
-        stop(Server, OsPid)
+        stop(Server)
     end,
     {comment, lists:flatten(io_lib:format("mix compile ~.1f s", [(T1 - T0) / 1000]))}.
 
@@ -110,10 +108,10 @@ guide_testing_line(Config) ->
            {"MIX_HOME", filename:join(?config(priv_dir, Config), "mix_home")},
            {"HEX_OFFLINE", "1"}, {"MIX_ENV", "dev"}, {"PORT", "0"}],
     Code = [Block, <<"IO.puts(\"status 200, \" <> body)\n">>],
-    {Status, Out} = falco_test_run:run_to_end(?config(mix, Config),
-                                              ["run", "--no-compile", "--no-deps-check", "-e",
-                                               binary_to_list(iolist_to_binary(Code))],
-                                              Dir, Env, ?COMPILE_TIMEOUT),
+    {Status, Out} = falco_test_run:run(?config(mix, Config),
+                                       ["run", "--no-compile", "--no-deps-check", "-e",
+                                        binary_to_list(iolist_to_binary(Code))],
+                                       #{cd => Dir, env => Env, timeout => ?COMPILE_TIMEOUT}),
     ct:log("the guide's testing line (~p):~n~ts", [Status, Out]),
     0 = Status,
     ?assertNotEqual(nomatch, binary:match(Out, <<"status 200, ">>)),
@@ -172,33 +170,21 @@ copy(From, To) ->
     {ok, _} = file:copy(From, To),
     ok.
 
-%% The port the app printed it listens on.
-listening(Server, Deadline) ->
-    receive
-        {Server, {data, {eol, <<"hello: listening on http://127.0.0.1:", Rest/binary>>}}} ->
-            [Port, <<>>] = binary:split(Rest, <<"/">>),
-            binary_to_integer(Port);
-        {Server, {data, {_, Line}}} ->
-            ct:log("app: ~ts", [Line]),
-            listening(Server, Deadline);
-        {Server, {exit_status, S}} ->
-            ct:fail({app_exited, S})
-    after falco_test_run:left(Deadline) ->
-            ct:fail(app_not_listening)
+%% The port the app printed it listens on, once it has.
+listening(Output) ->
+    case re:run(Output, "^hello: listening on http://127\\.0\\.0\\.1:([0-9]+)/\r?$",
+                [multiline, {capture, all_but_first, binary}]) of
+        {match, [Port]} -> {true, binary_to_integer(Port)};
+        nomatch -> false
     end.
 
 %% SIGTERM: the VM stops its applications and exits; SIGKILL if it has
 %% not within the deadline.
-stop(Server, OsPid) ->
-    _ = os:cmd("kill -TERM " ++ integer_to_list(OsPid)),
-    Deadline = falco_test_run:deadline(?STOP_TIMEOUT),
-    wait_exit(Server, OsPid, Deadline).
-
-wait_exit(Server, OsPid, Deadline) ->
-    receive
-        {Server, {exit_status, S}} -> ct:log("the app exited (~p)", [S]);
-        {Server, {data, _}} -> wait_exit(Server, OsPid, Deadline)
-    after falco_test_run:left(Deadline) ->
-            _ = os:cmd("kill -9 " ++ integer_to_list(OsPid)),
-            ct:fail(app_did_not_stop)
+stop(Server) ->
+    case falco_test_run:stop(Server, ?STOP_TIMEOUT) of
+        {killed, Out} ->
+            ct:log("the app:~n~ts", [Out]),
+            ct:fail(app_did_not_stop);
+        {S, Out} ->
+            ct:log("the app exited (~p):~n~ts", [S, Out])
     end.

@@ -19,12 +19,12 @@ all() ->
      file_route, keep_alive_across_routes, wrong_method_and_unknown_path].
 
 init_per_suite(Config) ->
+    ok = falco_test_listener:start_app(),
     {ok, _} = falco_example:start(#{port => 0}),
-    {ok, Port} = falco:port(falco_example),
-    [{port, Port} | Config].
+    [{port, falco_test_listener:port(falco_example)} | Config].
 
 end_per_suite(Config) ->
-    ok = falco:stop_listener(falco_example),
+    ok = falco_test_listener:stop(falco_example),
     Config.
 
 %% -- helpers -----------------------------------------------------------------

@@ -35,13 +35,13 @@ app_dependencies_test() ->
     {ok, Apps} = application:get_key(falco, applications),
     ?assertEqual([kernel, stdlib], Apps).
 
-%% The HTTP/1.1 codec's persistent terms are stored when the application
-%% starts, not on first use inside a connection; a restart leaves them as
+%% The persistent terms of the HTTP/1.1 codec and of the field grammar
+%% are stored when the application starts, not on first use inside a connection; a restart leaves them as
 %% they are (a replaced persistent term would force a global GC).
 tables_at_start_test() ->
     {ok, _} = application:ensure_all_started(falco),
-    Keys = [K || {K, _} <- falco_http1:tables()],
-    ?assertEqual(2, length(Keys)),
+    Keys = [K || {K, _} <- falco_grammar:tables() ++ falco_http1:tables()],
+    ?assertEqual([falco_grammar_field_stops, falco_http1_lf], Keys),
     Stored = [persistent_term:get(K) || K <- Keys],
     ok = application:stop(falco),
     {ok, _} = application:ensure_all_started(falco),

@@ -48,3 +48,27 @@ range_not_satisfiable_test() ->
     ?assertEqual({416, [{<<"content-range">>, <<"bytes */1234">>}, ?TEXT],
                   <<"Range Not Satisfiable\n">>},
                  ?E:response({range_not_satisfiable, 1234})).
+
+%% A refused WebSocket handshake (falco_ws_handshake), the same reason over
+%% HTTP/1.1 and HTTP/2: RFC 9110 §15.5.22's 426 with Upgrade for a request
+%% that does not ask for WebSocket, RFC 6455 §4.4's 426 for another
+%% version, 400 for a malformed handshake (§4.2.1); each names version 13
+%% (§4.4) and says in words what was wrong.
+websocket_handshake_test_() ->
+    V13 = {<<"sec-websocket-version">>, <<"13">>},
+    R = fun(Why) -> ?E:response({websocket_handshake, Why}) end,
+    [?_assertMatch({426, [{<<"upgrade">>, <<"websocket">>}, {<<"connection">>, <<"upgrade">>},
+                          V13, ?TEXT],
+                    <<"This resource is a WebSocket endpoint", _/binary>>},
+                   R(not_a_websocket_request)),
+     ?_assertMatch({426, [V13, ?TEXT], <<"WebSocket handshake refused: only Sec-WebSocket-Version 13",
+                                         _/binary>>},
+                   R(unsupported_version)),
+     ?_assertMatch({400, [V13, ?TEXT], <<"WebSocket handshake refused: Sec-WebSocket-Key", _/binary>>},
+                   R(bad_key)),
+     ?_assertMatch({400, [V13, ?TEXT], <<"WebSocket handshake refused: the opening handshake must be a GET",
+                                         _/binary>>},
+                   R(method_not_get)),
+     ?_assertMatch({400, [V13, ?TEXT], <<"WebSocket handshake refused: the opening handshake needs HTTP/1.1",
+                                         _/binary>>},
+                   R(http_1_0))].

@@ -224,3 +224,68 @@ length_value_test_() ->
      ?_assertEqual({error, invalid}, falco_grammar:length_value(<<>>)),
      ?_assertEqual({error, invalid}, falco_grammar:length_value(<<"+5">>)),
      ?_assertEqual({error, invalid}, falco_grammar:length_value(<<"5 ">>))].
+
+%% -- field values (RFC 9110 §5.5) -----------------------------------------------
+
+%% Every byte, in the middle of a value, against the classes written out
+%% here rather than taken from the macro: HTAB, SP, VCHAR 0x21-0x7E and
+%% obs-text 0x80-0xFF are in; NUL, the other controls (LF 0x0A and CR
+%% 0x0D among them) and DEL 0x7F are out.
+field_value_bytes_test() ->
+    In = fun(C) -> C =:= 16#09 orelse C =:= 16#20 orelse (C >= 16#21 andalso C =< 16#7E)
+                       orelse (C >= 16#80 andalso C =< 16#FF) end,
+    [?assertEqual({C, In(C)}, {C, ?G:is_field_value(<<"a", C, "b">>)}) || C <- lists:seq(0, 255)],
+    %% the same answer alone, at the start, at the end and after a long
+    %% run of valid bytes (binary:match, not a loop over the first bytes)
+    Long = binary:copy(<<"x">>, 1000),
+    [?assertEqual({C, In(C)}, {C, ?G:is_field_value(<<Long/binary, C, "b">>)})
+     || C <- lists:seq(0, 255)],
+    [?assertEqual({C, In(C) andalso C =/= $\s andalso C =/= $\t},
+                  {C, ?G:is_field_value(<<C>>)}) || C <- lists:seq(0, 255)].
+
+%% The edges of the classes named one by one.
+field_value_edges_test_() ->
+    [?_assert(?G:is_field_value(<<>>)),
+     ?_assertNot(?G:is_field_value(<<"a", 16#00, "b">>)),
+     ?_assert(?G:is_field_value(<<"a", 16#09, "b">>)),
+     ?_assertNot(?G:is_field_value(<<"a", 16#0A, "b">>)),
+     ?_assertNot(?G:is_field_value(<<"a", 16#0D, "b">>)),
+     ?_assertNot(?G:is_field_value(<<"a\r\nb">>)),
+     ?_assertNot(?G:is_field_value(<<"a", 16#1F, "b">>)),
+     ?_assert(?G:is_field_value(<<"a", 16#20, "b">>)),
+     ?_assert(?G:is_field_value(<<"a", 16#7E, "b">>)),
+     ?_assertNot(?G:is_field_value(<<"a", 16#7F, "b">>)),
+     ?_assert(?G:is_field_value(<<16#80>>)),
+     ?_assert(?G:is_field_value(<<16#FF, "x", 16#C3, 16#A9>>)),
+     %% field-content starts and ends with a field-vchar
+     ?_assertNot(?G:is_field_value(<<" a">>)),
+     ?_assertNot(?G:is_field_value(<<"\ta">>)),
+     ?_assertNot(?G:is_field_value(<<"a ">>)),
+     ?_assertNot(?G:is_field_value(<<"a\t">>)),
+     ?_assertNot(?G:is_field_value(<<" ">>)),
+     ?_assert(?G:is_field_value(<<"a \t b">>))].
+
+%% The pattern is built from the same rule: it finds exactly the bytes
+%% is_field_value/1 refuses, CR and LF among them; stored or not, the same.
+field_value_stops_test() ->
+    Stops = [C || C <- lists:seq(0, 255),
+                  binary:match(<<C>>, ?G:field_value_stops()) =/= nomatch],
+    ?assertEqual(lists:seq(0, 8) ++ lists:seq(10, 31) ++ [127], Stops),
+    [{falco_grammar_field_stops, Stored}] = ?G:tables(),
+    ?assertEqual(Stops, [C || C <- lists:seq(0, 255), binary:match(<<C>>, Stored) =/= nomatch]).
+
+%% -- connection-specific fields (RFC 9110 §7.6.1, RFC 9113 §8.2.2) ------------------
+
+connection_specific_test_() ->
+    [[?_assert(?G:is_connection_specific(N, <<"x">>))
+      || N <- [<<"connection">>, <<"keep-alive">>, <<"proxy-connection">>,
+               <<"transfer-encoding">>, <<"upgrade">>]],
+     %% TE: "trailers" only, in any case (RFC 9113 §8.2.2, RFC 9114 §4.2)
+     ?_assertNot(?G:is_connection_specific(<<"te">>, <<"trailers">>)),
+     ?_assertNot(?G:is_connection_specific(<<"te">>, <<"Trailers">>)),
+     ?_assert(?G:is_connection_specific(<<"te">>, <<"gzip">>)),
+     ?_assert(?G:is_connection_specific(<<"te">>, <<"trailers, gzip">>)),
+     ?_assert(?G:is_connection_specific(<<"te">>, <<>>)),
+     [?_assertNot(?G:is_connection_specific(N, <<"x">>))
+      || N <- [<<"host">>, <<"content-length">>, <<"cookie">>, <<"trailer">>,
+               <<"http2-settings">>, <<"connections">>, <<"x-upgrade">>]]].

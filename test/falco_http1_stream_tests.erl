@@ -158,6 +158,18 @@ chunked_stream_test() ->
                    "5\r\nhello\r\n2\r\nab\r\n0\r\nx-t: v\r\n\r\n">>, sent()),
     ?assertNot(?S:closing(S)).
 
+%% RFC 9110 §6.5.1, §7.6.1: no connection-specific field in a trailer
+%% section (falco_grammar's rule, as over HTTP/2); `te: trailers' is not one.
+chunked_trailers_connection_specific_test() ->
+    setup([]),
+    {ok, S} = ?S:send_headers(200, [], new({1, 1}, true)),
+    {ok, S} = ?S:send_end([{<<"connection">>, <<"close">>}, {<<"x-t">>, [<<"v">>]},
+                           {<<"transfer-encoding">>, <<"gzip">>}, {<<"upgrade">>, <<"h2c">>},
+                           {<<"keep-alive">>, <<"1">>}, {<<"proxy-connection">>, <<"x">>},
+                           {<<"te">>, <<"gzip">>}, {<<"te">>, <<"trailers">>}], S),
+    ?assertEqual(<<"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+                   "0\r\nx-t: v\r\nte: trailers\r\n\r\n">>, sent()).
+
 %% With a Content-Length the body goes out as is, and trailers cannot.
 length_stream_test() ->
     setup([]),

@@ -239,7 +239,11 @@ trailers_test_() ->
      ?_assertEqual({error, {malformed, bad_header_name}}, ?R:trailers([{<<"X">>, <<"1">>}])),
      ?_assertEqual({error, {malformed, bad_header_value}}, ?R:trailers([{<<"x">>, <<"\n">>}])),
      ?_assertEqual({error, {malformed, connection_specific_header}},
-                   ?R:trailers([{<<"transfer-encoding">>, <<"chunked">>}]))].
+                   ?R:trailers([{<<"transfer-encoding">>, <<"chunked">>}])),
+     %% the one rule of requests (falco_grammar): TE is "trailers" or malformed
+     ?_assertEqual({error, {malformed, bad_te}}, ?R:trailers([{<<"te">>, <<"gzip">>}])),
+     ?_assertEqual(ok, ?R:trailers([{<<"te">>, <<"trailers">>}])),
+     ?_assertEqual({error, {malformed, bad_header_value}}, ?R:trailers([{<<"x">>, <<"a ">>}]))].
 
 %% §8.2.2: connection-specific fields never go out on HTTP/2.
 response_fields_test() ->
@@ -250,4 +254,6 @@ response_fields_test() ->
                                      {<<"proxy-connection">>, <<"x">>},
                                      {<<"transfer-encoding">>, <<"chunked">>},
                                      {<<"upgrade">>, <<"h2c">>},
-                                     {<<"x-a">>, [<<"b">>, "c"]}])).
+                                     {<<"te">>, [<<"gz">>, "ip"]},
+                                     {<<"x-a">>, [<<"b">>, "c"]}])),
+    ?assertEqual([{<<"te">>, <<"trailers">>}], ?R:response_fields([{<<"te">>, [<<"trailers">>]}])).

@@ -230,6 +230,21 @@ field_names_test() ->
     ?assertEqual({error, {bad_header_name, <<"a b">>}}, falco_pipeline:check_fields([{<<"a b">>, <<>>}])),
     ?assertEqual({error, {bad_header, {a, b, c}}}, falco_pipeline:check_fields([{a, b, c}])).
 
+%% Values by the rule requests are read with (RFC 9110 §5.5,
+%% falco_grammar:is_field_value/1): no control byte but HTAB, no DEL;
+%% obs-text and inner whitespace kept, whitespace at either end trimmed
+%% (RFC 9113 §8.2.1 forbids it over HTTP/2).
+field_values_test_() ->
+    Check = fun(V) -> falco_pipeline:check_fields([{<<"x">>, V}]) end,
+    [[?_assertEqual({C, {error, {bad_header_value, <<"x">>}}}, {C, Check(<<"a", C, "b">>)})
+      || C <- lists:seq(0, 8) ++ lists:seq(10, 31) ++ [127]],
+     ?_assertEqual({ok, [{<<"x">>, <<"a\tb c", 16#80, 16#FF>>}], false},
+                   Check(<<"a\tb c", 16#80, 16#FF>>)),
+     ?_assertEqual({ok, [{<<"x">>, <<"a b">>}], false}, Check(<<" \ta b \t">>)),
+     ?_assertEqual({ok, [{<<"x">>, <<"v">>}], false}, Check([" ", <<"v">>, " "])),
+     ?_assertEqual({ok, [{<<"x">>, <<>>}], false}, Check(<<"  ">>)),
+     ?_assertEqual({error, {bad_header_value, <<"x">>}}, Check(<<"a\r\nset-cookie: b">>))].
+
 %% -- crashes and limits ---------------------------------------------------------------------
 
 %% A crash is a 500 and one log line naming the request and the error.
@@ -457,9 +472,26 @@ websocket_short_form_test() ->
 websocket_refused_test() ->
     [{response, 426, Fields, Body}] = resp({websocket, my_ws, state0, #{}}, req()),
     ?assertEqual(<<"websocket">>, proplists:get_value(<<"upgrade">>, Fields)),
+    %% falco_errors' reply for the reason: RFC 6455 §4.4's version, Date
+    ?assertEqual(<<"13">>, proplists:get_value(<<"sec-websocket-version">>, Fields)),
+    ?assert(proplists:is_defined(<<"date">>, Fields)),
     %% in words: what the resource is and what a client must send
     ?assertMatch(<<"This resource is a WebSocket endpoint: open it with a WebSocket client", _/binary>>,
                  iolist_to_binary(Body)).
+
+%% A malformed handshake is falco_errors' 400 with the version it speaks;
+%% an RFC 8441 extended CONNECT without Sec-WebSocket-Version its 426.
+websocket_refused_400_test() ->
+    Req = ws_req([]),
+    Bad = Req#{headers := lists:keyreplace(<<"sec-websocket-key">>, 1, maps:get(headers, Req),
+                                           {<<"sec-websocket-key">>, <<"c2hvcnQ=">>})},
+    [{response, 400, Fields, Body}] = resp({websocket, my_ws, state0, #{}}, Bad),
+    ?assertEqual(<<"13">>, proplists:get_value(<<"sec-websocket-version">>, Fields)),
+    ?assertMatch(<<"WebSocket handshake refused: Sec-WebSocket-Key", _/binary>>,
+                 iolist_to_binary(Body)),
+    H2 = (req())#{version => {2, 0}, protocol => <<"websocket">>},
+    [{response, 426, Fields2, _}] = resp({websocket, my_ws, state0, #{}}, H2),
+    ?assertEqual(<<"13">>, proplists:get_value(<<"sec-websocket-version">>, Fields2)).
 
 %% A bad option is the handler's bug: 500, logged, like any bad response.
 websocket_bad_option_test() ->

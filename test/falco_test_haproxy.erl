@@ -1,53 +1,35 @@
 %% Test helpers for the suites that put haproxy (Debian's, installed by
 %% scripts/bootstrap) in front of falco: haproxy in the foreground with a
-%% configuration the suite wrote, under a port owned by a process of its
-%% own (so that it outlives the init function that started it), and
+%% configuration the suite wrote, run beside the cases by falco_test_run
+%% (whose keeper process outlives the init function that started it), and
 %% stopped with a check that none of ours is left; free loopback ports
 %% for its frontends; a check that something listens on a port.
 -module(falco_test_haproxy).
 
 -export([start/1, stop/2, listening/1, free_ports/1]).
 
-%% haproxy -db -f Cfg: the keeper process. Its output (warnings, and
-%% the log when the configuration sends it to stderr) is printed when it
-%% exits, early or at stop/2.
--spec start(file:filename()) -> pid().
+%% haproxy -db -f Cfg, beside the cases (falco_test_run:start/3). Its
+%% output (warnings, and the log when the configuration sends it to
+%% stderr) is printed at stop/2.
+-spec start(file:filename()) -> map().
 start(Cfg) ->
-    Exe = os:find_executable("haproxy"),
-    spawn(fun() ->
-                  Port = open_port({spawn_executable, Exe}, [{args, ["-db", "-f", Cfg]}, exit_status,
-                                                             stderr_to_stdout, binary]),
-                  {os_pid, OsPid} = erlang:port_info(Port, os_pid),
-                  keep(Port, OsPid, [])
-          end).
-
-keep(Port, OsPid, Out) ->
-    receive
-        {Port, {data, D}} ->
-            keep(Port, OsPid, [D | Out]);
-        {Port, {exit_status, Status}} ->
-            ct:pal("haproxy exited early (~p): ~s", [Status, lists:reverse(Out)]);
-        {stop, From} ->
-            _ = os:cmd("kill " ++ integer_to_list(OsPid)),
-            receive
-                {Port, {exit_status, _}} ->
-                    _ = [ct:pal("haproxy said: ~s", [lists:reverse(Out)]) || Out =/= []],
-                    From ! {stopped, self()}
-            after 5000 ->
-                _ = os:cmd("kill -9 " ++ integer_to_list(OsPid)),
-                From ! {not_stopped, self()}
-            end
-    end.
+    falco_test_run:start(os:find_executable("haproxy"), ["-db", "-f", Cfg], #{}).
 
 %% Stops the haproxy of start/1 (run with configuration Cfg) and checks
-%% that no haproxy runs with that configuration any more.
--spec stop(pid(), file:filename()) -> ok.
-stop(Keeper, Cfg) ->
-    Keeper ! {stop, self()},
-    receive
-        {stopped, Keeper} -> ok;
-        {not_stopped, Keeper} -> ct:fail(haproxy_did_not_stop)
-    after 10000 -> ct:fail(haproxy_did_not_stop)
+%% that no haproxy runs with that configuration any more. One that
+%% exited early, or did not stop within 5 s of SIGTERM, fails the case.
+-spec stop(map(), file:filename()) -> ok.
+stop(Haproxy, Cfg) ->
+    case falco_test_run:output(Haproxy) of
+        {running, _} -> ok;
+        {Early, Said} -> ct:fail({haproxy_exited_early, Early, Said})
+    end,
+    case falco_test_run:stop(Haproxy, 5000) of
+        {killed, Out} ->
+            ct:fail({haproxy_did_not_stop, Out});
+        {_Status, Out} ->
+            _ = [ct:pal("haproxy said: ~s", [Out]) || Out =/= <<>>],
+            ok
     end,
     "" = os:cmd("pgrep -f " ++ Cfg),
     ok.

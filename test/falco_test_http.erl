@@ -61,7 +61,7 @@ protocols() ->
 -spec listener_opts(proto()) -> map().
 listener_opts(Proto) ->
     case is_tls(Proto) of
-        true -> #{transport => tls, tls_opts => falco_test_tls:server_opts()};
+        true -> falco_test_listener:tls(#{});
         false -> #{}
     end.
 

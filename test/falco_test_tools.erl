@@ -69,7 +69,8 @@ present({file, Path}) ->
     filelib:is_regular(Path);
 present({python3_module, Module}) ->
     present({file, ?PYTHON3}) andalso
-        os:cmd(?PYTHON3 ++ " -c 'import " ++ Module ++ "; print(1)' 2>/dev/null") =:= "1\n";
+        falco_test_run:cmd(?PYTHON3 ++ " -c 'import " ++ Module ++ "; print(1)' 2>/dev/null",
+                           30000) =:= "1\n";
 present({found, _Name, Found}) ->
     Found =/= false;
 present(Exe) ->

@@ -19,9 +19,7 @@ listen(Name, WsOpts, ListenerOpts) ->
               {<<"/ws/:room">>, fun(Req) -> upgrade(Req, Test, WsOpts) end},
               {<<"/deny">>, fun(_) -> {403, [], <<"no">>} end},
               {<<"/plain">>, fun(_) -> {200, [], <<"plain">>} end}],
-    {ok, _} = falco:start_listener(Name, maps:merge(#{port => 0, ip => {127, 0, 0, 1},
-                                                      routes => Routes}, ListenerOpts)),
-    {ok, Port} = falco:port(Name),
+    {_, Port} = falco_test_listener:start(Name, maps:merge(#{routes => Routes}, ListenerOpts)),
     Port.
 
 upgrade(Req, Test, WsOpts) ->

@@ -48,7 +48,7 @@ all() ->
      websocket, streaming, static_files, multipart, testing, releases].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     Root = falco_test_run:checkout(),
     Files = ["README.md" | lists:sort(filelib:wildcard("docs/guide/*.md", Root))],
     [{root, Root}, {files, Files} | Config].
@@ -60,7 +60,7 @@ init_per_testcase(_, Config) ->
     Config.
 
 end_per_testcase(_, Config) ->
-    _ = [falco:stop_listener(L) || L <- [hello, my_http, web, my_app_https]],
+    ok = falco_test_listener:ensure_stopped([hello, my_http, web, my_app_https]),
     Config.
 
 %% -- the check of every block ------------------------------------------------
@@ -125,7 +125,7 @@ readme_hello(Config) ->
     B = block(Config, "README.md", "-module(hello)."),
     load(B, [{"port => 8080", "port => 0"}]),
     {ok, _} = hello:start(),
-    {ok, Port} = falco:port(hello),
+    Port = falco_test_listener:port(hello),
     #{status := 200, body := <<"{\"hello\":\"world\"}">>} = get(Port, <<"/hello/world">>),
     #{status := 200, body := <<"Hello!\n">>} = get(Port, <<"/">>),
     #{status := 405} = fetch(Port, <<"POST">>, <<"/">>, <<>>).
@@ -189,7 +189,7 @@ middleware(Config) ->
 websocket(Config) ->
     load(block(Config, "websocket.md", "-module(echo_ws)."), [{"port => 8080", "port => 0"}]),
     {ok, _} = echo_ws:start(),
-    {ok, Port} = falco:port(my_http),
+    Port = falco_test_listener:port(my_http),
     {Sock, Resp} = falco_test_ws_client:connect(Port, <<"/ws">>),
     ct:log("handshake: ~p", [Resp]),
     ok = falco_test_ws_client:send(Sock, text, <<"hello">>),
@@ -222,7 +222,7 @@ static_files(Config) ->
         stub(my_app_home),
         _ = eval_all(block(Config, "static-files.md", "{falco_static, #{root => Www}}"),
                       [{"port => 8080", "port => 0"}]),
-        {ok, Port} = falco:port(web),
+        Port = falco_test_listener:port(web),
         #{status := 200, body := <<"hi there\n">>, headers := H} = get(Port, <<"/static/hi.txt">>),
         <<"text/plain", _/binary>> = proplists:get_value(<<"content-type">>, H),
         #{status := 400} = get(Port, <<"/static/%2e%2e/x">>)
@@ -273,7 +273,7 @@ releases(Config) ->
     try
         {ok, Sup} = my_app_sup:start_link(),
         unlink(Sup),
-        {ok, Port} = falco:port(my_app_https),
+        Port = falco_test_listener:port(my_app_https),
         #{status := 200, body := <<"<h1>hi</h1>">>} =
             falco_test_http:fetch(https, Port, <<"GET">>, <<"/static/index.html">>, [], <<>>),
         exit(Sup, shutdown)

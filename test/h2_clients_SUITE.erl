@@ -18,19 +18,15 @@ all() ->
      curl_tls_http11, nghttp_h2c, nghttp_tls, h2load_h2c, python_h2, tls13_only_listener].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
-    {ok, _} = application:ensure_all_started(ssl),
+    ok = falco_test_listener:start_tls_app(),
     TlsOpts = falco_test_tls:server_opts(),
-    Base = #{port => 0, ip => {127, 0, 0, 1}, handler => fun handle/1},
-    {ok, _} = falco:start_listener(clients_tcp, Base),
-    {ok, _} = falco:start_listener(clients_tls, Base#{transport => tls, tls_opts => TlsOpts}),
-    {ok, Tcp} = falco:port(clients_tcp),
-    {ok, Tls} = falco:port(clients_tls),
+    {_, Tcp} = falco_test_listener:start(clients_tcp, fun handle/1, #{}),
+    {_, Tls} = falco_test_listener:start(clients_tls, fun handle/1,
+                                         falco_test_listener:tls(#{tls_opts => TlsOpts})),
     [{tcp_port, Tcp}, {tls_port, Tls}, {tls_opts, TlsOpts} | Config].
 
 end_per_suite(Config) ->
-    ok = falco:stop_listener(clients_tcp),
-    ok = falco:stop_listener(clients_tls),
+    ok = falco_test_listener:stop([clients_tcp, clients_tls]),
     Config.
 
 tools(tls13_only_listener) -> [];
@@ -77,7 +73,7 @@ handle(Req) ->
     end.
 
 cmd(Args) ->
-    Out = os:cmd(Args),
+    Out = falco_test_run:cmd(Args, 60000),
     ct:log("~ts~n~ts", [Args, Out]),
     Out.
 
@@ -148,11 +144,9 @@ python_h2(Config) ->
 %% that OTP's ssl refused on every handshake), and refuses a 1.2 client.
 tls13_only_listener(Config) ->
     TlsOpts = [{versions, ['tlsv1.3']} | ?config(tls_opts, Config)],
-    {ok, _} = falco:start_listener(clients_tls13, #{port => 0, ip => {127, 0, 0, 1},
-                                                    handler => fun handle/1,
-                                                    transport => tls, tls_opts => TlsOpts}),
+    {_, Port} = falco_test_listener:start(clients_tls13, fun handle/1,
+                                          falco_test_listener:tls(#{tls_opts => TlsOpts})),
     try
-        {ok, Port} = falco:port(clients_tls13),
         {ok, S} = ssl:connect({127, 0, 0, 1}, Port, [binary, {active, false},
                                                      {versions, ['tlsv1.3']},
                                                      {verify, verify_none},
@@ -166,5 +160,5 @@ tls13_only_listener(Config) ->
                                                         {versions, ['tlsv1.2']},
                                                         {verify, verify_none}], 5000)
     after
-        ok = falco:stop_listener(clients_tls13)
+        ok = falco_test_listener:stop(clients_tls13)
     end.

@@ -18,21 +18,18 @@ init_per_suite(Config) ->
     H2spec = find_h2spec(),
     case falco_test_tools:check([{found, "h2spec", H2spec}]) of
         ok ->
-            {ok, _} = application:ensure_all_started(falco),
-            {ok, _} = application:ensure_all_started(ssl),
-            TlsOpts = falco_test_tls:server_opts(),
-            Base = #{port => 0, ip => {127, 0, 0, 1}, handler => fun handle/1},
-            {ok, _} = falco:start_listener(h2spec_h2c, Base#{protocols => [h2]}),
-            {ok, _} = falco:start_listener(h2spec_tls, Base#{transport => tls,
-                                                             tls_opts => TlsOpts}),
-            {ok, _} = falco:start_listener(h2spec_dual, Base),
+            ok = falco_test_listener:start_tls_app(),
+            H = fun handle/1,
+            _ = falco_test_listener:start(h2spec_h2c, H, #{protocols => [h2]}),
+            _ = falco_test_listener:start(h2spec_tls, H, falco_test_listener:tls(#{})),
+            _ = falco_test_listener:start(h2spec_dual, H, #{}),
             [{h2spec, H2spec} | Config];
         NotThere ->
             NotThere
     end.
 
 end_per_suite(Config) ->
-    _ = [falco:stop_listener(L) || L <- [h2spec_h2c, h2spec_tls, h2spec_dual]],
+    ok = falco_test_listener:ensure_stopped([h2spec_h2c, h2spec_tls, h2spec_dual]),
     Config.
 
 %% h2spec needs a response with a body (its flow-control cases wait for
@@ -54,11 +51,11 @@ find_h2spec() ->
     end.
 
 h2c_strict(Config) ->
-    {ok, Port} = falco:port(h2spec_h2c),
+    Port = falco_test_listener:port(h2spec_h2c),
     expect_failures([], run(Config, Port, [])).
 
 tls_strict(Config) ->
-    {ok, Port} = falco:port(h2spec_tls),
+    Port = falco_test_listener:port(h2spec_tls),
     expect_failures([], run(Config, Port, ["-t", "-k"])).
 
 %% A cleartext listener that also serves HTTP/1.1 answers bytes that are
@@ -66,24 +63,14 @@ tls_strict(Config) ->
 %% (falco_protocol's decision table); h2spec's "invalid connection preface"
 %% case wants a silent close, so it is the one expected failure there.
 h2c_on_dual_listener(Config) ->
-    {ok, Port} = falco:port(h2spec_dual),
+    Port = falco_test_listener:port(h2spec_dual),
     expect_failures(["2: Sends invalid connection preface"], run(Config, Port, [])).
 
 run(Config, Port, Extra) ->
     Args = ["--strict", "-h", "127.0.0.1", "-p", integer_to_list(Port), "-o", "5" | Extra],
-    P = open_port({spawn_executable, ?config(h2spec, Config)},
-                  [{args, Args}, exit_status, stderr_to_stdout, binary]),
-    Output = collect(P, []),
+    {_Status, Output} = falco_test_run:run(?config(h2spec, Config), Args, #{timeout => 300000}),
     ct:log("~ts", [Output]),
     Output.
-
-collect(P, Acc) ->
-    receive
-        {P, {data, D}} -> collect(P, [D | Acc]);
-        {P, {exit_status, _}} -> iolist_to_binary(lists:reverse(Acc))
-    after 300000 ->
-        ct:fail(h2spec_timeout)
-    end.
 
 %% The "Failures:" section lists each failed case on a line with "×".
 expect_failures(Expected, Output) ->

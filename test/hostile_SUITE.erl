@@ -41,22 +41,22 @@ groups() ->
                     holder_death_keeps_connections, small_fixes_http, small_fixes_h2c]}].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     Config.
 
 end_per_suite(_Config) ->
     ok.
 
 init_per_testcase(Case, Config) ->
-    _ = falco:stop_listener(Case),
+    ok = falco_test_listener:ensure_stopped(Case),
     Config.
 
 end_per_testcase(Case, _Config) ->
     _ = logger:remove_handler(Case),
     %% a storm that stopped the application must not fail the cases after
-    {ok, _} = application:ensure_all_started(falco),
-    _ = falco:stop_listener(Case),
-    _ = falco:stop_listener(bystander),
+    ok = falco_test_listener:start_app(),
+    ok = falco_test_listener:ensure_stopped(Case),
+    ok = falco_test_listener:ensure_stopped(bystander),
     ok.
 
 %% -- helpers ---------------------------------------------------------------
@@ -91,7 +91,7 @@ handler(Req) ->
     end.
 
 start(Name, Opts) ->
-    falco_test_tree:listener(Name, fun handler/1, Opts).
+    falco_test_listener:start(Name, fun handler/1, Opts).
 
 acceptors(Sup) -> falco_test_tree:acceptors(Sup).
 
@@ -306,11 +306,11 @@ large_body_released_at_once(_Config) ->
 %% widened 256 KB buffer and piecewise reads each held about 110-176 KB
 %% until its next request (docs/internals/idle-memory.md); exact-length
 %% reads leave under 1 KB. The server runs in a BEAM of its own
-%% (falco_test_tree:peer_listener/3): in the suite's node, other cases'
+%% (falco_test_listener:peer/3): in the suite's node, other cases'
 %% garbage freed between the two readings once counted as 53 KB a
 %% connection.
 idle_after_upload_holds_no_buffer(_Config) ->
-    {Peer, Port} = falco_test_tree:peer_listener(upload_node, fun ?MODULE:handler/1, #{}),
+    {Peer, Port} = falco_test_listener:peer(upload_node, fun ?MODULE:handler/1, #{}),
     try
         Body = binary:copy(<<"x">>, 1024 * 1024),
         Socks = [begin
@@ -519,7 +519,7 @@ listener_storm_in_user_supervisor(_Config) ->
         ?assert(Rounds < 5000),
         ?assert(is_process_alive(UserSup)),
         ?assertEqual(TopSup, whereis(falco_sup)),
-        {ok, Port} = falco:port(Name),
+        Port = falco_test_listener:port(Name),
         {Sock, {ok, #{status := 200}}} = ?C:request(Port, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
         ?C:close(Sock),
         ok = supervisor:terminate_child(UserSup, {falco_listener, Name}),

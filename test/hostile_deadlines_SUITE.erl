@@ -45,19 +45,19 @@ groups() ->
                       handler_timeout_http, handler_timeout_h2c]}].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     Config.
 
 end_per_suite(_Config) ->
     ok.
 
 init_per_testcase(Case, Config) ->
-    _ = falco:stop_listener(Case),
+    ok = falco_test_listener:ensure_stopped(Case),
     Config.
 
 end_per_testcase(Case, _Config) ->
     _ = logger:remove_handler(Case),
-    _ = falco:stop_listener(Case),
+    ok = falco_test_listener:ensure_stopped(Case),
     ok.
 
 %% -- helpers ---------------------------------------------------------------
@@ -83,7 +83,7 @@ handler(Req) ->
     end.
 
 start(Name, Opts) ->
-    falco_test_tree:listener(Name, fun handler/1, Opts).
+    falco_test_listener:start(Name, fun handler/1, Opts).
 
 now_ms() ->
     erlang:monotonic_time(millisecond).
@@ -106,7 +106,7 @@ silent_connection_closes(_Config) ->
          ?assert(Elapsed >= 900),
          ?assert(Elapsed < 5000),
          ?C:close(Sock),
-         ok = falco:stop_listener(Name)
+         ok = falco_test_listener:stop(Name)
      end || Protocols <- [[http1], [http1, h2]]],
     ok.
 
@@ -271,8 +271,8 @@ large_upload_silence_ends(_Config) ->
 %% allocates its length before any byte comes, so it waits until the client
 %% has sent a quarter of what it would reserve).
 announced_body_reserves_little(_Config) ->
-    {Peer, Port} = falco_test_tree:peer_listener(reserves, fun ?MODULE:handler/1,
-                                                 #{body_timeout => 5000}),
+    {Peer, Port} = falco_test_listener:peer(reserves, fun ?MODULE:handler/1,
+                                            #{body_timeout => 5000}),
     try
         Before = peer:call(Peer, falco_test_tree, binary_after_gc, [], 5000),
         Socks = [begin
@@ -326,7 +326,7 @@ joined_pieces(Backend, Sizes) ->
     after
         _ = erlang:trace(all, false, [call]),
         erlang:trace_pattern({falco_http1_stream, join, 2}, false, [local]),
-        _ = falco:stop_listener(Name)
+        ok = falco_test_listener:ensure_stopped(Name)
     end,
     Pieces = traced_joins([]),
     ?assertEqual(length(Sizes), length(Pieces)),
@@ -452,7 +452,7 @@ send_timeout_covers_one_large_reply(_Config) ->
     Name = send_timeout_covers_one_large_reply,
     lists:foreach(
       fun(Backend) ->
-              _ = falco:stop_listener(Name),
+              ok = falco_test_listener:ensure_stopped(Name),
               {_Sup, Port} = start(Name, #{send_timeout => 1000, inet_backend => Backend,
                                            handler => fun(_) -> {200, [], Body} end}),
               Socks = [?C:connect(Port, [{recbuf, 4096}]) || _ <- lists:seq(1, 5)],

@@ -51,7 +51,7 @@ groups() ->
                        upload_window_grows]}].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     Config.
 
 end_per_suite(_Config) ->
@@ -60,11 +60,11 @@ end_per_suite(_Config) ->
 init_per_testcase(upload_window_grows, Config) ->
     falco_test_tools:require(["curl"], Config);
 init_per_testcase(Case, Config) ->
-    _ = falco:stop_listener(Case),
+    ok = falco_test_listener:ensure_stopped(Case),
     Config.
 
 end_per_testcase(Case, _Config) ->
-    _ = falco:stop_listener(Case),
+    ok = falco_test_listener:ensure_stopped(Case),
     ok.
 
 %% -- helpers ---------------------------------------------------------------
@@ -86,7 +86,7 @@ handler(Req) ->
     end.
 
 start(Name, Opts) ->
-    falco_test_tree:listener(Name, fun handler/1, Opts).
+    falco_test_listener:start(Name, fun handler/1, Opts).
 
 %% A listener for the 1-byte DATA attacks: the frame budget would cut
 %% them at once (10,000 frames), so it is lifted to see what the body
@@ -421,27 +421,22 @@ reads_asked(Conn) ->
 %% test) slows HTTP/2's per-frame work far more than HTTP/1.1's one read of
 %% the whole body, and would measure itself.
 upload_window_grows(Config) ->
-    Ebin = filename:join(code:lib_dir(falco), "ebin"),
-    Suite = filename:dirname(code:which(?MODULE)),
-    {ok, Peer, _} = peer:start_link(#{connection => standard_io, args => ["-pa", Ebin, "-pa", Suite]}),
+    {Peer, Port} = falco_test_listener:peer(upload, fun ?MODULE:handler/1, #{}),
     try
-        upload_window_grows(Config, Peer)
+        upload_window_grows(Config, Port)
     after
         peer:stop(Peer)
     end.
 
-upload_window_grows(Config, Peer) ->
-    {ok, _} = peer:call(Peer, application, ensure_all_started, [falco]),
-    {ok, _} = peer:call(Peer, falco, start_listener,
-                        [upload, #{port => 0, ip => {127, 0, 0, 1}, handler => fun ?MODULE:handler/1}]),
-    {ok, Port} = peer:call(Peer, falco, port, [upload]),
+upload_window_grows(Config, Port) ->
     File = filename:join(?config(priv_dir, Config), "upload.bin"),
     Size = 10000000,
     ok = file:write_file(File, binary:copy(<<"0123456789">>, Size div 10)),
     Url = "http://127.0.0.1:" ++ integer_to_list(Port) ++ "/read",
     Time = fun(Flags) ->
-                   Out = os:cmd("curl -s -o - -w ' %{time_total} %{http_version}' " ++ Flags
-                                ++ " --data-binary @" ++ File ++ " " ++ Url),
+                   Out = falco_test_run:cmd("curl -s -o - -w ' %{time_total} %{http_version}' "
+                                            ++ Flags ++ " --data-binary @" ++ File ++ " " ++ Url,
+                                            60000),
                    [Body, T, _] = string:lexemes(Out, " "),
                    ?assertEqual(integer_to_list(Size), Body),
                    list_to_float(T)

@@ -35,29 +35,25 @@ groups() ->
                  authority_host_normalised]}].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     Config.
 
 end_per_suite(_Config) ->
     ok.
 
 init_per_testcase(Case, Config) ->
-    _ = falco:stop_listener(Case),
+    ok = falco_test_listener:ensure_stopped(Case),
     true = register(?TESTER, self()),
     Config.
 
 end_per_testcase(Case, _Config) ->
-    _ = falco:stop_listener(Case),
+    ok = falco_test_listener:ensure_stopped(Case),
     catch unregister(?TESTER),
     ok.
 
 %% A listener named after the case, h2c only unless Opts say otherwise.
 listener(Case, Opts) ->
-    {ok, Sup} = falco:start_listener(Case, maps:merge(#{port => 0, ip => {127, 0, 0, 1},
-                                                        protocols => [h2], handler => fun handle/1},
-                                                      Opts)),
-    {ok, Port} = falco:port(Case),
-    {Sup, Port}.
+    falco_test_listener:start(Case, fun handle/1, maps:merge(#{protocols => [h2]}, Opts)).
 
 tell(Msg) ->
     case whereis(?TESTER) of

@@ -3,7 +3,7 @@
 %% empty fragments (what a list of fragments made cost about 100 bytes
 %% each, +100-120 MB at the peak for 1 MB of payload), over HTTP/1.1 and
 %% inside an RFC 8441 tunnel, and a tunnel flooded with tiny messages.
-%% The server runs in a BEAM of its own (falco_test_tree:peer_listener/3),
+%% The server runs in a BEAM of its own (falco_test_listener:peer/3),
 %% whose memory is sampled every 2 ms while the flood runs; the client is
 %% this node, which builds its frames before the first sample.
 -module(hostile_ws_SUITE).
@@ -29,7 +29,7 @@ all() ->
      h2_one_byte_fragments, h2_empty_fragments, h2_fragment_bound, h2_tunnel_budget].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     Config.
 
 end_per_suite(_Config) ->
@@ -79,7 +79,7 @@ sample(Peak) ->
 
 %% A listener in a node of its own; `Fun(Peer, Port)', then the peer stops.
 with_server(ListenerOpts, Fun) ->
-    {Peer, Port} = falco_test_tree:peer_listener(hostile_ws, fun ?MODULE:upgrade/1, ListenerOpts),
+    {Peer, Port} = falco_test_listener:peer(hostile_ws, fun ?MODULE:upgrade/1, ListenerOpts),
     try Fun(Peer, Port) after peer:stop(Peer) end.
 
 %% `Fun()' with the server's memory sampled: its peak growth in bytes.

@@ -21,7 +21,7 @@ all() ->
     [module_and_external_funs_upgrade].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     Config.
 
 end_per_suite(Config) ->
@@ -70,9 +70,8 @@ module_and_external_funs_upgrade(_Config) ->
     Routes = [{<<"/module">>, ?MOD},
               {<<"/external">>, fun ?MOD:reply/1},
               {<<"/local">>, ?MOD:local()}],
-    {ok, _} = falco:start_listener(hot, #{port => 0, ip => {127, 0, 0, 1}, routes => Routes}),
+    {_, Port} = falco_test_listener:start(hot, #{routes => Routes}),
     try
-        {ok, Port} = falco:port(hot),
         Sock = ?C:connect(Port),
         ?assertEqual({200, <<"module v1">>}, get(Sock, <<"/module">>)),
         ?assertEqual({200, <<"external v1">>}, get(Sock, <<"/external">>)),
@@ -121,7 +120,7 @@ module_and_external_funs_upgrade(_Config) ->
         ?C:close(Sock4)
     after
         _ = logger:remove_handler(hot_upgrade_log),
-        ok = falco:stop_listener(hot),
+        ok = falco_test_listener:stop(hot),
         _ = code:purge(?MOD),
         _ = code:delete(?MOD),
         _ = code:purge(?MOD)

@@ -28,14 +28,14 @@ all() ->
      h2_idle_timer_spans_a_slow_stream, never_with_infinity, option_validated, tls_hibernates].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     Config.
 
 end_per_suite(_Config) ->
     ok.
 
 end_per_testcase(Case, _Config) ->
-    _ = falco:stop_listener(Case, immediate),
+    ok = falco_test_listener:ensure_stopped(Case, immediate),
     ok.
 
 handler(Test) ->
@@ -53,9 +53,9 @@ handler(Test) ->
     end.
 
 listener(Name, Opts) ->
-    falco_test_tree:listener(Name, handler(self()),
-                             maps:merge(#{hibernate_after => ?HIBERNATE_AFTER,
-                                          idle_timeout => ?IDLE}, Opts)).
+    falco_test_listener:start(Name, handler(self()),
+                              maps:merge(#{hibernate_after => ?HIBERNATE_AFTER,
+                                           idle_timeout => ?IDLE}, Opts)).
 
 hibernated(Pid) ->
     process_info(Pid, current_function) =:= {current_function, {erlang, hibernate, 3}}.
@@ -185,9 +185,8 @@ h2_websocket_hibernates(_Config) ->
 %% ones monitoring falco's (the ssl connection process monitors its owner)
 %% and the children of their supervisor.
 tls_hibernates(_Config) ->
-    {ok, _} = application:ensure_all_started(ssl),
-    {Sup, Port} = listener(tls_hibernates, #{transport => tls,
-                                             tls_opts => falco_test_tls:server_opts()}),
+    ok = falco_test_listener:start_tls_app(),
+    {Sup, Port} = listener(tls_hibernates, falco_test_listener:tls(#{})),
     {ok, S} = ssl:connect({127, 0, 0, 1}, Port, [binary, {active, false}, {verify, verify_none},
                                                  {alpn_advertised_protocols, [<<"http/1.1">>]}]),
     TlsGet = fun() ->

@@ -16,14 +16,14 @@ all() ->
     [listener_info, connection_list].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     Config.
 
 end_per_suite(_Config) ->
     ok.
 
 end_per_testcase(Case, _Config) ->
-    _ = falco:stop_listener(Case, immediate),
+    ok = falco_test_listener:ensure_stopped(Case, immediate),
     ok.
 
 handler(Test) ->
@@ -41,8 +41,8 @@ get_ok(Sock) ->
 
 listener_info(_Config) ->
     Name = listener_info,
-    {_, Port} = falco_test_tree:listener(Name, handler(self()),
-                                         #{num_acceptors => 2, max_connections => 50}),
+    {_, Port} = falco_test_listener:start(Name, handler(self()),
+                                          #{num_acceptors => 2, max_connections => 50}),
     Socks = [?C:connect(Port) || _ <- lists:seq(1, 3)],
     _ = [get_ok(S) || S <- Socks],
     {ok, Info} = falco:info(Name),
@@ -68,7 +68,7 @@ listener_info(_Config) ->
 
 connection_list(_Config) ->
     Name = connection_list,
-    {_, Port} = falco_test_tree:listener(Name, handler(self()), #{}),
+    {_, Port} = falco_test_listener:start(Name, handler(self()), #{}),
     H1 = ?C:connect(Port),
     get_ok(H1),
     get_ok(H1),

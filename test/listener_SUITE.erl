@@ -68,7 +68,7 @@ groups() ->
                    limit_trailers_431, limit_trailer_line_431, limit_trailer_block_431]}].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     Config.
 
 end_per_suite(Config) ->
@@ -84,8 +84,7 @@ init_per_testcase(_Case, Config) ->
     [{recorder, Rec} | Config].
 
 end_per_testcase(Case, Config) ->
-    _ = falco:stop_listener(Case),
-    _ = falco:stop_listener(list_to_atom(atom_to_list(Case) ++ "_2")),
+    ok = falco_test_listener:ensure_stopped([Case, list_to_atom(atom_to_list(Case) ++ "_2")]),
     ?C:recorder_stop(?config(recorder, Config)),
     Config.
 
@@ -108,11 +107,8 @@ init(Specs) ->
     {ok, {#{strategy => one_for_one, intensity => 1, period => 5}, Specs}}.
 
 start(Name, Config, Opts) ->
-    {ok, Pid} = falco:start_listener(Name, maps:merge(#{port => 0, ip => {127, 0, 0, 1},
-                                                        handler => echo(?config(recorder, Config))},
-                                                      Opts)),
+    {Pid, Port} = falco_test_listener:start(Name, echo(?config(recorder, Config)), Opts),
     true = is_pid(Pid),
-    {ok, Port} = falco:port(Name),
     Port.
 
 calls(Config) -> ?C:recorded(?config(recorder, Config)).
@@ -265,10 +261,8 @@ child_spec_port_not_stale(Config) ->
 %% again, and it serves.
 listener_crash_restarted(Config) ->
     Name = listener_crash_restarted,
-    {ok, Sup} = falco:start_listener(Name, #{port => 0, ip => {127, 0, 0, 1},
-                                             handler => echo(?config(recorder, Config)),
-                                             num_acceptors => 2, max_connections => 1}),
-    {ok, Port} = falco:port(Name),
+    {Sup, Port} = falco_test_listener:start(Name, echo(?config(recorder, Config)),
+                                            #{num_acceptors => 2, max_connections => 1}),
     Acceptors = acceptors(Sup),
     ?assertEqual(2, length(Acceptors)),
     A = ?C:connect(Port),
@@ -284,9 +278,7 @@ listener_crash_restarted(Config) ->
                                              N =:= Name]
                        end, 3000),
     ?assertEqual({error, not_found}, falco:port(Name)),
-    {ok, _} = falco:start_listener(Name, #{port => 0, ip => {127, 0, 0, 1},
-                                           handler => echo(?config(recorder, Config))}),
-    {ok, Port2} = falco:port(Name),
+    Port2 = start(Name, Config, #{}),
     #{status := 200, body := <<"hello">>} = hello(Port2).
 
 %% The handler option: a fun, {Module, State} or a bare Module (State =
@@ -341,10 +333,7 @@ ipv6_listener(Config) ->
     case gen_tcp:listen(0, [inet6, {ip, {0, 0, 0, 0, 0, 0, 0, 1}}]) of
         {ok, Probe} ->
             gen_tcp:close(Probe),
-            {ok, _} = falco:start_listener(ipv6_listener,
-                                           #{port => 0, ip => {0, 0, 0, 0, 0, 0, 0, 1},
-                                             handler => echo(?config(recorder, Config))}),
-            {ok, Port} = falco:port(ipv6_listener),
+            Port = start(ipv6_listener, Config, #{ip => {0, 0, 0, 0, 0, 0, 0, 1}}),
             {ok, Sock} = gen_tcp:connect({0, 0, 0, 0, 0, 0, 0, 1}, Port,
                                          [binary, {active, false}], 2000),
             ok = gen_tcp:send(Sock, <<"GET / HTTP/1.1\r\nHost: [::1]\r\n\r\n">>),
@@ -589,16 +578,14 @@ emfile_backoff(_Config) ->
 %% On the peer: falco with a listener (one acceptor) and a logger handler
 %% that keeps every event for peer_log/0.
 peer_setup() ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     %% The peer's stdio is the control channel: its own log output is not
     %% wanted (and could not load its modules once descriptors run out).
     ok = logger:remove_handler(default),
     Log = spawn(fun() -> log_loop([]) end),
     true = register(emfile_log, Log),
     ok = logger:add_handler(emfile_log, ?MODULE, #{config => #{pid => Log}}),
-    {ok, _} = falco:start_listener(emfile_peer, #{port => 0, ip => {127, 0, 0, 1},
-                                                  handler => ?MODULE, num_acceptors => 1}),
-    {ok, Port} = falco:port(emfile_peer),
+    {_, Port} = falco_test_listener:start(emfile_peer, ?MODULE, #{num_acceptors => 1}),
     Port.
 
 log(Event, #{config := #{pid := Pid}}) ->
@@ -830,7 +817,7 @@ idle_listener_runs_nothing(Config) ->
         {unix, linux} ->
             Name = idle_listener_runs_nothing,
             Sup = two_acceptors(Name, 20, Config),
-            {ok, Port} = falco:port(Name),
+            Port = falco_test_listener:port(Name),
             timer:sleep(300),
             Acceptors = acceptors(Sup),
             Procs = Acceptors ++ waiting(Acceptors),
@@ -853,10 +840,8 @@ idle_listener_runs_nothing(Config) ->
 
 %% A listener `Name' with two acceptors, after `Requests' requests.
 two_acceptors(Name, Requests, Config) ->
-    {ok, Sup} = falco:start_listener(Name, #{port => 0, ip => {127, 0, 0, 1},
-                                             handler => echo(?config(recorder, Config)),
-                                             num_acceptors => 2}),
-    {ok, Port} = falco:port(Name),
+    {Sup, Port} = falco_test_listener:start(Name, echo(?config(recorder, Config)),
+                                            #{num_acceptors => 2}),
     [#{status := 200} = hello(Port) || _ <- lists:seq(1, Requests)],
     Sup.
 
@@ -870,7 +855,7 @@ count_ins(Parent, N) ->
 %% The processes of `Acceptors' waiting in accept.
 waiting(Acceptors) ->
     [P || P <- processes(),
-          {current_function, {falco_transport, accept_port, 2}} <- [process_info(P, current_function)],
+          {current_function, {falco_conn, wait_accept, 2}} <- [process_info(P, current_function)],
           {dictionary, D} <- [process_info(P, dictionary)],
           lists:any(fun(A) -> lists:member(A, proplists:get_value('$ancestors', D, [])) end,
                     Acceptors)].

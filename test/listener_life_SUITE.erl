@@ -33,19 +33,18 @@ all() ->
      storm_reports_bounded].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
-    {ok, _} = application:ensure_all_started(ssl),
+    ok = falco_test_listener:start_tls_app(),
     Config.
 
 end_per_suite(_Config) ->
     ok.
 
 init_per_testcase(Case, Config) ->
-    _ = falco:stop_listener(Case),
+    ok = falco_test_listener:ensure_stopped(Case),
     Config.
 
 end_per_testcase(Case, _Config) ->
-    _ = falco:stop_listener(Case),
+    ok = falco_test_listener:ensure_stopped(Case),
     ok.
 
 %% -- helpers ---------------------------------------------------------------
@@ -139,8 +138,7 @@ assert_serving(Name, Port) ->
 
 acceptor_storm_recovers(_Config) ->
     Name = acceptor_storm_recovers,
-    {ok, _} = falco:start_listener(Name, opts()),
-    {ok, Port} = falco:port(Name),
+    {_, Port} = falco_test_listener:start(Name, opts()),
     ?assertEqual(200, get_status(Port)),
     acceptor_storm(Name),
     assert_serving(Name, Port).
@@ -191,14 +189,12 @@ listener_storm(LSup, Mon, N) ->
 %% started again.
 listener_storm_stops(_Config) ->
     Name = listener_storm_stops,
-    {ok, _} = falco:start_listener(Name, opts()),
-    {ok, Port} = falco:port(Name),
+    {_, Port} = falco_test_listener:start(Name, opts()),
     listener_storm(Name),
     ?assertEqual({error, not_found}, falco:port(Name)),
     ?assertEqual({error, not_found}, falco:info(Name)),
     ?assertEqual({error, econnrefused}, get_status(Port)),
-    {ok, _} = falco:start_listener(Name, opts()),
-    {ok, Port2} = falco:port(Name),
+    {_, Port2} = falco_test_listener:start(Name, opts()),
     ?assertEqual(200, get_status(Port2)).
 
 %% Under the user's supervisor the listener is started again by it.
@@ -248,7 +244,7 @@ reload_all() ->
 code_reload_keeps_serving(_Config) ->
     %% the default 10 acceptors: a purge kills them all, two make 20
     %% deaths, past falco_acceptor_sup's intensity (10 in 10 s)
-    {Peer, Port} = falco_test_tree:peer_listener(reload, fun ?MODULE:handler/1, #{}),
+    {Peer, Port} = falco_test_listener:peer(reload, fun ?MODULE:handler/1, #{}),
     try
         {Keep, {ok, #{status := 200}}} = ?C:request(Port, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
         H2 = ?H2:connect(Port, #{}),
@@ -288,8 +284,7 @@ code_reload_keeps_serving(_Config) ->
 %% the processes waiting in accept.
 sys_update_loses_nothing(_Config) ->
     Name = sys_update_loses_nothing,
-    {ok, LSup} = falco:start_listener(Name, opts()),
-    {ok, Port} = falco:port(Name),
+    {LSup, Port} = falco_test_listener:start(Name, opts()),
     {Keep, {ok, #{status := 200}}} = ?C:request(Port, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
     H2 = ?H2:connect(Port, #{}),
     {Id, H2a} = ?H2:request(H2, <<"GET">>, <<"/">>),
@@ -321,7 +316,7 @@ sys_update_loses_nothing(_Config) ->
 %% each with the whole configuration; 245 lines for the TLS options.)
 storm_reports_bounded(_Config) ->
     Name = storm_reports_bounded,
-    Opts = (opts())#{transport => tls, tls_opts => falco_test_tls:server_opts()},
+    Opts = falco_test_listener:tls(opts()),
     ok = falco_test_tree:capture_log(Name),
     Sup = user_sup(Name, Opts),
     try

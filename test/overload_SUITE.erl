@@ -19,7 +19,7 @@ all() ->
     [backlog_then_served, beyond_backlog, rate_limited].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     Config.
 
 end_per_suite(_Config) ->
@@ -27,7 +27,7 @@ end_per_suite(_Config) ->
 
 end_per_testcase(Case, _Config) ->
     _ = logger:remove_handler(Case),
-    _ = falco:stop_listener(Case, immediate),
+    ok = falco_test_listener:ensure_stopped(Case, immediate),
     ok.
 
 handler() ->
@@ -36,9 +36,9 @@ handler() ->
 %% A listener at max_connections 5 with a small backlog, and the log's
 %% warnings and errors sent to the test process.
 full_listener(Name) ->
-    {Sup, Port} = falco_test_tree:listener(Name, handler(),
-                                           #{max_connections => 5, backlog => 4,
-                                             num_acceptors => 2}),
+    {Sup, Port} = falco_test_listener:start(Name, handler(),
+                                            #{max_connections => 5, backlog => 4,
+                                              num_acceptors => 2}),
     ok = falco_test_tree:capture_log(Name, warning),
     {Sup, Port}.
 
@@ -155,7 +155,7 @@ rate_limited(_Config) ->
                 ([falco, request, stop], _M, #{status := St}) -> Test ! {stop, St};
                 (_, _, _) -> ok
              end,
-    {_Sup, Port} = falco_test_tree:listener(
+    {_Sup, Port} = falco_test_listener:start(
                      Name, handler(),
                      #{middleware => [{falco_rate_limit, #{rate => 10, burst => 5}}],
                        event_handler => Events}),

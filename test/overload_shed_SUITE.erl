@@ -23,14 +23,14 @@ all() ->
      counters_by_protocol, shed_event, options].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     Config.
 
 end_per_suite(_Config) ->
     ok.
 
 end_per_testcase(Case, _Config) ->
-    _ = falco:stop_listener(Case, immediate),
+    ok = falco_test_listener:ensure_stopped(Case, immediate),
     ok.
 
 %% `/hold' tells the test it is in the handler and waits for `release'
@@ -75,8 +75,8 @@ get(Port, Path) ->
 
 shed_http1(_Config) ->
     Name = shed_http1,
-    {_, Port} = falco_test_tree:listener(Name, handler(self()),
-                                         #{max_requests_in_flight => 3, shed_retry_after => 7}),
+    {_, Port} = falco_test_listener:start(Name, handler(self()),
+                                          #{max_requests_in_flight => 3, shed_retry_after => 7}),
     Held = [get(Port, <<"/hold">>) || _ <- lists:seq(1, 3)],
     Pids = held(3),
     ?assertMatch(#{requests_in_flight := 3, max_requests_in_flight := 3}, info(Name)),
@@ -104,7 +104,7 @@ shed_http1(_Config) ->
 
 shed_h2(_Config) ->
     Name = shed_h2,
-    {_, Port} = falco_test_tree:listener(Name, handler(self()), #{max_requests_in_flight => 2}),
+    {_, Port} = falco_test_listener:start(Name, handler(self()), #{max_requests_in_flight => 2}),
     C0 = ?H2:connect(Port, #{}),
     {Id1, C1} = ?H2:request(C0, <<"GET">>, <<"/hold">>),
     {Id2, C2} = ?H2:request(C1, <<"GET">>, <<"/hold">>),
@@ -140,7 +140,7 @@ shed_h2(_Config) ->
 %% acceptor gives its count back.
 killed_mid_request(_Config) ->
     Name = killed_mid_request,
-    {_, Port} = falco_test_tree:listener(Name, handler(self()), #{}),
+    {_, Port} = falco_test_listener:start(Name, handler(self()), #{}),
     S = get(Port, <<"/hold">>),
     [H1] = held(1),
     ?assertEqual(1, in_flight(Name)),
@@ -164,7 +164,7 @@ killed_mid_request(_Config) ->
 %% connection goes on: the connection gives its count back.
 h2_stream_killed(_Config) ->
     Name = h2_stream_killed,
-    {_, Port} = falco_test_tree:listener(Name, handler(self()), #{}),
+    {_, Port} = falco_test_listener:start(Name, handler(self()), #{}),
     C0 = ?H2:connect(Port, #{}),
     {Id1, C1} = ?H2:request(C0, <<"GET">>, <<"/hold">>),
     {_, C2} = ?H2:request(C1, <<"GET">>, <<"/hold">>),
@@ -184,7 +184,7 @@ h2_stream_killed(_Config) ->
 %% from its process dictionary, with the request in progress, at once.
 busy_connection_list(_Config) ->
     Name = busy_connection_list,
-    {_, Port} = falco_test_tree:listener(Name, handler(self()), #{}),
+    {_, Port} = falco_test_listener:start(Name, handler(self()), #{}),
     S = ?C:connect(Port),
     ?C:send(S, <<"GET / HTTP/1.1\r\nhost: x\r\n\r\n">>),
     {ok, #{status := 200}} = ?C:recv_response(S),
@@ -213,7 +213,7 @@ busy_connection_list(_Config) ->
 
 counters_by_protocol(_Config) ->
     Name = counters_by_protocol,
-    {_, Port} = falco_test_tree:listener(Name, handler(self()), #{}),
+    {_, Port} = falco_test_listener:start(Name, handler(self()), #{}),
     H1 = get(Port, <<"/">>),
     {ok, #{status := 200}} = ?C:recv_response(H1),
     C0 = ?H2:connect(Port, #{}),
@@ -246,8 +246,8 @@ shed_event(_Config) ->
     Name = shed_event,
     Test = self(),
     Events = fun(Event, Measurements, Meta) -> Test ! {event, Event, Measurements, Meta} end,
-    {_, Port} = falco_test_tree:listener(Name, handler(self()),
-                                         #{max_requests_in_flight => 1, event_handler => Events}),
+    {_, Port} = falco_test_listener:start(Name, handler(self()),
+                                          #{max_requests_in_flight => 1, event_handler => Events}),
     Held = get(Port, <<"/hold">>),
     [P] = held(1),
     %% a request with a body: the 503 is sent, its body discarded, and

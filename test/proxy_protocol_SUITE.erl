@@ -32,8 +32,7 @@ groups() ->
                     haproxy_send_proxy_v2_ssl]}].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
-    {ok, _} = application:ensure_all_started(ssl),
+    ok = falco_test_listener:start_tls_app(),
     [{tls_opts, falco_test_tls:server_opts()} | Config].
 
 end_per_suite(_Config) ->
@@ -43,8 +42,8 @@ init_per_group(haproxy, Config) ->
     case falco_test_tools:check(["haproxy", "curl"]) of
         ok ->
             Rec = falco_test_client:recorder_start(),
-            {_, Http} = falco_test_tree:listener(pp_haproxy, handler(Rec),
-                                                 #{proxy_protocol => required}),
+            {_, Http} = falco_test_listener:start(pp_haproxy, handler(Rec),
+                                                  #{proxy_protocol => required}),
             haproxy_start([{recorder, Rec}, {falco_port, Http} | Config]);
         NotThere ->
             NotThere
@@ -52,14 +51,14 @@ init_per_group(haproxy, Config) ->
 
 end_per_group(haproxy, Config) ->
     haproxy_stop(Config),
-    ok = falco:stop_listener(pp_haproxy),
+    ok = falco_test_listener:stop(pp_haproxy),
     falco_test_client:recorder_stop(?config(recorder, Config)).
 
 init_per_testcase(_, Config) ->
     [{rec, falco_test_client:recorder_start()} | Config].
 
 end_per_testcase(_Case, Config) ->
-    _ = [falco:stop_listener(Name) || Name <- [pp, pp_tls]],
+    ok = falco_test_listener:ensure_stopped([pp, pp_tls]),
     case ?config(rec, Config) of
         undefined -> ok;
         Rec -> falco_test_client:recorder_stop(Rec)
@@ -76,7 +75,7 @@ handler(Rec) ->
 peer_text({Ip, Port}) -> [inet:ntoa(Ip), ":", integer_to_list(Port)].
 
 listener(Config, Opts) ->
-    falco_test_tree:listener(pp, handler(?config(rec, Config)), Opts).
+    falco_test_listener:start(pp, handler(?config(rec, Config)), Opts).
 
 %% One request on a connection of its own: the response.
 req(Port, Raw) ->
@@ -166,10 +165,11 @@ tls_header_then_handshake(Config) ->
     lists:foreach(
       fun(Backend) ->
               falco_test_client:recorder_reset(?config(rec, Config)),
-              {_, Port} = falco_test_tree:listener(pp_tls, handler(?config(rec, Config)),
-                                                   #{proxy_protocol => required, transport => tls,
-                                                     tls_opts => ?config(tls_opts, Config),
-                                                     inet_backend => Backend}),
+              {_, Port} = falco_test_listener:start(
+                            pp_tls, handler(?config(rec, Config)),
+                            falco_test_listener:tls(#{proxy_protocol => required,
+                                                      tls_opts => ?config(tls_opts, Config),
+                                                      inet_backend => Backend})),
               %% v1, HTTP/1.1 (the line and the ClientHello in one packet
               %% would do too: ssl sends the hello at once after it)
               {ok, Tcp} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
@@ -193,7 +193,7 @@ tls_header_then_handshake(Config) ->
                   falco_test_client:recorded(?config(rec, Config)),
               %% a TLS client without the header: closed, no handshake
               {error, _} = ssl:connect({127, 0, 0, 1}, Port, [{verify, verify_none}], 5000),
-              ok = falco:stop_listener(pp_tls)
+              ok = falco_test_listener:stop(pp_tls)
       end, [socket, inet]).
 
 recv_tls(Tls, Acc) ->
@@ -355,9 +355,9 @@ access_log_and_websocket(Config) ->
     Handler = fun(#{path := <<"/ws">>}) -> {websocket, falco_test_ws_handler, #{test => Self}, #{}};
                  (Req) -> (handler(?config(rec, Config)))(Req)
               end,
-    {_, Port} = falco_test_tree:listener(pp, Handler, #{proxy_protocol => required,
-                                                        middleware => [{falco_access_log,
-                                                                        #{level => notice}}]}),
+    {_, Port} = falco_test_listener:start(pp, Handler, #{proxy_protocol => required,
+                                                         middleware => [{falco_access_log,
+                                                                         #{level => notice}}]}),
     ok = falco_test_tree:capture_log(pp_log, notice),
     try
         #{status := 200} = req(Port, <<"PROXY TCP4 203.0.113.12 192.0.2.1 12 80\r\n", (?GET)/binary>>),
@@ -431,7 +431,8 @@ curl_through(Config, Key, Args) ->
                                           [Port, Port]);
               _ -> io_lib:format("http://127.0.0.1:~b/who", [Port])
           end,
-    Out = os:cmd(lists:flatten(["curl -sk --max-time 10 ", Args, " -w '|%{local_port}' ", Url])),
+    Out = falco_test_run:cmd(lists:flatten(["curl -sk --max-time 10 ", Args,
+                                            " -w '|%{local_port}' ", Url]), 20000),
     [Body, LocalPort] = string:split(Out, "|", trailing),
     Body = "127.0.0.1:" ++ LocalPort,
     Peer = {{127, 0, 0, 1}, list_to_integer(LocalPort)},

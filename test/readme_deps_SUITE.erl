@@ -35,14 +35,15 @@ init_per_suite(Config) ->
             {ok, Readme} = file:read_file(filename:join(Root, "README.md")),
             Bare = filename:join(?config(priv_dir, Config), "falco.git"),
             Git = os:find_executable("git"),
-            {0, _} = falco_test_run:run_to_end(Git, ["clone", "--quiet", "--bare", Root, Bare],
-                                               Root, [], 60000),
+            {0, _} = falco_test_run:run(Git, ["clone", "--quiet", "--bare", Root, Bare],
+                                        #{cd => Root, timeout => 60000}),
             %% `main' there is the commit checked out here, whatever branch
             %% or detached head this checkout is on
-            {0, Head} = falco_test_run:run_to_end(Git, ["rev-parse", "HEAD"], Root, [], 10000),
-            {0, _} = falco_test_run:run_to_end(Git, ["--git-dir", Bare, "branch", "-f", "main",
-                                                     string:trim(binary_to_list(Head))],
-                                               Root, [], 10000),
+            {0, Head} = falco_test_run:run(Git, ["rev-parse", "HEAD"],
+                                           #{cd => Root, timeout => 10000}),
+            {0, _} = falco_test_run:run(Git, ["--git-dir", Bare, "branch", "-f", "main",
+                                              string:trim(binary_to_list(Head))],
+                                        #{cd => Root, timeout => 10000}),
             [{readme, Readme}, {url, "file://" ++ Bare}, {git, Git} | Config];
         NotThere ->
             NotThere
@@ -76,8 +77,8 @@ rebar3_project(Config) ->
                binary:replace(Hello, <<"port => 8080">>, <<"port => 0">>)),
     %% (not REBAR_OFFLINE: it refuses git fetches too, local ones included)
     Env = [{"REBAR_CACHE_DIR", filename:join(?config(priv_dir, Config), "rebar3_cache")}],
-    {Status, Out} = falco_test_run:run_to_end(os:find_executable("rebar3"), ["compile"], Dir,
-                                              Env, ?BUILD_TIMEOUT),
+    {Status, Out} = falco_test_run:run(os:find_executable("rebar3"), ["compile"],
+                                       #{cd => Dir, env => Env, timeout => ?BUILD_TIMEOUT}),
     ct:log("rebar3 compile (~p):~n~ts", [Status, Out]),
     0 = Status,
     %% the app started as a release would start it: falco first, from its
@@ -87,10 +88,11 @@ rebar3_project(Config) ->
            "{ok, {{_, S, _}, _, B}} = httpc:request(\"http://127.0.0.1:\" ++ "
            "integer_to_list(P) ++ \"/hello/world\"), io:format(\"~p ~s~n\", [S, B]), halt().",
     Ebins = filelib:wildcard(filename:join([Dir, "_build", "default", "lib", "*", "ebin"])),
-    {0, Served} = falco_test_run:run_to_end(os:find_executable("erl"),
-                                            ["-noshell" | lists:append([["-pa", E] || E <- Ebins])]
-                                            ++ ["-eval", Eval],
-                                            Dir, [{"ERL_EPMD_ADDRESS", "127.0.0.1"}], 60000),
+    {0, Served} = falco_test_run:run(os:find_executable("erl"),
+                                     ["-noshell" | lists:append([["-pa", E] || E <- Ebins])]
+                                     ++ ["-eval", Eval],
+                                     #{cd => Dir, env => [{"ERL_EPMD_ADDRESS", "127.0.0.1"}],
+                                       timeout => 60000}),
     ct:log("the README's hello app: ~ts", [Served]),
     ?assertNotEqual(nomatch, binary:match(Served, <<"200 {\"hello\":\"world\"}">>)).
 
@@ -107,14 +109,16 @@ mix_project(Config) ->
            {"REBAR_CACHE_DIR", filename:join(?config(priv_dir, Config), "rebar3_cache")},
            {"HEX_OFFLINE", "1"}, {"MIX_ENV", "dev"}, {"ERL_EPMD_ADDRESS", "127.0.0.1"}],
     Mix = ?config(mix, Config),
-    {S1, Got} = falco_test_run:run_to_end(Mix, ["deps.get"], Dir, Env, ?BUILD_TIMEOUT),
+    {S1, Got} = falco_test_run:run(Mix, ["deps.get"],
+                                   #{cd => Dir, env => Env, timeout => ?BUILD_TIMEOUT}),
     ct:log("mix deps.get (~p):~n~ts", [S1, Got]),
     0 = S1,
     Run = "{:ok, _} = Application.ensure_all_started(:falco); "
           "{:ok, _} = :falco.start_listener(:scratch, %{port: 0, ip: {127, 0, 0, 1}, "
           "handler: fn _ -> {200, [], \"ok\"} end}); "
           "{:ok, port} = :falco.port(:scratch); IO.puts(\"listening #{port}\")",
-    {S2, Ran} = falco_test_run:run_to_end(Mix, ["run", "-e", Run], Dir, Env, ?BUILD_TIMEOUT),
+    {S2, Ran} = falco_test_run:run(Mix, ["run", "-e", Run],
+                                   #{cd => Dir, env => Env, timeout => ?BUILD_TIMEOUT}),
     ct:log("mix run (~p):~n~ts", [S2, Ran]),
     0 = S2,
     ?assertMatch({match, _}, re:run(Ran, <<"listening [0-9]+">>)).
@@ -161,13 +165,12 @@ guide_release(Config) ->
                public_key:pem_encode([{Type, Key, not_encrypted}])),
     Env = [{"REBAR_CACHE_DIR", filename:join(?config(priv_dir, Config), "rebar3_cache")},
            {"ERL_EPMD_ADDRESS", "127.0.0.1"}],
-    {S1, Built} = falco_test_run:run_to_end(os:find_executable("rebar3"), ["release"], Dir, Env,
-                                            ?BUILD_TIMEOUT),
+    {S1, Built} = falco_test_run:run(os:find_executable("rebar3"), ["release"],
+                                     #{cd => Dir, env => Env, timeout => ?BUILD_TIMEOUT}),
     ct:log("rebar3 release (~p):~n~ts", [S1, Built]),
     0 = S1,
     Bin = filename:join([Dir, "_build", "default", "rel", "my_app", "bin", "my_app"]),
-    Release = open_port({spawn_executable, Bin}, [{args, ["foreground"]}, {cd, Dir}, {env, Env},
-                                                 binary, exit_status, stderr_to_stdout]),
+    Release = falco_test_run:start(Bin, ["foreground"], #{cd => Dir, env => Env}),
     try
         ok = falco_test_client:wait_until(
                fun() -> case gen_tcp:connect({127, 0, 0, 1}, Port, [], 200) of
@@ -179,13 +182,11 @@ guide_release(Config) ->
         #{status := 200, body := <<"<h1>released</h1>">>} =
             falco_test_http:fetch(https, Port, <<"GET">>, <<"/static/index.html">>, [], <<>>)
     after
-        {Stopped, Said} = falco_test_run:run_to_end(Bin, ["stop"], Dir, Env, 30000),
+        {Stopped, Said} = falco_test_run:run(Bin, ["stop"],
+                                             #{cd => Dir, env => Env, timeout => 30000}),
         ct:log("bin/my_app stop (~p): ~ts", [Stopped, Said]),
-        receive {Release, {exit_status, Exit}} -> ct:log("the release exited (~p)", [Exit])
-        after 20000 ->
-                {os_pid, OsPid} = erlang:port_info(Release, os_pid),
-                _ = os:cmd("kill -9 " ++ integer_to_list(OsPid))
-        end
+        {Exit, Out} = falco_test_run:wait_exit(Release, 20000),
+        ct:log("the release exited (~p):~n~ts", [Exit, Out])
     end.
 
 free_port() ->

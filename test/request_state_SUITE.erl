@@ -26,7 +26,7 @@ groups() ->
     [{http, [], Cases}, {h2c, [], Cases}].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     Config.
 
 end_per_suite(_Config) ->
@@ -34,13 +34,11 @@ end_per_suite(_Config) ->
 
 init_per_group(Proto, Config) ->
     Name = list_to_atom("request_state_" ++ atom_to_list(Proto)),
-    {ok, _} = falco:start_listener(Name, #{port => 0, ip => {127, 0, 0, 1},
-                                           handler => fun handle/1}),
-    {ok, Port} = falco:port(Name),
+    {_, Port} = falco_test_listener:start(Name, fun handle/1, #{}),
     [{proto, Proto}, {port, Port}, {name, Name} | Config].
 
 end_per_group(_Proto, Config) ->
-    ok = falco:stop_listener(?config(name, Config)).
+    ok = falco_test_listener:stop(?config(name, Config)).
 
 %% -- the handler -----------------------------------------------------------
 

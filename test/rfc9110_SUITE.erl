@@ -104,8 +104,7 @@ divergence(_, _) ->
     none.
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
-    {ok, _} = application:ensure_all_started(ssl),
+    ok = falco_test_listener:start_tls_app(),
     File = filename:join(?config(priv_dir, Config), "payload.bin"),
     Payload = crypto:strong_rand_bytes(200000),
     ok = file:write_file(File, Payload),
@@ -125,14 +124,12 @@ init_per_group(Group, Config) ->
         true ->
             Proto = case Group of http1_only -> http; P -> P end,
             Name = list_to_atom("rfc9110_" ++ atom_to_list(Group)),
-            Opts = #{port => 0, ip => {127, 0, 0, 1},
-                     handler => rfc9110_handler:new(?config(recorder, Config),
+            Opts = #{handler => rfc9110_handler:new(?config(recorder, Config),
                                                     ?config(file, Config)),
                      %% generous: a loaded machine must not time a case out
                      idle_timeout => 10000, request_timeout => 10000, body_timeout => 10000,
                      max_body => ?MAX_BODY, max_header_count => ?MAX_FIELDS},
-            {ok, _} = falco:start_listener(Name, maps:merge(Opts, ?H:listener_opts(Proto))),
-            {ok, Port} = falco:port(Name),
+            {_, Port} = falco_test_listener:start(Name, maps:merge(Opts, ?H:listener_opts(Proto))),
             [{proto, Proto}, {port, Port}, {listener, Name} | Config];
         false ->
             Config
@@ -140,7 +137,7 @@ init_per_group(Group, Config) ->
 
 end_per_group(Group, Config) ->
     case lists:member(Group, [http1_only | ?H:protocols()]) of
-        true -> ok = falco:stop_listener(?config(listener, Config));
+        true -> ok = falco_test_listener:stop(?config(listener, Config));
         false -> ok
     end,
     Config.

@@ -49,6 +49,7 @@
          chunked_trailer_obs_fold/1, chunked_read_incrementally/1,
          chunked_bare_lf_rejected_at_once/1, chunked_size_line_unterminated/1,
          body_cut_by_client/1, chunk_size_over_max_body_413/1,
+         content_length_over_max_body_413/1,
          chunked_response_http11/1, close_delimited_response_http10/1,
          %% §9 connection management
          keep_alive_default_http11/1, connection_close_request/1,
@@ -103,6 +104,7 @@ groups() ->
                     chunked_trailer_obs_fold, chunked_read_incrementally,
                     chunked_bare_lf_rejected_at_once, chunked_size_line_unterminated,
                     body_cut_by_client, chunk_size_over_max_body_413,
+                    content_length_over_max_body_413,
                     chunked_response_http11, close_delimited_response_http10]},
      {connection, [], [keep_alive_default_http11, connection_close_request,
                        connection_close_in_list, http10_closes_by_default, http10_keep_alive,
@@ -121,23 +123,17 @@ init_per_suite(Config) ->
     %% turn a slow test client into a 408); the cases about the timeouts
     %% themselves use a second listener whose timeouts are 1 s, and wait
     %% for them with several seconds of margin.
-    {ok, _} = falco:start_listener(?LISTENER,
-                                   #{port => 0, ip => {127, 0, 0, 1},
-                                     handler => handler(Rec),
-                                     idle_timeout => 10000, request_timeout => 10000,
-                                     body_timeout => 10000}),
-    {ok, _} = falco:start_listener(?TIMEOUTS,
-                                   #{port => 0, ip => {127, 0, 0, 1},
-                                     handler => handler(Rec),
-                                     idle_timeout => 1000, request_timeout => 1000,
-                                     body_timeout => 1000}),
-    {ok, Port} = falco:port(?LISTENER),
-    {ok, TPort} = falco:port(?TIMEOUTS),
+    ok = falco_test_listener:start_app(),
+    {_, Port} = falco_test_listener:start(?LISTENER, handler(Rec),
+                                          #{idle_timeout => 10000, request_timeout => 10000,
+                                            body_timeout => 10000}),
+    {_, TPort} = falco_test_listener:start(?TIMEOUTS, handler(Rec),
+                                           #{idle_timeout => 1000, request_timeout => 1000,
+                                             body_timeout => 1000}),
     [{port, Port}, {timeouts_port, TPort}, {recorder, Rec} | Config].
 
 end_per_suite(Config) ->
-    ok = falco:stop_listener(?LISTENER),
-    ok = falco:stop_listener(?TIMEOUTS),
+    ok = falco_test_listener:stop([?LISTENER, ?TIMEOUTS]),
     ?C:recorder_stop(?config(recorder, Config)),
     Config.
 
@@ -651,6 +647,18 @@ chunk_size_over_max_body_413(Config) ->
     rejected(Config, <<"POST / HTTP/1.1\r\n" ?HOST "Transfer-Encoding: chunked\r\n\r\n"
                        "3\r\nabc\r\nA00000\r\n">>, 413).
 
+%% RFC 9110 §15.5.14: a Content-Length over max_body (10 MB by default)
+%% gets 413 before any handler runs and before a byte of the body is read,
+%% whether the body follows or the client waits for 100 Continue; like
+%% every error reply it closes the connection.
+content_length_over_max_body_413(Config) ->
+    rejected(Config, <<"POST / HTTP/1.1\r\n" ?HOST "Content-Length: 10485761\r\n\r\nabc">>, 413),
+    rejected(Config, <<"POST / HTTP/1.1\r\n" ?HOST "Content-Length: 10485761\r\n"
+                       "Expect: 100-continue\r\n\r\n">>, 413),
+    %% at the limit: served
+    #{body := <<"abc">>} =
+        seen(Config, <<"POST / HTTP/1.1\r\n" ?HOST "Content-Length: 3\r\n\r\nabc">>).
+
 %% RFC 9112 §7.1: chunk = chunk-size [ext] CRLF chunk-data CRLF; the CRLF
 %% after the data is required.
 chunked_missing_data_crlf(Config) ->
@@ -860,12 +868,10 @@ unread_large_body_closes(Config) ->
 %% of first waiting up to body_timeout (10 s here) to read and drop it.
 close_without_draining_unread_body(_Config) ->
     Name = rfc9112_no_drain,
-    {ok, _} = falco:start_listener(Name, #{port => 0, ip => {127, 0, 0, 1},
-                                           handler => fun(_) -> {200, [], <<"not read">>} end,
-                                           body_timeout => 10000,
-                                           max_keep_alive_requests => 2}),
+    {_, Port} = falco_test_listener:start(Name, fun(_) -> {200, [], <<"not read">>} end,
+                                          #{body_timeout => 10000,
+                                            max_keep_alive_requests => 2}),
     try
-        {ok, Port} = falco:port(Name),
         Partial = <<"Content-Length: 100\r\n\r\nabc">>,
         Cases = [{[], <<"POST / HTTP/1.1\r\n" ?HOST "Connection: close\r\n", Partial/binary>>},
                  {[], <<"POST / HTTP/1.1\r\n" ?HOST "Connection: close\r\n"
@@ -876,7 +882,7 @@ close_without_draining_unread_body(_Config) ->
                   <<"POST / HTTP/1.1\r\n" ?HOST, Partial/binary>>}],
         [closed_without_draining(Port, Before, Raw) || {Before, Raw} <- Cases]
     after
-        ok = falco:stop_listener(Name)
+        ok = falco_test_listener:stop(Name)
     end.
 
 closed_without_draining(Port, Before, Raw) ->

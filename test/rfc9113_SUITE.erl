@@ -51,8 +51,7 @@ groups() ->
      {tls, [], [tls_alpn_http11, tls_handshake_timeout, tls_bad_options]}].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
-    {ok, _} = application:ensure_all_started(ssl),
+    ok = falco_test_listener:start_tls_app(),
     TlsOpts = falco_test_tls:server_opts(),
     [{tls_opts, TlsOpts} | Config].
 
@@ -66,18 +65,17 @@ base_opts(_Config) ->
 init_per_group(h2c, Config) ->
     start(h2c_listener, (base_opts(Config))#{protocols => [h2]}, tcp, Config);
 init_per_group(h2, Config) ->
-    start(h2_listener, (base_opts(Config))#{transport => tls,
-                                            tls_opts => ?config(tls_opts, Config)}, tls, Config);
+    Opts = (base_opts(Config))#{tls_opts => ?config(tls_opts, Config)},
+    start(h2_listener, falco_test_listener:tls(Opts), tls, Config);
 init_per_group(_, Config) ->
     Config.
 
 start(Name, Opts, Transport, Config) ->
-    {ok, _} = falco:start_listener(Name, Opts),
-    {ok, Port} = falco:port(Name),
+    {_, Port} = falco_test_listener:start(Name, Opts),
     [{listener, Name}, {port, Port}, {transport, Transport} | Config].
 
 end_per_group(Group, Config) when Group =:= h2c; Group =:= h2 ->
-    ok = falco:stop_listener(?config(listener, Config)),
+    ok = falco_test_listener:stop(?config(listener, Config)),
     Config;
 end_per_group(_, Config) ->
     Config.
@@ -218,9 +216,8 @@ concurrent_streams(Config) ->
 %% -- connection level --------------------------------------------------------------------
 
 conn_listener(Name, Extra, Config) ->
-    {ok, _} = falco:start_listener(Name, maps:merge((base_opts(Config))#{protocols => [h2]},
-                                                   Extra)),
-    {ok, Port} = falco:port(Name),
+    {_, Port} = falco_test_listener:start(Name, maps:merge((base_opts(Config))#{protocols => [h2]},
+                                                           Extra)),
     Port.
 
 %% RFC 9113 §3.4: a client that never sends the preface is dropped.
@@ -230,7 +227,7 @@ preface_timeout(Config) ->
     %% the server's SETTINGS come at once, then the close
     {ok, {settings, _}, C1} = ?C:recv_frame(C, 5000),
     ok = ?C:wait_closed(C1, 5000),
-    ok = falco:stop_listener(preface_l).
+    ok = falco_test_listener:stop(preface_l).
 
 %% RFC 9113 §3.4: an invalid preface is a PROTOCOL_ERROR.
 bad_preface_goaway(Config) ->
@@ -239,7 +236,7 @@ bad_preface_goaway(Config) ->
     ok = ?C:send(C, <<"GET / HTTP/1.1\r\nhost: a\r\n\r\n">>),
     {ok, protocol_error, C1} = ?C:goaway(C, 2000),
     ok = ?C:wait_closed(C1, 2000),
-    ok = falco:stop_listener(badpreface_l).
+    ok = falco_test_listener:stop(badpreface_l).
 
 %% An idle connection gets GOAWAY NO_ERROR after idle_timeout.
 idle_timeout_goaway(Config) ->
@@ -247,7 +244,7 @@ idle_timeout_goaway(Config) ->
     C = ?C:connect(Port, #{}),
     {ok, no_error, C1} = ?C:goaway(C, 2000),
     ok = ?C:wait_closed(C1, 2000),
-    ok = falco:stop_listener(idle_l).
+    ok = falco_test_listener:stop(idle_l).
 
 %% RFC 9113 §6.5.3: our SETTINGS must be acknowledged in time.
 settings_timeout(Config) ->
@@ -255,7 +252,7 @@ settings_timeout(Config) ->
     C = ?C:connect_raw(Port, #{}),
     ok = ?C:send(C, [falco_protocol:client_preface(), falco_http2_frame:settings(#{})]),
     {ok, settings_timeout, _} = ?C:goaway(C, 2000),
-    ok = falco:stop_listener(settings_l).
+    ok = falco_test_listener:stop(settings_l).
 
 %% CVE-2023-44487: open and reset streams in a loop.
 rapid_reset_calm(Config) ->
@@ -270,7 +267,7 @@ rapid_reset_calm(Config) ->
                             ?C:send_frame(C1, falco_http2_frame:rst_stream(Id, cancel))
                     end, C0, lists:seq(1, 60)),
     {ok, enhance_your_calm, _} = ?C:goaway(C, 5000),
-    ok = falco:stop_listener(reset_l).
+    ok = falco_test_listener:stop(reset_l).
 
 %% CVE-2024-27316: CONTINUATION frames without end.
 continuation_flood_calm(Config) ->
@@ -281,14 +278,14 @@ continuation_flood_calm(Config) ->
                              ?C:send_frame(C, falco_http2_frame:continuation(1, nofin, <<>>))
                      end, C1, lists:seq(1, 40)),
     {ok, enhance_your_calm, _} = ?C:goaway(C2, 5000),
-    ok = falco:stop_listener(cont_l).
+    ok = falco_test_listener:stop(cont_l).
 
 ping_flood_calm(Config) ->
     Port = conn_listener(ping_l, #{h2_flood_limits => #{ping => 100}}, Config),
     C0 = ?C:connect(Port, #{}),
     ok = ?C:send(C0, [falco_http2_frame:ping(<<I:64>>) || I <- lists:seq(1, 101)]),
     {ok, enhance_your_calm, _} = ?C:goaway(C0, 5000),
-    ok = falco:stop_listener(ping_l).
+    ok = falco_test_listener:stop(ping_l).
 
 %% A client that stops reading: the stream is reset after send_timeout.
 zero_window_stall_reset(Config) ->
@@ -300,7 +297,7 @@ zero_window_stall_reset(Config) ->
     C3 = ?C:send_frame(C2, falco_http2_frame:settings(#{initial_window_size => 65535})),
     {Id2, C4} = ?C:request(C3, <<"GET">>, <<"/hello">>),
     {ok, #{status := 200}, _} = ?C:response(C4, Id2),
-    ok = falco:stop_listener(stall_l).
+    ok = falco_test_listener:stop(stall_l).
 
 %% RFC 9113 §5.1.2: beyond SETTINGS_MAX_CONCURRENT_STREAMS, REFUSED_STREAM.
 refused_stream_over_limit(Config) ->
@@ -313,7 +310,7 @@ refused_stream_over_limit(Config) ->
     {error, {reset, refused_stream}, C4} = ?C:response(C3, S3),
     {ok, #{status := 200}, C5} = ?C:response(C4, S1),
     {ok, #{status := 200}, _} = ?C:response(C5, S2),
-    ok = falco:stop_listener(refused_l).
+    ok = falco_test_listener:stop(refused_l).
 
 %% RFC 9113 §5.2: the stream window is given back only as the handler
 %% reads: a handler that reads nothing leaves the client stuck at the
@@ -337,7 +334,7 @@ window_replenished_as_handler_reads(Config) ->
     {ok, #{status := 200, body := B}, _} = ?C:response(C7, 3, 10000),
     {100000, Reads} = binary_to_term(B),
     true = Reads > 1,
-    ok = falco:stop_listener(window_l).
+    ok = falco_test_listener:stop(window_l).
 
 %% Sends Total bytes on stream Id, never beyond the window the server gave.
 send_flow_controlled(C, _Id, 0, _Window) ->
@@ -361,8 +358,7 @@ listener_stop_closes(Config) ->
 
 %% RFC 7540 §3.2: HTTP/1.1 Upgrade to h2c, the request answered on stream 1.
 h2c_upgrade(Config) ->
-    {ok, _} = falco:start_listener(upgrade_l, base_opts(Config)),
-    {ok, Port} = falco:port(upgrade_l),
+    {_, Port} = falco_test_listener:start(upgrade_l, base_opts(Config)),
     C0 = ?C:connect_raw(Port, #{}),
     ok = ?C:send(C0, <<"GET /info HTTP/1.1\r\nhost: up.example\r\n"
                        "connection: Upgrade, HTTP2-Settings\r\nupgrade: h2c\r\n"
@@ -377,7 +373,7 @@ h2c_upgrade(Config) ->
     #{version := {1, 1}, host := <<"up.example">>} = binary_to_term(B),
     {Id, C3} = ?C:request(C2#{next_id => 3}, <<"GET">>, <<"/hello">>),
     {ok, #{status := 200, body := <<"hello world">>}, _} = ?C:response(C3, Id),
-    ok = falco:stop_listener(upgrade_l).
+    ok = falco_test_listener:stop(upgrade_l).
 
 read_head(Sock, Acc) ->
     case binary:match(Acc, <<"\r\n\r\n">>) of
@@ -391,8 +387,7 @@ read_head(Sock, Acc) ->
 %% RFC 9113 §3.1 (RFC 7540 §3.2): an upgrade request with a body is served
 %% over HTTP/1.1 (the upgrade ignored), body and all.
 h2c_upgrade_with_body_stays_http1(Config) ->
-    {ok, _} = falco:start_listener(upgrade2_l, base_opts(Config)),
-    {ok, Port} = falco:port(upgrade2_l),
+    {_, Port} = falco_test_listener:start(upgrade2_l, base_opts(Config)),
     {Sock, {ok, R}} =
         falco_test_client:request(Port, <<"POST /echo HTTP/1.1\r\nhost: a\r\n"
                                           "connection: Upgrade, HTTP2-Settings\r\nupgrade: h2c\r\n"
@@ -400,25 +395,21 @@ h2c_upgrade_with_body_stays_http1(Config) ->
                                           "content-length: 3\r\n\r\nabc">>),
     #{version := <<"HTTP/1.1">>, status := 200, body := <<"abc">>} = R,
     falco_test_client:close(Sock),
-    ok = falco:stop_listener(upgrade2_l).
+    ok = falco_test_listener:stop(upgrade2_l).
 
 %% RFC 9113 §3.3: with protocols => [http1] there is no prior knowledge:
 %% the preface is just a bad HTTP/1.1 request.
 prior_knowledge_disabled(Config) ->
-    {ok, _} = falco:start_listener(h1only_l, (base_opts(Config))#{protocols => [http1]}),
-    {ok, Port} = falco:port(h1only_l),
+    {_, Port} = falco_test_listener:start(h1only_l, (base_opts(Config))#{protocols => [http1]}),
     #{responses := [#{version := <<"HTTP/1.1">>, status := 400}], closed := closed} =
         falco_test_client:exchange(Port, falco_protocol:client_preface()),
-    ok = falco:stop_listener(h1only_l).
+    ok = falco_test_listener:stop(h1only_l).
 
 %% -- TLS --------------------------------------------------------------------------------------
 
 tls_listener(Name, Extra, Config) ->
-    {ok, _} = falco:start_listener(Name, maps:merge((base_opts(Config))#{
-                                                      transport => tls,
-                                                      tls_opts => ?config(tls_opts, Config)},
-                                                    Extra)),
-    {ok, Port} = falco:port(Name),
+    Opts = falco_test_listener:tls((base_opts(Config))#{tls_opts => ?config(tls_opts, Config)}),
+    {_, Port} = falco_test_listener:start(Name, maps:merge(Opts, Extra)),
     Port.
 
 %% RFC 9113 §3.2, RFC 7301: over TLS, ALPN http/1.1 or no ALPN at all
@@ -437,7 +428,7 @@ tls_alpn_http11(Config) ->
     {ok, #{version := <<"HTTP/1.1">>, status := 200, body := <<"hello world">>}} =
         falco_test_client:recv_response(S2),
     falco_test_client:close(S2),
-    ok = falco:stop_listener(tls11_l).
+    ok = falco_test_listener:stop(tls11_l).
 
 %% The handshake runs in the connection process with a timeout: a client
 %% that connects and says nothing is dropped, and the acceptors keep going.
@@ -450,7 +441,7 @@ tls_handshake_timeout(Config) ->
     {Id, C1} = ?C:request(C0, <<"GET">>, <<"/hello">>),
     {ok, #{status := 200}, _} = ?C:response(C1, Id),
     {error, closed} = gen_tcp:recv(Silent, 0, 6000),
-    ok = falco:stop_listener(tlsto_l).
+    ok = falco_test_listener:stop(tlsto_l).
 
 %% Options are checked when the listener starts; options ssl refuses are
 %% an error for the caller, not a logged crash.

@@ -31,7 +31,7 @@ groups() ->
                     stop_uninstalls]}].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     Config.
 
 end_per_suite(Config) ->
@@ -41,17 +41,16 @@ init_per_testcase(_Case, Config) ->
     Config.
 
 end_per_testcase(example_app, Config) ->
-    _ = falco:stop_listener(falco_example),
+    ok = falco_test_listener:ensure_stopped(falco_example),
     Config;
 end_per_testcase(Case, Config) ->
-    _ = falco:stop_listener(Case),
+    ok = falco_test_listener:ensure_stopped(Case),
     Config.
 
 %% -- helpers -------------------------------------------------------------------------
 
 start(Name, Opts) ->
-    {ok, _} = falco:start_listener(Name, maps:merge(#{port => 0, ip => {127, 0, 0, 1}}, Opts)),
-    {ok, Port} = falco:port(Name),
+    {_, Port} = falco_test_listener:start(Name, Opts),
     Port.
 
 get(Port, Path) ->
@@ -341,7 +340,7 @@ routes_survive_restart(_Config) ->
     {ok, Sup} = supervisor:start_link(?MODULE, {user_sup, falco:child_spec(Name, Opts)}),
     unlink(Sup),
     try
-        {ok, Port1} = falco:port(Name),
+        Port1 = falco_test_listener:port(Name),
         ?assertMatch(#{status := 200, body := <<"start">>}, get(Port1, <<"/">>)),
         ok = falco:set_routes(Name, [{<<"/">>, text(<<"swapped">>)}]),
         [{_, Listener, _, _}] = supervisor:which_children(Sup),
@@ -355,7 +354,7 @@ routes_survive_restart(_Config) ->
         ok = supervisor:delete_child(Sup, {falco_listener, Name}),
         Other = Opts#{routes => [{<<"/">>, text(<<"other">>)}]},
         {ok, _} = supervisor:start_child(Sup, falco:child_spec(Name, Other)),
-        {ok, Port3} = falco:port(Name),
+        Port3 = falco_test_listener:port(Name),
         ?assertMatch(#{status := 200, body := <<"other">>}, get(Port3, <<"/">>))
     after
         exit(Sup, shutdown)
@@ -378,7 +377,7 @@ wait_port(Name, Old, N) ->
 
 example_app(_Config) ->
     {ok, _} = falco_example:start(#{port => 0}),
-    {ok, Port} = falco:port(falco_example),
+    Port = falco_test_listener:port(falco_example),
     Root = get(Port, <<"/">>),
     ?assertMatch(#{status := 200, body := <<"<!DOCTYPE html>", _/binary>>}, Root),
     ?assertEqual(<<"text/html; charset=utf-8">>, ?C:header(<<"content-type">>, Root)),

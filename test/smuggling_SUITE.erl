@@ -109,15 +109,14 @@ init_per_suite(Config) ->
                       ?C:record(Rec, {falco_req:method(Req), falco_req:path(Req), Body}),
                       {200, [{<<"content-type">>, <<"application/octet-stream">>}], Body}
               end,
-    {ok, _} = falco:start_listener(?LISTENER,
-                                   #{port => 0, ip => {127, 0, 0, 1}, handler => Handler,
-                                     idle_timeout => 10000, request_timeout => 10000,
-                                     body_timeout => 10000, max_body => 100000}),
-    {ok, Port} = falco:port(?LISTENER),
+    ok = falco_test_listener:start_app(),
+    {_, Port} = falco_test_listener:start(?LISTENER, Handler,
+                                          #{idle_timeout => 10000, request_timeout => 10000,
+                                            body_timeout => 10000, max_body => 100000}),
     [{port, Port}, {recorder, Rec} | Config].
 
 end_per_suite(Config) ->
-    ok = falco:stop_listener(?LISTENER),
+    ok = falco_test_listener:stop(?LISTENER),
     ?C:recorder_stop(?config(recorder, Config)),
     Config.
 

@@ -26,20 +26,19 @@ all() ->
      goaway_closes_on_silent_client, sys_right_after_response].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
-    {ok, _} = application:ensure_all_started(ssl),
+    ok = falco_test_listener:start_tls_app(),
     Config.
 
 end_per_suite(_Config) ->
     ok.
 
 init_per_testcase(Case, Config) ->
-    _ = falco:stop_listener(Case),
+    ok = falco_test_listener:ensure_stopped(Case),
     Config.
 
 end_per_testcase(Case, _Config) ->
     _ = logger:remove_handler(Case),
-    _ = falco:stop_listener(Case),
+    ok = falco_test_listener:ensure_stopped(Case),
     ok.
 
 %% -- helpers ---------------------------------------------------------------
@@ -52,10 +51,7 @@ handler(Req) ->
     end.
 
 start(Name, Opts) ->
-    {ok, Sup} = falco:start_listener(Name, maps:merge(#{port => 0, ip => {127, 0, 0, 1},
-                                                        handler => fun handler/1}, Opts)),
-    {ok, Port} = falco:port(Name),
-    {Sup, Port}.
+    falco_test_listener:start(Name, fun handler/1, Opts).
 
 acceptors(Sup) -> falco_test_tree:acceptors(Sup).
 
@@ -151,8 +147,7 @@ sys_on_h2_connection(_Config) ->
 
 %% The same over TLS: HTTP/1.1 (ALPN http/1.1) and h2.
 sys_on_tls_connections(_Config) ->
-    {Sup, Port} = start(sys_on_tls_connections, #{transport => tls,
-                                                  tls_opts => falco_test_tls:server_opts()}),
+    {Sup, Port} = start(sys_on_tls_connections, falco_test_listener:tls(#{})),
     {ok, S} = ssl:connect({127, 0, 0, 1}, Port, [binary, {active, false}, {verify, verify_none},
                                                  {alpn_advertised_protocols, [<<"http/1.1">>]}],
                           5000),

@@ -24,7 +24,7 @@ all() ->
      through_telemetry].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     Config.
 
 end_per_suite(_Config) ->
@@ -34,7 +34,7 @@ init_per_testcase(Case, Config) ->
     [{name, Case} | Config].
 
 end_per_testcase(Case, _Config) ->
-    _ = falco:stop_listener(Case, immediate),
+    ok = falco_test_listener:ensure_stopped(Case, immediate),
     unload_telemetry(),
     ok.
 
@@ -50,8 +50,8 @@ start(Config, Opts) ->
                       end
               end,
     Events = fun(Event, M, Md) -> Test ! {event, Event, M, Md} end,
-    {_Sup, Port} = falco_test_tree:listener(?config(name, Config), Handler,
-                                            maps:merge(#{event_handler => Events}, Opts)),
+    {_Sup, Port} = falco_test_listener:start(?config(name, Config), Handler,
+                                             maps:merge(#{event_handler => Events}, Opts)),
     Port.
 
 event(Name) ->
@@ -155,10 +155,8 @@ drain_events(Config) ->
 tls_handshake_failed(Config) ->
     Test = self(),
     Events = fun(Event, M, Md) -> Test ! {event, Event, M, Md} end,
-    {_, Port} = falco_test_tree:listener(?config(name, Config), fun(_) -> {200, [], <<>>} end,
-                                         #{transport => tls,
-                                           tls_opts => falco_test_tls:server_opts(),
-                                           event_handler => Events}),
+    {_, Port} = falco_test_listener:start(?config(name, Config), fun(_) -> {200, [], <<>>} end,
+                                           falco_test_listener:tls(#{event_handler => Events})),
     Sock = ?C:connect(Port),
     ?C:send(Sock, <<"GET / HTTP/1.1\r\nhost: x\r\n\r\n">>),
     {_, Md} = event([falco, tls, handshake_failed]),
@@ -182,9 +180,9 @@ flood_event(Config) ->
 failing_handler(Config) ->
     falco_test_tree:capture_log(failing_handler, warning),
     try
-        {_, Port} = falco_test_tree:listener(?config(name, Config),
-                                             fun(_) -> {200, [], <<"ok">>} end,
-                                             #{event_handler => fun(_, _, _) -> error(nope) end}),
+        {_, Port} = falco_test_listener:start(?config(name, Config),
+                                              fun(_) -> {200, [], <<"ok">>} end,
+                                              #{event_handler => fun(_, _, _) -> error(nope) end}),
         Sock = ?C:connect(Port),
         _ = [begin
                  ?C:send(Sock, <<"GET / HTTP/1.1\r\nhost: x\r\n\r\n">>),
@@ -214,7 +212,7 @@ is_request_process_log(_) ->
 nothing_without_handlers(Config) ->
     Name = ?config(name, Config),
     H = fun(_) -> {200, [], <<"plain">>} end,
-    {_Sup, Port} = falco_test_tree:listener(Name, H, #{}),
+    {_Sup, Port} = falco_test_listener:start(Name, H, #{}),
     ?assertEqual(none, falco_telemetry:for(Name)),
     ?assertEqual(none, falco_telemetry:emitter(Name, #{})),
     ?assert(falco_request_events:wrap(none, H) =:= H),
@@ -227,8 +225,8 @@ through_telemetry(Config) ->
     load_telemetry(Config),
     Test = self(),
     ok = telemetry:attach(falco_test, [falco, request, stop], fun ?MODULE:handle_event/4, Test),
-    {_, Port} = falco_test_tree:listener(?config(name, Config),
-                                         fun(_) -> {200, [], <<"t">>} end, #{}),
+    {_, Port} = falco_test_listener:start(?config(name, Config),
+                                          fun(_) -> {200, [], <<"t">>} end, #{}),
     #{status := 200} = get(Port, <<"/t">>),
     receive {telemetry, [falco, request, stop], #{duration := _}, #{status := 200, path := <<"/t">>}} -> ok
     after 5000 -> ct:fail(no_telemetry_event)

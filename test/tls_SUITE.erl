@@ -27,8 +27,7 @@ all() ->
      trickled_hello_request_timeout, trickled_hello_handshake_timeout, silent_after_handshake].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
-    {ok, _} = application:ensure_all_started(ssl),
+    ok = falco_test_listener:start_tls_app(),
     TlsOpts = falco_test_tls:server_opts(),
     [{tls_opts, TlsOpts} | Config].
 
@@ -41,7 +40,7 @@ init_per_testcase(_, Config) ->
     Config.
 
 end_per_testcase(_, Config) ->
-    _ = falco:stop_listener(tls_l),
+    ok = falco_test_listener:ensure_stopped(tls_l),
     Config.
 
 handle(Req) ->
@@ -53,13 +52,8 @@ start(Extra, Config) ->
     start(Extra, [], Config).
 
 start(Extra, TlsExtra, Config) ->
-    {ok, _} = falco:start_listener(tls_l, maps:merge(#{port => 0, ip => {127, 0, 0, 1},
-                                                       handler => fun handle/1,
-                                                       transport => tls,
-                                                       tls_opts => ?config(tls_opts, Config)
-                                                           ++ TlsExtra},
-                                                     Extra)),
-    {ok, Port} = falco:port(tls_l),
+    Tls = falco_test_listener:tls(#{tls_opts => ?config(tls_opts, Config) ++ TlsExtra}),
+    {_, Port} = falco_test_listener:start(tls_l, fun handle/1, maps:merge(Tls, Extra)),
     Port.
 
 connect(Port, Versions) ->
@@ -109,7 +103,7 @@ tls13_only_curl(Config) ->
     "000" = Refused.
 
 cmd(Args) ->
-    Out = os:cmd(Args),
+    Out = falco_test_run:cmd(Args, 60000),
     ct:log("~ts~n~ts", [Args, Out]),
     Out.
 
@@ -180,13 +174,12 @@ bad_options(Config) ->
     {no_certificate, {certfile, Junk}} = Files(Junk, KeyPem),
     {no_certificate, {certfile, KeyPem}} = Files(KeyPem, KeyPem),
     {no_private_key, {keyfile, CertPem}} = Files(CertPem, CertPem),
-    {ok, _} = falco:start_listener(tls_l, #{port => 0, ip => {127, 0, 0, 1}, handler => fun handle/1,
-                                            transport => tls,
-                                            tls_opts => [{certfile, CertPem}, {keyfile, KeyPem}]}),
-    {ok, FilePort} = falco:port(tls_l),
+    {_, FilePort} = falco_test_listener:start(
+                      tls_l, fun handle/1,
+                      falco_test_listener:tls(#{tls_opts => [{certfile, CertPem}, {keyfile, KeyPem}]})),
     {ok, S} = connect(FilePort, ['tlsv1.3']),
     <<"hello https 1">> = get_hello(S),
-    ok = falco:stop_listener(tls_l),
+    ok = falco_test_listener:stop(tls_l),
     %% a good list still starts
     _ = start(#{}, [{versions, ['tlsv1.3']}, {session_tickets, disabled}], Config).
 

@@ -39,7 +39,7 @@ all() ->
     [rolling_restart, reuseport_takeover].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     Config.
 
 end_per_suite(_Config) ->
@@ -51,11 +51,10 @@ end_per_suite(_Config) ->
 %% 200 (503 once it leaves: falco:ready/1) and anything else with 200
 %% after a few ms, counting those.
 node_start(Port) ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     persistent_term:put(zd_hits, counters:new(2, [])),
-    {ok, _} = falco:start_listener(zd, #{port => Port, ip => {127, 0, 0, 1},
-                                         drain_notice => ?NOTICE_MS,
-                                         handler => fun ?MODULE:handle/1}),
+    {_, Port} = falco_test_listener:start(zd, fun ?MODULE:handle/1,
+                                          #{port => Port, drain_notice => ?NOTICE_MS}),
     ok.
 
 handle(Req) ->
@@ -139,7 +138,7 @@ haproxy_cfg(H1, H2, [A, B]) ->
 
 load(Tag, Cmd) ->
     Self = self(),
-    spawn_link(fun() -> Self ! {Tag, os:cmd(Cmd)} end).
+    spawn_link(fun() -> Self ! {Tag, falco_test_run:cmd(Cmd, (?LOAD_S + 20) * 1000)} end).
 
 load_result(Tag) ->
     receive {Tag, Out} -> Out
@@ -242,14 +241,11 @@ takeover(Migrate) ->
                                 falco_resp:text(200, <<"ok">>)
                         end
               end,
-    {ok, _} = falco:start_listener(zd_a, #{port => 0, ip => {127, 0, 0, 1}, reuseport => true,
-                                           handler => Handler(1)}),
-    {ok, Port} = falco:port(zd_a),
+    {_, Port} = falco_test_listener:start(zd_a, Handler(1), #{reuseport => true}),
     %% without the option the port is taken
     {error, {eaddrinuse, _}} =
         falco:start_listener(zd_x, #{port => Port, ip => {127, 0, 0, 1}, handler => Handler(2)}),
-    {ok, _} = falco:start_listener(zd_b, #{port => Port, ip => {127, 0, 0, 1}, reuseport => true,
-                                           handler => Handler(2)}),
+    {_, Port} = falco_test_listener:start(zd_b, Handler(2), #{port => Port, reuseport => true}),
     Self = self(),
     Stop = atomics:new(1, []),
     Clients = [spawn_link(fun() -> Self ! {done, self(), client(Port, Stop, 0, [])} end)
@@ -263,7 +259,7 @@ takeover(Migrate) ->
     timer:sleep(1000),
     ok = atomics:put(Stop, 1, 1),
     Results = [receive {done, C, R} -> R after 10000 -> ct:fail(client_stuck) end || C <- Clients],
-    ok = falco:stop_listener(zd_b),
+    ok = falco_test_listener:stop(zd_b),
     Served = lists:sum([N || {N, _} <- Results]),
     Failed = lists:append([F || {_, F} <- Results]),
     ct:pal("take-over (tcp_migrate_req ~p): ~b requests (A ~b, B ~b), ~b failed ~p; "

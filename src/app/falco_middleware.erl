@@ -85,8 +85,7 @@ check(Middlewares) ->
 handler_fun(H) ->
     case prepare_handler(H) of
         {ok, Fun} when is_function(Fun, 1) -> Fun;
-        {ok, {Mod, State}} -> fun(Req) -> Mod:handle(Req, State) end;
-        {ok, Mod} -> fun(Req) -> Mod:handle(Req, undefined) end;
+        {ok, Prepared} -> fun(Req) -> falco_handler:call(Prepared, Req) end;
         {error, Why} -> erlang:error({invalid_handler, Why})
     end.
 

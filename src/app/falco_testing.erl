@@ -243,10 +243,7 @@ run(App, Req0, Opts, Enough0) ->
 %% The request's process: the same two steps as a connection's.
 serve(Req, Handler, Conf, S) ->
     _ = erlang:monitor(process, S#ts.to),
-    case falco_pipeline:precheck(Req, Conf) of
-        ok -> falco_pipeline:run(Req, Handler, ?MODULE, S, maps:get(handler_timeout, Conf));
-        {error, Reason} -> falco_pipeline:error_reply(Reason, Req, ?MODULE, S)
-    end.
+    falco_pipeline:serve(Req, Handler, ?MODULE, S, Conf).
 
 collect(W = #{pid := Pid, mref := MRef, ref := Ref, deadline := Deadline}, R) ->
     Left = max(Deadline - erlang:monotonic_time(millisecond), 0),

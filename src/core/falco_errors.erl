@@ -7,8 +7,15 @@
 %% `{method_not_allowed, Allow}', ...). This module maps each to the status
 %% the RFC asks for (RFC 9112 §3, §5, §6; RFC 9110 §15.5, §15.6), adds the
 %% fields that status needs (Allow for 405, Accept-Encoding for a 415 about
-%% a content coding, Content-Range for 416, Vary for a 406 about codings)
-%% and builds the short text/plain body naming the status.
+%% a content coding, Content-Range for 416, Vary for a 406 about codings,
+%% Upgrade and Sec-WebSocket-Version for a refused WebSocket handshake)
+%% and builds the short text/plain body naming the status (for a refused
+%% handshake, what was wrong and what a client must send, in words).
+%%
+%% A WebSocket handshake falco_ws_handshake refuses is
+%% `{websocket_handshake, Why}', the same reason over HTTP/1.1 (RFC 6455
+%% §4.2) and over HTTP/2 (RFC 8441 §4, where the Upgrade and Connection
+%% fields of the 426, connection-specific, are dropped).
 %%
 %% {@link response/1} is the reply as a handler returns it; the pipeline
 %% sends the same for the errors falco answers itself, with the fields of a
@@ -29,8 +36,13 @@
                 | precondition_failed
                 | {unsupported_content_coding, Accepted :: [binary()]}
                 | {range_not_satisfiable, Size :: non_neg_integer()}
-                | {too_many_requests, RetryAfter :: pos_integer()}.
--export_type([reason/0]).
+                | {too_many_requests, RetryAfter :: pos_integer()}
+                | {multipart, Why :: term()}
+                | {websocket_handshake, websocket_refusal()}.
+%% Why a WebSocket opening handshake is refused (falco_ws_handshake).
+-type websocket_refusal() :: not_a_websocket_request | unsupported_version | method_not_get
+                           | http_1_0 | bad_key.
+-export_type([reason/0, websocket_refusal/0]).
 
 %% @doc The status code for an error reason.
 -spec status(reason()) -> 400..599.
@@ -48,11 +60,24 @@ status({range_not_satisfiable, _}) -> 416;
 status(expectation_failed) -> 417;
 status({too_many_requests, _}) -> 429;
 status({header_too_large, _}) -> 431;
+%% RFC 9110 §15.5.22: a plain request to a WebSocket endpoint, or a version
+%% other than 13 (RFC 6455 §4.4), is told to upgrade; a handshake that is
+%% wrong in itself (§4.2.1: not a GET, HTTP/1.0, a bad key) is a 400
+%% (§4.2.2 item 1 asks for "an appropriate error code (such as 400)").
+status({websocket_handshake, not_a_websocket_request}) -> 426;
+status({websocket_handshake, unsupported_version}) -> 426;
+status({websocket_handshake, _}) -> 400;
 status(internal_error) -> 500;
 status({not_implemented, _}) -> 501;
 status(handler_timeout) -> 503;
 status({max_requests_in_flight, _}) -> 503;
-status(version_not_supported) -> 505.
+status(version_not_supported) -> 505;
+%% falco_multipart's parse errors: a body that is not multipart is the
+%% wrong media type (RFC 9110 §15.5.16), a limit is a body too large.
+status({multipart, not_multipart}) -> 415;
+status({multipart, Limit}) when Limit =:= too_many_parts; Limit =:= header_too_large;
+                                Limit =:= part_too_large -> 413;
+status({multipart, _}) -> 400.
 
 %% @doc The fields a reason's reply carries besides Content-Type.
 -spec fields(reason()) -> [{binary(), binary()}].
@@ -74,6 +99,17 @@ fields({range_not_satisfiable, Size}) ->
 fields({too_many_requests, Seconds}) ->
     %% RFC 6585 §4, RFC 9110 §10.2.3: how long to wait, in seconds.
     [{<<"retry-after">>, integer_to_binary(Seconds)}];
+fields({websocket_handshake, Why}) ->
+    %% RFC 6455 §4.4: a refusal names the versions the server speaks, so
+    %% every refusal does (the client's next try needs it whatever was
+    %% wrong); RFC 9110 §15.5.22: a 426 names the protocol to upgrade to,
+    %% with the "upgrade" connection option (§7.8).
+    Upgrade = case Why of
+                  not_a_websocket_request -> [{<<"upgrade">>, <<"websocket">>},
+                                              {<<"connection">>, <<"upgrade">>}];
+                  _ -> []
+              end,
+    Upgrade ++ [{<<"sec-websocket-version">>, <<"13">>}];
 fields(_) ->
     [].
 
@@ -83,8 +119,26 @@ fields(_) ->
 -spec body(reason()) -> nonempty_binary().
 body({coding_not_acceptable, Available}) ->
     <<(reason_phrase(406))/binary, ": this resource is available as ", (join(Available))/binary, "\n">>;
+body({websocket_handshake, Why}) ->
+    %% the reason atom alone told a developer little
+    refusal(Why);
 body(Reason) ->
     <<(reason_phrase(status(Reason)))/binary, "\n">>.
+
+refusal(not_a_websocket_request) ->
+    <<"This resource is a WebSocket endpoint: open it with a WebSocket client "
+      "(GET with Upgrade: websocket and Connection: Upgrade, or an HTTP/2 "
+      "extended CONNECT with :protocol websocket).\n">>;
+refusal(unsupported_version) ->
+    <<"WebSocket handshake refused: only Sec-WebSocket-Version 13 (RFC 6455) "
+      "is supported.\n">>;
+refusal(method_not_get) ->
+    <<"WebSocket handshake refused: the opening handshake must be a GET.\n">>;
+refusal(http_1_0) ->
+    <<"WebSocket handshake refused: the opening handshake needs HTTP/1.1.\n">>;
+refusal(bad_key) ->
+    <<"WebSocket handshake refused: Sec-WebSocket-Key must be one base64-encoded "
+      "16-byte value.\n">>.
 
 %% @doc The reply to an error as a handler returns it:
 %% `{Status, Fields, Body}', with the reason's fields and Content-Type.

@@ -31,6 +31,12 @@
 -define(IS_WS(C), (C =:= $\s orelse C =:= $\t)).
 %% VCHAR (RFC 5234 B.1): visible US-ASCII
 -define(IS_VCHAR(C), (C >= 16#21 andalso C =< 16#7E)).
+%% A byte a field value may hold (RFC 9110 §5.5): field-vchar (VCHAR and
+%% obs-text, 16#80-16#FF), SP and HTAB; no other control byte (CR, LF and
+%% NUL among them) and no DEL. C is a byte, 0..255. The one definition:
+%% falco_grammar:is_field_value/1 and the pattern the HTTP/1.1 parser
+%% scans a field line with are built from it.
+-define(IS_FIELD_BYTE(C), (C =:= $\t orelse (C >= 16#20 andalso C =/= 16#7F))).
 %% tchar without the letters (RFC 9110 §5.6.2)
 -define(IS_TCHAR_MARK(C), (C =:= $! orelse C =:= $# orelse C =:= $$ orelse C =:= $%
                            orelse C =:= $& orelse C =:= $' orelse C =:= $* orelse C =:= $+

@@ -19,7 +19,7 @@
 %% (above it, where the router and middleware are) checks the rest.
 -module(falco_opts).
 
--export([validate/1, defaults/0, http1_limits/1, http2_machine/1]).
+-export([validate/1, defaults/0, http1_limits/1, http2_machine/1, websocket_defaults/0]).
 
 -type opts() :: #{handler => falco_handler:handler(),
                   routes => falco_router:routes(),
@@ -257,7 +257,22 @@ http2_machine(Conf) ->
       send_min_rate => maps:get(h2_send_min_rate, Conf),
       idle_timeout => maps:get(idle_timeout, Conf),
       enable_connect_protocol => maps:get(h2_enable_connect_protocol, Conf),
-      flood_limits => maps:get(h2_flood_limits, Conf)}.
+      flood_limits => maps:get(h2_flood_limits, Conf),
+      %% the window of h2_flood_limits' counters, ms (not an option: the
+      %% limits are per 10 s, as cowboy's are)
+      flood_window => 10000}.
+
+%% @doc The options of a WebSocket handler that it may leave out
+%% (falco_ws_handler; checked by falco_ws_handshake:check_opts/1).
+-spec websocket_defaults() -> #{atom() => term()}.
+websocket_defaults() ->
+    #{max_frame_size => 16 * 1024 * 1024, max_message_size => 16 * 1024 * 1024,
+      %% data frames of one message, and those of them with no payload
+      %% (falco_ws_session): Autobahn's largest case is 4 MB in 64-byte
+      %% fragments, 65,536 frames
+      max_fragments => 65536, max_empty_fragments => 64,
+      idle_timeout => 60000, ping_interval => infinity, close_timeout => 5000,
+      compress => false, protocols => []}.
 
 valid(routes, Routes) -> is_list(Routes);
 valid(router_opts, RouterOpts) -> is_map(RouterOpts);

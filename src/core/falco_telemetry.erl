@@ -13,14 +13,15 @@
 %% goes on. Which of them are used is settled at the listener's start
 %% ({@link emitter/2}): the request events are a wrapper around the
 %% listener's handler chain that exists only when events go somewhere
-%% ({@link falco_request_events}), and every other event site tests one
-%% term from the listener's configuration or one `persistent_term' per
-%% listener.
+%% ({@link falco_request_events}), and every other event site goes
+%% through {@link emit/3}, which builds nothing for an event that goes
+%% nowhere, with the emitter found by {@link for/1} (one term of the
+%% listener's configuration, or one `persistent_term' per listener).
 %%
 %% @private internal to falco
 -module(falco_telemetry).
 
--export([emitter/2, forget/1, for/1, execute/4]).
+-export([emitter/2, forget/1, for/1, execute/4, emit/3]).
 -export_type([emitter/0]).
 
 -type handler() :: fun((list(atom()), map(), map()) -> term()) | {module(), atom()}.
@@ -53,10 +54,25 @@ forget(Name) ->
     _ = persistent_term:erase(?KEY(Name)),
     ok.
 
-%% @doc The emitter of listener `Name' (`none' for an unknown one).
--spec for(atom() | undefined) -> emitter().
+%% @doc The emitter of a listener, the one lookup: from its configuration
+%% (where the listener's supervisor put it), or from its name where only
+%% that is at hand (`none' for an unknown one).
+-spec for(map() | atom() | undefined) -> emitter().
+for(#{telemetry := E}) ->
+    E;
+for(Conf) when is_map(Conf) ->
+    none;
 for(Name) ->
     persistent_term:get(?KEY(Name), none).
+
+%% @doc Emits one event whose measurements and metadata `Build' makes,
+%% only when it goes somewhere: the one guard of every event site.
+-spec emit(emitter(), [atom(), ...], fun(() -> {map(), map()})) -> ok.
+emit(none, _Event, _Build) ->
+    ok;
+emit(E, Event, Build) ->
+    {Measurements, Metadata} = Build(),
+    execute(E, Event, Measurements, Metadata).
 
 %% @doc Emits one event.
 -spec execute(emitter(), [atom(), ...], map(), map()) -> ok.

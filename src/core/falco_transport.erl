@@ -27,7 +27,7 @@
 -module(falco_transport).
 
 -export([listen/4, accept/3, close/2, handshake/2, tcp_socket/1]).
--export([own_accept/2, tls_options/3, alpn_ids/1, setopts/3, peername/2, messages/1,
+-export([own_accept/2, async_accept/1, async_accepted/2, tls_options/3, alpn_ids/1, setopts/3, peername/2, messages/1,
          default_ciphers/0, default_ciphers/1]).
 -export([reuseport/0]).
 -export([linger_close/2, linger_close_active/2, close_socket/2, deadline/1, remaining/1]).
@@ -42,7 +42,10 @@
 -type transport() :: gen_tcp | ssl.
 -type socket() :: inet:socket() | ssl:sslsocket().
 -type kind() :: tcp | tls.
--export_type([transport/0, socket/0, kind/0]).
+%% An accept started by async_accept/1: the listen socket's module
+%% (inet_tcp, inet6_tcp), to register the new socket with.
+-opaque pending() :: {pending, module()}.
+-export_type([transport/0, socket/0, kind/0, pending/0]).
 
 %% @doc The raw socket option that sets SO_REUSEPORT, for the listener
 %% option `reuseport'. OTP 25's gen_tcp has no option of its own for it
@@ -129,8 +132,9 @@ accept(Kind, LSock, Timeout) ->
     end.
 
 %% @doc Whether {@link accept/3} takes connections from `LSock' with
-%% accept_port/2 below, which never touches the listen socket once the
-%% connection is taken: a listen socket closed under such a wait ends it
+%% falco's own accept (accept_port/2 below, or {@link async_accept/1} and
+%% {@link async_accepted/2} for a caller that waits for the reply itself),
+%% which never touches the listen socket once the connection is taken: a listen socket closed under such a wait ends it
 %% with `{error, closed}' and cannot lose a connection it had already
 %% taken, so a process may wait there without a timeout and the listener
 %% may close the socket at once when it drains (falco_conn,
@@ -158,26 +162,48 @@ own_accept(_Kind, _LSock) ->
 %% accepted_socket_options compares every option with gen_tcp:accept's,
 %% so an OTP that changes either fails there. connection_storm: see
 %% docs/internals/http1.md.
-%% The listen socket's module (inet_tcp, inet6_tcp) is looked up before
-%% the wait, so that nothing is asked of the listen socket afterwards.
 accept_port(LSock, Timeout) ->
+    case start_accept(LSock, accept_time(Timeout)) of
+        {ok, Ref, Pending} ->
+            receive
+                {inet_async, LSock, Ref, Result} -> async_accepted(Pending, Result)
+            end;
+        Error ->
+            Error
+    end.
+
+%% @doc The accept of {@link accept/3} where {@link own_accept/2} holds,
+%% without a timeout and without its wait: the connection (or the error)
+%% comes as a message, `{inet_async, LSock, Ref, Result}', which the
+%% caller receives itself, among its own messages (falco_conn answers
+%% `sys' while it waits), and hands to {@link async_accepted/2}. The
+%% listen socket's module (inet_tcp, inet6_tcp) is looked up here, before
+%% the wait, so that nothing is asked of the listen socket afterwards.
+-spec async_accept(inet:socket()) -> {ok, non_neg_integer(), pending()} | {error, term()}.
+async_accept(LSock) ->
+    start_accept(LSock, -1).
+
+start_accept(LSock, Time) ->
     case inet_db:lookup_socket(LSock) of
         {ok, Mod} ->
-            case prim_inet:async_accept(LSock, accept_time(Timeout)) of
-                {ok, Ref} ->
-                    receive
-                        {inet_async, LSock, Ref, {ok, Sock}} ->
-                            true = inet_db:register_socket(Sock, Mod),
-                            {ok, Sock};
-                        {inet_async, LSock, Ref, Error} ->
-                            Error
-                    end;
-                Error ->
-                    Error
+            case prim_inet:async_accept(LSock, Time) of
+                {ok, Ref} -> {ok, Ref, {pending, Mod}};
+                Error -> Error
             end;
         {error, _} = Error ->
             Error
     end.
+
+%% @doc What {@link accept/3} returns, from the `Result' of the message
+%% of an accept started by {@link async_accept/1}: a new socket is
+%% registered as inet_tcp:accept/2 registers it.
+-spec async_accepted(pending(), {ok, inet:socket()} | {error, term()}) ->
+          {ok, inet:socket()} | {error, term()}.
+async_accepted({pending, Mod}, {ok, Sock}) ->
+    true = inet_db:register_socket(Sock, Mod),
+    {ok, Sock};
+async_accepted({pending, _}, {error, _} = Error) ->
+    Error.
 
 accept_time(infinity) -> -1;
 accept_time(Ms) -> Ms.

@@ -458,7 +458,7 @@ bad_data() ->
 
 inflated({Tag, Out}, I = #inflate{out = Out0, max = Max, pending = P}) ->
     Total = Out0 + iolist_size(Out),
-    Total =< Max orelse throw({falco_error, content_too_large}),
+    ok = falco_stream:check_body(Total, Max),
     I#inflate{pending = [P | Out], out = Total, queued = Tag =:= continue}.
 
 %% @private

@@ -536,12 +536,10 @@ read_all(Req, Opts) ->
 
 %% @doc The status to answer a parse error with: 415 for a body that is not
 %% multipart, 413 for a limit, 400 otherwise.
--spec status(reason()) -> 400 | 413 | 415.
-status(not_multipart) -> 415;
-status(too_many_parts) -> 413;
-status(header_too_large) -> 413;
-status(part_too_large) -> 413;
-status(_) -> 400.
+%% (falco_errors has the rule.)
+-spec status(reason()) -> 400..599.
+status(Reason) ->
+    falco_errors:status({multipart, Reason}).
 
 reader(Req, Opts) ->
     case maps:find(?KEY, Req) of

@@ -263,14 +263,15 @@ lines(<<C, _/binary>>, _, _, _, _) when ?IS_WS(C) ->
 lines(Bin, Head, Limits = #{max_header_line := MaxLine, max_header_block := MaxBlock,
                             max_header_count := MaxCount}, Count, Block) ->
     %% One scan finds both the line's end and any forbidden byte: when the
-    %% first control byte (CTLs but HTAB, and DEL: ctl()) is the CR of a
-    %% CRLF, the line holds none, so its value needs no check of its own.
+    %% first byte no field value may hold (CTLs but HTAB, and DEL: stops())
+    %% is the CR of a CRLF, the line holds none, so its value needs no
+    %% check of its own.
     %% Anything else (a CTL inside the line, a bare CR or LF, a line not
     %% complete yet, a limit reached) takes the general path, line/5, which
     %% gives the same answer for every input. (Carrying the field list as
     %% an argument instead of in the head record was tried: 10-15 % slower,
     %% 2026-11-28.)
-    case binary:match(Bin, ctl()) of
+    case binary:match(Bin, stops()) of
         {Len, 1} when Len < MaxLine, Block + Len + 2 =< MaxBlock, Count < MaxCount ->
             case Bin of
                 <<Line:Len/binary, "\r\n", Rest/binary>> ->
@@ -389,15 +390,17 @@ name_error(<<C, _/binary>>, N) when N > 0, ?IS_WS(C) ->
 name_error(_, _) ->
     {error, {bad_request, invalid_header_name}}.
 
-%% Checks every byte of the value and trims trailing OWS (RFC 9110 §5.5):
-%% a compiled binary:match for the forbidden bytes (CTLs but HTAB, and
-%% DEL) runs in C, twice as fast as an Erlang loop on a 40-byte value.
+%% Trims the trailing OWS (RFC 9112 §5: the leading OWS is gone already)
+%% and checks what is left with the field-value rule HTTP/2 uses too
+%% (falco_grammar:is_field_value/1, RFC 9110 §5.5), unless the line's scan
+%% has shown it holds none of the bytes the rule refuses.
 field_value(Value, Name, false) ->
     {Name, falco_grammar:trim_trailing(Value)};
-field_value(Value, Name, true) ->
-    case binary:match(Value, ctl()) of
-        nomatch -> {Name, falco_grammar:trim_trailing(Value)};
-        _ -> {error, {bad_request, invalid_header_value}}
+field_value(Value0, Name, true) ->
+    Value = falco_grammar:trim_trailing(Value0),
+    case falco_grammar:is_field_value(Value) of
+        true -> {Name, Value};
+        false -> {error, {bad_request, invalid_header_value}}
     end.
 
 %% Compiled patterns, stored once per node when the falco application
@@ -406,24 +409,21 @@ field_value(Value, Name, true) ->
 %% pattern is compiled for the call and not stored: this module never
 %% writes a persistent term (replacing one forces a global GC, and two
 %% processes storing a fresh compiled pattern at once would replace it).
-lf() -> pattern(falco_http1_lf).
-
-ctl() -> pattern(falco_http1_ctl).
-
-pattern(Key) ->
-    case persistent_term:get(Key, undefined) of
-        undefined -> binary:compile_pattern(pattern_bytes(Key));
+lf() ->
+    case persistent_term:get(falco_http1_lf, undefined) of
+        undefined -> binary:compile_pattern(<<"\n">>);
         P -> P
     end.
 
+%% The bytes no field value holds, CR and LF among them (RFC 9110 §5.5):
+%% falco_grammar's pattern, the one rule of HTTP/1.1 and HTTP/2.
+stops() -> falco_grammar:field_value_stops().
+
 %% @doc The persistent terms this module reads, for falco_app to store
-%% once when the application starts.
+%% once when the application starts (falco_grammar's are its own).
 -spec tables() -> [{atom(), binary:cp()}].
 tables() ->
-    [{Key, binary:compile_pattern(pattern_bytes(Key))} || Key <- [falco_http1_lf, falco_http1_ctl]].
-
-pattern_bytes(falco_http1_lf) -> <<"\n">>;
-pattern_bytes(falco_http1_ctl) -> [<<C>> || C <- lists:seq(0, 8) ++ lists:seq(10, 31) ++ [127]].
+    [{falco_http1_lf, binary:compile_pattern(<<"\n">>)}].
 
 %% Framing and routing fields are remembered as they go by.
 %%

@@ -69,10 +69,8 @@
                held = none :: falco_http1_stream:held() | none,
                %% read from the listener's configuration once (its map is
                %% large enough that every read is a hash lookup): what each
-               %% request's stream state starts from, handler_timeout, and
-               %% the drain flag
+               %% request's stream state starts from, and the drain flag
                stream :: falco_http1_stream:state(),
-               handler_timeout :: timeout(),
                drain :: falco_drain:flag() | undefined,
                debug = [] :: [sys:dbg_opt()]}).
 
@@ -98,7 +96,6 @@ enter(Ctx = #{socket := Socket, transport := T, parent := Parent, handler := Han
               max_in_flight = maps:get(max_requests_in_flight, Conf),
               retry_after = maps:get(shed_retry_after, Conf),
               stream = falco_http1_stream:template(Socket, T, Conf),
-              handler_timeout = maps:get(handler_timeout, Conf),
               drain = maps:get(drain, Conf, undefined)},
     ok = falco_stats:protocol(Stats, Cell, http1),
     %% For falco:connection_list/1 while a request keeps this process from
@@ -140,7 +137,7 @@ idle_deadline(#conn{first = First, idle_timeout = Idle}) -> min(First, falco_tra
 %% to a request rejected before its head was parsed: if it is a HEAD
 %% request, that reply has no content either (RFC 9110 §9.3.2).
 head(C, {ok, Request, Rest}, _Deadline, _Start) ->
-    request(C, Request, Rest);
+    upgrade(C, Request, Rest);
 head(C0 = #conn{held = Held}, More = {more, _}, Deadline, Start) when Held =/= none ->
     case flush(C0) of
         {ok, C} -> head(C, More, Deadline, Start);
@@ -190,12 +187,6 @@ start(Start, _Data) -> Start.
 
 method(<<"HEAD ", _/binary>>) -> #{method => <<"HEAD">>};
 method(_) -> #{}.
-
-request(C = #conn{conf = Conf}, Request, Rest) ->
-    case falco_pipeline:precheck(Request, Conf) of
-        ok -> upgrade(C, Request, Rest);
-        {error, Reason} -> reject(C, Reason, Request)
-    end.
 
 upgrade(C = #conn{transport = gen_tcp, conf = #{protocols := Protocols}}, Request, Rest) ->
     %% RFC 7540 §3.2: HTTP/1.1 Upgrade to h2c, answered on stream 1.
@@ -263,8 +254,7 @@ serve(C = #conn{served = Served, max_requests = Max, tracker = Tracker, stream =
     Req = (with_connection(Request, C))#{stream => {falco_http1_stream, S0}},
     Result = case Run of
                  handler ->
-                     falco_pipeline:run(Req, C#conn.handler, falco_http1_stream, S0,
-                                        C#conn.handler_timeout);
+                     falco_pipeline:serve(Req, C#conn.handler, falco_http1_stream, S0, C#conn.conf);
                  {shed, Reason} ->
                      falco_pipeline:shed(Reason, Req, falco_http1_stream, S0)
              end,

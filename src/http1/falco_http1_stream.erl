@@ -380,7 +380,12 @@ send_data(Data, #h1s{transport = T, socket = Sock}) ->
 %% @private
 -spec send_end(falco_stream:headers(), state()) -> {ok, state()} | {error, term()}.
 send_end(Trailers, S = #h1s{mode = chunked}) ->
-    send(S, falco_http1_chunked:last(Trailers));
+    %% RFC 9110 §6.5.1: a trailer section carries only fields defined for
+    %% trailers, and no connection-specific one is (§7.6.1): dropped, by
+    %% the rule HTTP/2 drops them from every response section with.
+    send(S, falco_http1_chunked:last(
+              [F || {N, V} = F <- Trailers,
+                    not falco_grammar:is_connection_specific(N, iolist_to_binary(V))]));
 send_end(_Trailers, S) ->
     {ok, S}.
 
@@ -504,9 +509,9 @@ report(B0, S = #h1s{tracker = {Conn, Ref, Reports, _}}) ->
     Conn ! {falco_http1_body, Ref, No, B#body{pending = <<>>}},
     S#h1s{body = B, report_no = No}.
 
-read(all, #body{framing = {length, Left}, pending = <<>>, read = Read}, #h1s{max_body = Max})
-  when Read + Left > Max ->
-    throw({falco_error, content_too_large});
+read(all, B = #body{framing = {length, Left}, pending = <<>>, read = Read}, S) ->
+    ok = falco_stream:check_body(Read + Left, S#h1s.max_body),
+    read_all(B, S, []);
 read(all, B, S) ->
     read_all(B, S, []);
 read(_Want, B = #body{pending = <<>>, framing = done}, _S) ->
@@ -527,7 +532,7 @@ read_all(B = #body{pending = P, framing = done}, _S, Acc) ->
     {ok, join(Acc, P), B#body{pending = <<>>}};
 read_all(B0 = #body{pending = P, framing = {length, Left}, buf = <<>>, read = Read}, S, Acc)
   when Left > 0 ->
-    Read + Left =< S#h1s.max_body orelse throw({falco_error, content_too_large}),
+    ok = falco_stream:check_body(Read + Left, S#h1s.max_body),
     Want = min(Left, max(?MAX_EXACT_READ, ?EXACT_FACTOR * Read)),
     B = clock(continue(B0, S), S),
     {Back, Acc1} = put_back(P, Acc, S),
@@ -599,10 +604,7 @@ pull(B = #body{framing = {chunked, C0}, buf = Buf, read = Read}, S = #h1s{max_bo
             Size = iolist_size(Data),
             %% A chunk announced larger than what max_body still allows is
             %% refused now, not after waiting for its data.
-            case Read + Size + falco_http1_chunked:data_left(C) > Max of
-                true -> throw({falco_error, content_too_large});
-                false -> ok
-            end,
+            ok = falco_stream:check_body(Read + Size + falco_http1_chunked:data_left(C), Max),
             case Size of
                 0 ->
                     B1 = clock(widen(infinity, continue(B, S), S), S),
@@ -647,10 +649,9 @@ setopts(gen_tcp, Sock, Opts) -> inet:setopts(Sock, Opts);
 setopts(T, Sock, Opts) -> T:setopts(Sock, Opts).
 
 add(B, Data, Read, #h1s{max_body = Max}) ->
-    case Read + byte_size(Data) of
-        N when N > Max -> throw({falco_error, content_too_large});
-        N -> B#body{pending = Data, read = N}
-    end.
+    N = Read + byte_size(Data),
+    ok = falco_stream:check_body(N, Max),
+    B#body{pending = Data, read = N}.
 
 continue(B = #body{continue = pending}, #h1s{transport = T, socket = Sock}) ->
     _ = T:send(Sock, falco_http1_encode:continue()),

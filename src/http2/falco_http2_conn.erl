@@ -539,14 +539,10 @@ uncounted(Pid, #c{counted = Counted, k = #k{stats = Stats, cell = Cell}}) ->
 flood_event({_, {flood, Key}}, #c{k = #k{ctx = #{conf := Conf, listener := Name, peer := Peer},
                                          stats = Stats}}) ->
     ok = falco_stats:rejected(Stats, flood),
-    case maps:get(telemetry, Conf, none) of
-        none ->
-            ok;
-        E ->
-            falco_telemetry:execute(E, [falco, connection, flood],
-                                    #{monotonic_time => erlang:monotonic_time()},
-                                    #{listener => Name, limit => Key, peer => Peer})
-    end;
+    falco_telemetry:emit(falco_telemetry:for(Conf), [falco, connection, flood],
+                         fun() -> {#{monotonic_time => erlang:monotonic_time()},
+                                   #{listener => Name, limit => Key, peer => Peer}}
+                         end);
 flood_event(_, _) ->
     ok.
 

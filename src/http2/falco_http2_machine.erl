@@ -74,8 +74,6 @@
 
 -include("falco_http2_machine.hrl").
 
-%% The window of the flood counters, ms.
--define(FLOOD_WINDOW, 10000).
 %% How long a stream whose response is complete waits for the rest of a
 %% request body nobody will read before it is reset with NO_ERROR.
 -define(LINGER, 1000).
@@ -104,10 +102,10 @@
 -opaque state() :: #m{}.
 
 %% @doc The machine's options and their defaults: those of a listener
-%% ({@link falco_opts:defaults/0}, the one source), and `flood_window'.
+%% ({@link falco_opts:defaults/0} and falco_opts:http2_machine/1, the one source).
 -spec default_opts() -> opts().
 default_opts() ->
-    (falco_opts:http2_machine(falco_opts:defaults()))#{flood_window => ?FLOOD_WINDOW}.
+    falco_opts:http2_machine(falco_opts:defaults()).
 
 %% @doc A new server connection: our SETTINGS (and a connection window
 %% larger than the default, if configured) go out at once (§3.4).

@@ -25,9 +25,10 @@
 %% default), and an invalid Content-Length.
 %%
 %% The host and port of `:authority' or Host (RFC 9110 §7.2), the
-%% origin-form of `:path' and tokens are read by {@link falco_grammar},
-%% with the rules HTTP/1.1 applies; this module does not depend on the
-%% HTTP/1.1 codec.
+%% origin-form of `:path', tokens, field values (RFC 9110 §5.5) and which
+%% fields are connection-specific (RFC 9110 §7.6.1, RFC 9113 §8.2.2) are
+%% read by {@link falco_grammar}, with the rules HTTP/1.1 applies; this
+%% module does not depend on the HTTP/1.1 codec.
 %%
 %% With `connect_protocol' (we sent SETTINGS_ENABLE_CONNECT_PROTOCOL), an
 %% extended CONNECT (RFC 8441 §4) with `:protocol websocket' is a request
@@ -123,9 +124,9 @@ pseudo_error(_) ->
 regular([{Name, Value} | Rest], Acc) ->
     case field_name(Name) of
         ok ->
-            case field_value(Value) of
-                ok -> regular_field(Name, Value, Rest, Acc);
-                error -> {error, bad_header_value}
+            case falco_grammar:is_field_value(Value) of
+                true -> regular_field(Name, Value, Rest, Acc);
+                false -> {error, bad_header_value}
             end;
         pseudo -> {error, pseudo_header_after_regular};
         error -> {error, bad_header_name}
@@ -133,16 +134,6 @@ regular([{Name, Value} | Rest], Acc) ->
 regular([], Acc) ->
     {ok, Acc}.
 
-%% §8.2.2: connection-specific fields make a request malformed.
-regular_field(N, _, _, _) when N =:= <<"connection">>; N =:= <<"keep-alive">>;
-                               N =:= <<"proxy-connection">>; N =:= <<"transfer-encoding">>;
-                               N =:= <<"upgrade">> ->
-    {error, connection_specific_header};
-regular_field(<<"te">>, V, Rest, Acc) ->
-    case falco_grammar:lower(V) of
-        <<"trailers">> -> regular(Rest, Acc);
-        _ -> {error, bad_te}
-    end;
 %% §8.2.3: cookie crumbs are joined into one field (headers/1).
 regular_field(<<"cookie">>, _, Rest, Acc = #acc{cookie = false}) ->
     regular(Rest, Acc#acc{cookie = true});
@@ -156,8 +147,16 @@ regular_field(<<"content-length">>, V, Rest, Acc = #acc{length = L}) when L =:= 
     regular(Rest, Acc#acc{length = V});
 regular_field(<<"content-length">>, _, _, _) ->
     {error, conflicting_content_length};
-regular_field(_, _, Rest, Acc) ->
-    regular(Rest, Acc).
+regular_field(Name, Value, Rest, Acc) ->
+    %% §8.2.2: a connection-specific field makes a request malformed (none
+    %% of the names above is one).
+    case falco_grammar:is_connection_specific(Name, Value) of
+        false -> regular(Rest, Acc);
+        true -> {error, connection_specific(Name)}
+    end.
+
+connection_specific(<<"te">>) -> bad_te;
+connection_specific(_) -> connection_specific_header.
 
 %% RFC 8441 §4: `:protocol' only once we sent SETTINGS_ENABLE_CONNECT_PROTOCOL,
 %% only on CONNECT, and such a CONNECT carries `:scheme' and `:path'.
@@ -303,17 +302,13 @@ parse_authority(A) ->
 trailers([{Name, Value} | Rest]) ->
     case field_name(Name) of
         ok ->
-            case field_value(Value) of
-                ok ->
-                    case Name of
-                        N when N =:= <<"connection">>; N =:= <<"keep-alive">>;
-                               N =:= <<"proxy-connection">>; N =:= <<"transfer-encoding">>;
-                               N =:= <<"upgrade">> ->
-                            {error, {malformed, connection_specific_header}};
-                        _ ->
-                            trailers(Rest)
+            case falco_grammar:is_field_value(Value) of
+                true ->
+                    case falco_grammar:is_connection_specific(Name, Value) of
+                        false -> trailers(Rest);
+                        true -> {error, {malformed, connection_specific(Name)}}
                     end;
-                error -> {error, {malformed, bad_header_value}}
+                false -> {error, {malformed, bad_header_value}}
             end;
         pseudo -> {error, {malformed, pseudo_header_in_trailers}};
         error -> {error, {malformed, bad_header_name}}
@@ -322,24 +317,18 @@ trailers([]) ->
     ok.
 
 %% @doc Response fields fit for HTTP/2: names are already lowercase (the
-%% pipeline did it); connection-specific fields are dropped (§8.2.2: never
-%% sent on HTTP/2) and values flattened to binaries for HPACK.
+%% pipeline did it); values are flattened to binaries for HPACK and
+%% connection-specific fields dropped (§8.2.2: never sent on HTTP/2; the
+%% rule of falco_grammar, which a request is checked with too).
 -spec response_fields([{binary(), iodata()}]) -> headers().
-response_fields([{N, V} | Rest]) ->
-    case hop_by_hop(N) of
+response_fields([{N, V0} | Rest]) ->
+    V = iolist_to_binary(V0),
+    case falco_grammar:is_connection_specific(N, V) of
         true -> response_fields(Rest);
-        false when is_binary(V) -> [{N, V} | response_fields(Rest)];
-        false -> [{N, iolist_to_binary(V)} | response_fields(Rest)]
+        false -> [{N, V} | response_fields(Rest)]
     end;
 response_fields([]) ->
     [].
-
-hop_by_hop(<<"connection">>) -> true;
-hop_by_hop(<<"keep-alive">>) -> true;
-hop_by_hop(<<"proxy-connection">>) -> true;
-hop_by_hop(<<"transfer-encoding">>) -> true;
-hop_by_hop(<<"upgrade">>) -> true;
-hop_by_hop(_) -> false.
 
 %% -- character classes ------------------------------------------------------
 
@@ -350,20 +339,6 @@ field_name(Name) ->
         true -> ok;
         false -> error
     end.
-
-%% §8.2.1: no NUL, CR, LF, no leading or trailing SP/HTAB; like HTTP/1.1
-%% (RFC 9110 §5.5) no other controls nor DEL either.
-field_value(<<>>) -> ok;
-field_value(<<C, _/binary>>) when ?IS_WS(C) -> error;
-field_value(V) ->
-    case binary:last(V) of
-        C when ?IS_WS(C) -> error;
-        _ -> value_chars(V)
-    end.
-
-value_chars(<<C, R/binary>>) when C >= 16#20, C =/= 16#7f; C =:= $\t -> value_chars(R);
-value_chars(<<>>) -> ok;
-value_chars(_) -> error.
 
 %% scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) (RFC 3986 §3.1)
 scheme(<<C, R/binary>>) when ?IS_ALPHA(C) -> scheme_rest(R);

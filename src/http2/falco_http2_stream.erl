@@ -102,12 +102,7 @@ init(Conn, Id, Req0, Ctx = #{max_body := MaxBody, body_timeout := BodyTimeout,
                                                         listener => maps:get(listener, Ctx)},
                                               ?MODULE, S));
         _ ->
-            case falco_pipeline:precheck(Req0, Ctx) of
-                ok -> run(Req0, Ctx, S);
-                {error, Reason} ->
-                    result(falco_pipeline:error_reply(Reason, Req0#{listener => maps:get(listener, Ctx)},
-                                                      ?MODULE, S))
-            end
+            run(Req0, Ctx, S)
     end.
 
 run(Req0, Ctx, S0) ->
@@ -128,8 +123,7 @@ run(Req0, Ctx, S0) ->
               #{proxy := Proxy} -> Req1#{proxy => Proxy};
               _ -> Req1
           end,
-    result(falco_pipeline:run(Req, maps:get(handler, Ctx), ?MODULE, S,
-                              maps:get(handler_timeout, Ctx, infinity))).
+    result(falco_pipeline:serve(Req, maps:get(handler, Ctx), ?MODULE, S, Ctx)).
 
 %% When the pipeline could not finish the response (a streamed reply
 %% crashed), the process ends and the connection resets the stream. After
@@ -310,10 +304,7 @@ wait(B0, Want, #h2s{conn = Conn, id = Id, body_timeout = Wait, max_body = Max, c
         {h2_data, Data, Fin} ->
             Size = iolist_size(Data),
             Read = B#body.read + Size,
-            case Read > Max of
-                true -> throw({falco_error, content_too_large});
-                false -> ok
-            end,
+            ok = falco_stream:check_body(Read, Max),
             B#body{buf = [Data | B#body.buf], buf_size = B#body.buf_size + Size,
                    fin = Fin =:= fin, read = Read};
         {h2_trailers, Fields} ->

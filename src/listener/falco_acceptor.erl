@@ -7,7 +7,8 @@
 %% transfer and no hand-off message (on gen_tcp's socket backend each of
 %% those is a call through the socket's own server process).
 %%
-%% It is an OTP special process (proc_lib, `sys'): it traps exits, is the
+%% It is an OTP special process (proc_lib, `sys', answered while it waits
+%% for messages and while it drains): it traps exits, is the
 %% parent of every connection process it started, and answers
 %% `supervisor:which_children/1' and `supervisor:count_children/1' with
 %% them. A connection that ends is forgotten at once (its exit message is
@@ -61,6 +62,21 @@
               events :: falco_telemetry:emitter(),
               drain :: falco_drain:flag()}).
 
+%% A drain in progress (drain/3): kept apart from #acc{} so that the
+%% acceptor's `sys' callbacks can continue it where a system message
+%% found it.
+-record(drain, {deadline :: integer() | infinity,
+                %% connections drained so far, those accepted meanwhile
+                %% included
+                total :: non_neg_integer(),
+                %% the listen socket: `open' until close_listen/2 closes it
+                socket :: open | closed,
+                start :: integer(),
+                %% what comes after: the answer to falco:drain/2, then the
+                %% loop; or the acceptor's end (terminate/2)
+                then :: {reply, pid(), reference()} | {stop, term()},
+                debug :: [sys:dbg_opt()]}).
+
 -define(FULL_RETRY, 10).
 %% How long an acceptor waits without a message before it collects its
 %% heap, ms (loop/2).
@@ -91,7 +107,7 @@ init(Parent, Name, Slots, Index) ->
     S = #acc{parent = Parent, name = Name, lsock = LSock, conf = Conf, slots = Slots,
              index = Index, max = maps:get(max_connections, Conf),
              drain = maps:get(drain, Conf), stats = maps:get(stats, Conf),
-             events = maps:get(telemetry, Conf, falco_telemetry:for(undefined))},
+             events = falco_telemetry:for(Conf)},
     loop(next(S), []).
 
 %% Starts a waiting process if none waits, a slot is free and no retry is
@@ -193,9 +209,7 @@ handle(Msg, S = #acc{parent = Parent, retry = Retry}, Debug) ->
         {timeout, Retry, retry} ->
             loop(next(S#acc{retry = undefined}), Debug);
         {falco_drain, From, Ref, Deadline} ->
-            {S1, Total, Left} = drain(Deadline, S),
-            From ! {Ref, self(), Total, Left},
-            loop(S1, Debug);
+            drain(Deadline, S, {reply, From, Ref}, Debug);
         {system, From, Request} ->
             sys:handle_system_msg(Request, From, Parent, ?MODULE, Debug, S);
         {'$gen_call', From, Request} ->
@@ -213,13 +227,11 @@ accepted(Pid, S = #acc{slots = Slots, index = I, conns = Conns, name = Name, eve
     ok = accepted_event(E, Now, Name, Pid),
     S#acc{waiting = undefined, conns = Conns#{Pid => Now}}.
 
-%% Nothing is built for an event that goes nowhere (closed/4 likewise).
-accepted_event(none, _Now, _Name, _Pid) ->
-    ok;
 accepted_event(E, Now, Name, Pid) ->
-    falco_telemetry:execute(E, [falco, connection, accepted],
-                            #{monotonic_time => Now, system_time => erlang:system_time()},
-                            #{listener => Name, pid => Pid}).
+    falco_telemetry:emit(E, [falco, connection, accepted],
+                         fun() -> {#{monotonic_time => Now, system_time => erlang:system_time()},
+                                   #{listener => Name, pid => Pid}}
+                         end).
 
 accept_failed(Reason, S) when Reason =:= emfile; Reason =:= enfile ->
     logger:warning("falco: listener ~p out of file descriptors (~p); backing off ~b ms",
@@ -269,13 +281,13 @@ settle(Pid, S = #acc{cells = Cells, stats = Stats}) ->
             S
     end.
 
-closed(_Pid, _Since, _Reason, #acc{events = none}) ->
-    ok;
 closed(Pid, Since, Reason, #acc{name = Name, events = E}) ->
-    Now = erlang:monotonic_time(),
-    falco_telemetry:execute(E, [falco, connection, closed],
-                            #{duration => Now - Since, monotonic_time => Now},
-                            #{listener => Name, pid => Pid, reason => Reason}).
+    falco_telemetry:emit(E, [falco, connection, closed],
+                         fun() ->
+                                 Now = erlang:monotonic_time(),
+                                 {#{duration => Now - Since, monotonic_time => Now},
+                                  #{listener => Name, pid => Pid, reason => Reason}}
+                         end).
 
 %% One bounded line for a connection that did not end the way connections
 %% end (formatted with a bound, so a reason holding a request body costs
@@ -317,41 +329,38 @@ supervisor_call(_, _) ->
 %% closing it under one can lose the connection it is taking. What they
 %% accept until then is served and drained like the rest. Every acceptor
 %% closes it (the first close counts).
-%% Returns at `Deadline' at the latest, with how many connections there
-%% were and how many were left to stop then (stopped as terminate/2 does).
-drain(Deadline, S0 = #acc{conns = Conns, drain = Drain, name = Name, index = I, events = E}) ->
+%% Ends at `Deadline' at the latest (what is left then is stopped as
+%% terminate/2 does), and goes on as `Then' says: for falco:drain/2 the
+%% answer, with how many connections there were and how many were left
+%% to stop, then the loop; for terminate/2 the acceptor's end. The drain
+%% answers `sys' too (its own state, #drain{}, kept with the acceptor's).
+drain(Deadline, S = #acc{conns = Conns, drain = Drain, name = Name, index = I, events = E},
+      Then, Debug) ->
     ok = falco_drain:set(Drain, draining),
     _ = [P ! {falco_drain, self()} || P <- maps:keys(Conns)],
     Start = erlang:monotonic_time(),
-    Meta = #{listener => Name, acceptor => I},
     ok = falco_telemetry:execute(E, [falco, drain, start],
                                  #{monotonic_time => Start, connections => map_size(Conns)},
-                                 Meta),
-    {S, Total, Left} = drain_loop(Deadline, S0, map_size(Conns), open),
-    Stop = erlang:monotonic_time(),
-    ok = falco_telemetry:execute(E, [falco, drain, stop],
-                                 #{duration => Stop - Start, monotonic_time => Stop,
-                                   connections => Total, completed => Total - Left,
-                                   stopped => Left},
-                                 Meta),
-    {S, Total, Left}.
+                                 #{listener => Name, acceptor => I}),
+    drain_loop(#drain{deadline = Deadline, total = map_size(Conns), socket = open,
+                      start = Start, then = Then, debug = Debug}, S).
 
-%% `Socket0': `open' until it is closed here (close_listen/2).
-drain_loop(Deadline, S, Total, Socket0) ->
-    case {Socket0, S} of
+drain_loop(D = #drain{socket = Socket}, S) ->
+    case {Socket, S} of
         {closed, #acc{waiting = undefined, conns = Conns}} when map_size(Conns) =:= 0 ->
-            {S, Total, 0};
+            drained(D, S, 0);
         {open, _} ->
             case close_listen(S, false) of
-                closed -> drain_loop(Deadline, S, Total, closed);
-                open -> drain_wait(Deadline, S, Total, open)
+                closed -> drain_loop(D#drain{socket = closed}, S);
+                open -> drain_wait(D, S)
             end;
         {closed, _} ->
-            drain_wait(Deadline, S, Total, closed)
+            drain_wait(D, S)
     end.
 
-drain_wait(Deadline, S = #acc{parent = Parent, conns = Conns}, Total, Socket) ->
-    Wait = case Socket of
+drain_wait(D = #drain{deadline = Deadline, total = Total, debug = Debug},
+           S = #acc{parent = Parent, conns = Conns}) ->
+    Wait = case D#drain.socket of
                open -> min(?CLOSE_POLL, falco_transport:remaining(Deadline));
                closed -> falco_transport:remaining(Deadline)
            end,
@@ -359,25 +368,48 @@ drain_wait(Deadline, S = #acc{parent = Parent, conns = Conns}, Total, Socket) ->
         {falco_accepted, Pid} when Pid =:= S#acc.waiting ->
             %% accepted before it saw the flag: it drains too
             Pid ! {falco_drain, self()},
-            drain_loop(Deadline, accepted(Pid, S), Total + 1, Socket);
+            drain_loop(D#drain{total = Total + 1}, accepted(Pid, S));
         {'EXIT', Parent, Reason} ->
-            _ = close_listen(S, true),
-            stop_all(S),
-            exit(Reason);
+            drain_stop(Reason, S);
         {'EXIT', Pid, Reason} ->
-            drain_loop(Deadline, exited(Pid, Reason, S), Total, Socket);
+            drain_loop(D, exited(Pid, Reason, S));
         {'$gen_call', From, Request} ->
             _ = gen:reply(From, supervisor_call(Request, S)),
-            drain_loop(Deadline, S, Total, Socket)
+            drain_loop(D, S);
+        {system, From, Request} ->
+            sys:handle_system_msg(Request, From, Parent, ?MODULE, Debug, {D, S})
     after Wait ->
         case falco_transport:remaining(Deadline) of
             0 ->
                 _ = close_listen(S, true),
                 stop_all(S),
-                {release_all(S), Total, map_size(Conns)};
+                drained(D, release_all(S), map_size(Conns));
             _ ->
-                drain_loop(Deadline, S, Total, Socket)
+                drain_loop(D, S)
         end
+    end.
+
+-spec drain_stop(term(), #acc{}) -> no_return().
+drain_stop(Reason, S) ->
+    _ = close_listen(S, true),
+    stop_all(S),
+    exit(Reason).
+
+drained(#drain{total = Total, start = Start, then = Then, debug = Debug}, S = #acc{events = E},
+        Left) ->
+    Stop = erlang:monotonic_time(),
+    ok = falco_telemetry:execute(E, [falco, drain, stop],
+                                 #{duration => Stop - Start, monotonic_time => Stop,
+                                   connections => Total, completed => Total - Left,
+                                   stopped => Left},
+                                 #{listener => S#acc.name, acceptor => S#acc.index}),
+    case Then of
+        {reply, From, Ref} ->
+            From ! {Ref, self(), Total, Left},
+            loop(S, Debug);
+        {stop, Reason} ->
+            stop_all(S),
+            exit(quiet(Reason))
     end.
 
 %% Closes the listen socket when no process of the listener waits in
@@ -413,17 +445,14 @@ release_all(S = #acc{waiting = Waiting, conns = Conns, slots = Slots, index = I}
 %% only this acceptor's connections are stopped.
 -spec terminate(term(), #acc{}) -> no_return().
 terminate(Reason, S = #acc{drain = Drain, conf = Conf}) ->
-    S1 = case falco_drain:stopping(Drain) andalso falco_drain:mode(Drain) of
-             false ->
-                 S;
-             immediate ->
-                 S;
-             _ ->
-                 Deadline = falco_transport:deadline(maps:get(shutdown_timeout, Conf)),
-                 element(1, drain(Deadline, S))
-         end,
-    stop_all(S1),
-    exit(quiet(Reason)).
+    case falco_drain:stopping(Drain) andalso falco_drain:mode(Drain) of
+        Mode when Mode =:= false; Mode =:= immediate ->
+            stop_all(S),
+            exit(quiet(Reason));
+        _ ->
+            Deadline = falco_transport:deadline(maps:get(shutdown_timeout, Conf)),
+            drain(Deadline, S, {stop, Reason}, [])
+    end.
 
 %% The acceptor's own exit: its supervisor's reason when that is a quiet
 %% one, else `{shutdown, Reason}' (a supervisor killed in a storm took its
@@ -462,27 +491,39 @@ await_killed(Mons) ->
     end.
 
 %% -- sys ------------------------------------------------------------------------
+%% The state is the acceptor's, or with a drain in progress the drain's
+%% and the acceptor's (drain_wait/2): each continues where it was.
+
+-type sys_state() :: #acc{} | {#drain{}, #acc{}}.
 
 %% @private
--spec system_continue(pid(), [sys:dbg_opt()], #acc{}) -> no_return().
+-spec system_continue(pid(), [sys:dbg_opt()], sys_state()) -> no_return().
+system_continue(_Parent, Debug, {D = #drain{}, S}) ->
+    drain_loop(D#drain{debug = Debug}, S);
 system_continue(_Parent, Debug, S) ->
     loop(S, Debug).
 
-%% @private
--spec system_terminate(term(), pid(), [sys:dbg_opt()], #acc{}) -> no_return().
+%% @private While it drains, as its parent's exit then does: the listen
+%% socket closed, the connections stopped.
+-spec system_terminate(term(), pid(), [sys:dbg_opt()], sys_state()) -> no_return().
+system_terminate(Reason, _Parent, _Debug, {#drain{}, S}) ->
+    drain_stop(Reason, S);
 system_terminate(Reason, _Parent, _Debug, S) ->
     terminate(Reason, S).
 
 %% @private
--spec system_code_change(#acc{}, module(), term(), term()) -> {ok, #acc{}}.
-system_code_change(S, _Module, _OldVsn, _Extra) ->
-    {ok, S}.
+-spec system_code_change(sys_state(), module(), term(), term()) -> {ok, sys_state()}.
+system_code_change(State, _Module, _OldVsn, _Extra) ->
+    {ok, State}.
 
 %% @private
--spec system_get_state(#acc{}) -> {ok, map()}.
+-spec system_get_state(sys_state()) -> {ok, map()}.
+system_get_state({#drain{}, S}) ->
+    {ok, State} = system_get_state(S),
+    {ok, State#{draining => true}};
 system_get_state(#acc{name = Name, index = I, waiting = Waiting, conns = Conns, max = Max,
                       retry = Retry, conf = Conf}) ->
     {ok, #{listener => Name, acceptor => I, waiting => Waiting,
            connections => map_size(Conns), max_connections => Max,
            max_requests_in_flight => maps:get(max_requests_in_flight, Conf),
-           backing_off => Retry =/= undefined}}.
+           backing_off => Retry =/= undefined, draining => false}}.

@@ -17,20 +17,36 @@
 %% asking to upgrade. It then hands the socket to that protocol's loop,
 %% {@link falco_http1_conn} or {@link falco_http2_conn}, which run in this
 %% same process; a loop that ends with an upgrade returns here and the next
-%% loop takes over. The loops are OTP special processes: each answers
-%% `sys' messages and obeys its parent's exit while it waits.
+%% loop takes over. The process is an OTP special process from its start:
+%% while it waits in `accept' it answers `sys' messages (system callbacks
+%% below; `sys:get_state/2' gives `#{listener, phase => accepting,
+%% transport}'), and then each loop answers them and obeys its parent's
+%% exit while it waits.
 %%
 %% @private internal to falco
 -module(falco_conn).
 
 -export([init/5]).
+-export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
 
 -include_lib("kernel/include/logger.hrl").
 
-%% How long a process waiting in rounds (see accept/3) waits in accept
-%% before it looks at the drain flag again: at most this long between a
-%% drain and its listen socket's close.
+%% How long a process waiting in rounds (see accept/2) waits in accept
+%% before it looks at the drain flag and its mailbox again: at most this
+%% long between a drain and its listen socket's close, and for an answer
+%% to `sys'.
 -define(ACCEPT_ROUND, 100).
+
+%% The process while it waits in accept: what it needs to go on once it
+%% has a connection, and the accept under way (see accept/2).
+-record(wait, {parent :: pid(),
+               name :: atom(),
+               lsock :: falco_transport:socket(),
+               conf :: map(),
+               cell :: falco_stats:cell(),
+               %% the accept started by falco_transport:async_accept/1 and
+               %% not yet answered; `undefined' between rounds
+               pending :: {non_neg_integer(), falco_transport:pending()} | undefined}).
 
 -type ctx() :: #{parent := pid(),
                  listener := atom(),
@@ -48,60 +64,89 @@
 %% @doc The connection process (started by its acceptor, {@link
 %% falco_acceptor:conn/6}): accepts one connection on `LSock' and serves it.
 -spec init(pid(), atom(), falco_transport:socket(), map(), falco_stats:cell()) -> ok.
-init(Parent, Name, LSock, Conf = #{transport := Kind}, Cell) ->
-    case accept(Kind, LSock, maps:get(drain, Conf, undefined)) of
-        draining ->
-            ok;
-        {ok, Socket} ->
-            Parent ! {falco_accepted, self()},
-            %% request_timeout runs from here: the PROXY header, the TLS
-            %% handshake, protocol detection and the first request's head
-            %% all count toward it.
-            Ctx = #{parent => Parent, listener => Name, handler => maps:get(handler, Conf),
-                    conf => Conf, socket => Socket, cell => Cell,
-                    deadline => falco_transport:deadline(maps:get(request_timeout, Conf))},
-            proxy_header(Kind, Ctx);
-        {error, Reason} ->
-            Parent ! {falco_accept_failed, self(), Reason},
-            ok
-    end.
+init(Parent, Name, LSock, Conf, Cell) ->
+    accept(#wait{parent = Parent, name = Name, lsock = LSock, conf = Conf, cell = Cell}, []).
+
+accepted(draining, _W) ->
+    ok;
+accepted({ok, Socket}, #wait{parent = Parent, name = Name, conf = Conf = #{transport := Kind},
+                             cell = Cell}) ->
+    Parent ! {falco_accepted, self()},
+    %% request_timeout runs from here: the PROXY header, the TLS
+    %% handshake, protocol detection and the first request's head all
+    %% count toward it.
+    Ctx = #{parent => Parent, listener => Name, handler => maps:get(handler, Conf),
+            conf => Conf, socket => Socket, cell => Cell,
+            deadline => falco_transport:deadline(maps:get(request_timeout, Conf))},
+    proxy_header(Kind, Ctx);
+accepted({error, Reason}, #wait{parent = Parent}) ->
+    Parent ! {falco_accept_failed, self(), Reason},
+    ok.
 
 %% Where the listen socket may be closed under a waiting process
 %% (falco_transport:own_accept/2: TCP on the inet driver, on Linux), the
-%% process waits in accept with no timeout and a drain ends the wait by
-%% closing the socket (`{error, closed}'): an idle listener then runs
-%% nothing at all. Elsewhere (TLS, the socket backend, other systems) it
-%% waits in rounds of ?ACCEPT_ROUND ms and looks at the drain flag before
-%% each: once the listener drains, it stops waiting, and the draining
-%% acceptor closes the listen socket only when no process of the listener
-%% waits in accept any more (falco_acceptor:drain/2), because closing it
-%% under such a wait can lose a connection: gen_tcp:accept/2 copies
-%% options from the listen socket onto the connection it has just taken,
-%% and closes that connection if the listen socket has just closed (ssl's
-%% accept likewise asks the listen socket's own process). A round that
-%% ends without a connection is followed by a collection: the rounds' few
-%% words of garbage would otherwise be promoted to an old heap of 376
-%% words, and a process waiting in accept for 1.5 s held 5.8 KB instead of
-%% 2.8 KB (2026-11-29); one collection per 100 ms of waiting keeps it at
-%% its first heap.
-accept(Kind, LSock, Drain) ->
-    case falco_drain:draining(Drain) of
+%% process starts an accept with no timeout (prim_inet:async_accept/2,
+%% through falco_transport:async_accept/1) and waits for its reply in
+%% `receive' (wait_accept/2), where it also takes `sys' messages; a drain
+%% ends the wait by closing the socket (the reply is then `{error,
+%% closed}'): an idle listener runs nothing at all, and every process of
+%% it answers `sys'. Suspended there (`sys:suspend/1'), it leaves the
+%% reply of a connection that comes meanwhile in its mailbox and takes it
+%% once resumed. Elsewhere (TLS, the socket backend, other systems) it
+%% waits in rounds of ?ACCEPT_ROUND ms, takes `sys' messages and looks at
+%% the drain flag before each (a `sys' request waits at most one round):
+%% once the listener drains, it stops waiting, and the draining acceptor
+%% closes the listen socket only when no process of the listener waits in
+%% accept any more (falco_acceptor:drain/2), because closing it under
+%% such a wait can lose a connection: gen_tcp:accept/2 copies options
+%% from the listen socket onto the connection it has just taken, and
+%% closes that connection if the listen socket has just closed (ssl's
+%% accept likewise asks the listen socket's own process); neither accept
+%% can be waited for in `receive'. A round that ends without a connection
+%% is followed by a collection: the rounds' few words of garbage would
+%% otherwise be promoted to an old heap of 376 words, and a process
+%% waiting in accept for 1.5 s held 5.8 KB instead of 2.8 KB
+%% (2026-11-29); one collection per 100 ms of waiting keeps it at its
+%% first heap.
+accept(W = #wait{lsock = LSock, conf = Conf = #{transport := Kind}}, Debug) ->
+    case falco_drain:draining(maps:get(drain, Conf, undefined)) of
         true ->
-            draining;
+            accepted(draining, W);
         false ->
             case falco_transport:own_accept(Kind, LSock) of
-                true -> falco_transport:accept(Kind, LSock, infinity);
-                false -> accept_rounds(Kind, LSock, Drain)
+                true ->
+                    case falco_transport:async_accept(LSock) of
+                        {ok, Ref, Pending} -> wait_accept(W#wait{pending = {Ref, Pending}}, Debug);
+                        {error, _} = Error -> accepted(Error, W)
+                    end;
+                false ->
+                    accept_round(W, Debug)
             end
     end.
 
-accept_rounds(Kind, LSock, Drain) ->
-    case falco_transport:accept(Kind, LSock, ?ACCEPT_ROUND) of
-        {error, timeout} ->
-            _ = erlang:garbage_collect(),
-            accept(Kind, LSock, Drain);
-        Result ->
-            Result
+%% No timeout: the reply, or a `sys' message, ends the wait. Other
+%% messages stay in the mailbox for the protocol loops, as they did
+%% while this process waited in falco_transport:accept/3.
+wait_accept(W = #wait{parent = Parent, lsock = LSock, pending = {Ref, Pending}}, Debug) ->
+    receive
+        {inet_async, LSock, Ref, Result} ->
+            accepted(falco_transport:async_accepted(Pending, Result), W#wait{pending = undefined});
+        {system, From, Request} ->
+            sys:handle_system_msg(Request, From, Parent, ?MODULE, Debug, W)
+    end.
+
+accept_round(W = #wait{parent = Parent, lsock = LSock, conf = #{transport := Kind}}, Debug) ->
+    receive
+        {system, From, Request} ->
+            sys:handle_system_msg(Request, From, Parent, ?MODULE, Debug, W)
+    after 0 ->
+        case falco_transport:accept(Kind, LSock, ?ACCEPT_ROUND) of
+            {error, timeout} ->
+                _ = erlang:garbage_collect(),
+                accept(W, Debug);
+            Result ->
+                accepted(Result, W)
+        end
     end.
 
 %% `proxy_protocol => off' (the default) costs this one match.
@@ -184,14 +229,10 @@ start(tls, Ctx = #{socket := Socket, conf := Conf = #{protocols := Protocols},
 %% somewhere: a failed handshake is otherwise silent (a scanner, a client
 %% that gave up, a protocol or certificate mismatch).
 handshake_failed(Reason, #{conf := Conf, listener := Name}) ->
-    case maps:get(telemetry, Conf, none) of
-        none ->
-            ok;
-        E ->
-            falco_telemetry:execute(E, [falco, tls, handshake_failed],
-                                    #{monotonic_time => erlang:monotonic_time()},
-                                    #{listener => Name, reason => Reason})
-    end.
+    falco_telemetry:emit(falco_telemetry:for(Conf), [falco, tls, handshake_failed],
+                         fun() -> {#{monotonic_time => erlang:monotonic_time()},
+                                   #{listener => Name, reason => Reason}}
+                         end).
 
 %% The address handlers see: the original client's from a PROXY header
 %% (its PROXY command, over IPv4 or IPv6), else the socket's peer (no
@@ -236,3 +277,32 @@ detect(Ctx = #{socket := Sock, transport := T, conf := #{protocols := Protocols}
         Seen ->
             protocol(falco_protocol:select(tcp, Seen, Protocols), Ctx, Buf)
     end.
+
+%% -- sys, while waiting in accept ---------------------------------------------------
+%% (the protocol loops have their own callbacks, with their own states)
+
+%% @private Back to the wait: to the reply of the accept under way, which
+%% a connection that came while the process was suspended left in its
+%% mailbox, or to the next round.
+-spec system_continue(pid(), [sys:dbg_opt()], #wait{}) -> ok.
+system_continue(_Parent, Debug, W = #wait{pending = undefined}) ->
+    accept(W, Debug);
+system_continue(_Parent, Debug, W) ->
+    wait_accept(W, Debug).
+
+%% @private No socket is open yet: nothing to close. An accept under way
+%% ends with the process (the driver cancels the accept of a process
+%% that is gone).
+-spec system_terminate(term(), pid(), [sys:dbg_opt()], #wait{}) -> no_return().
+system_terminate(Reason, _Parent, _Debug, _W) ->
+    exit(Reason).
+
+%% @private
+-spec system_code_change(#wait{}, module(), term(), term()) -> {ok, #wait{}}.
+system_code_change(W, _Module, _OldVsn, _Extra) ->
+    {ok, W}.
+
+%% @private
+-spec system_get_state(#wait{}) -> {ok, map()}.
+system_get_state(#wait{name = Name, conf = #{transport := Kind}}) ->
+    {ok, #{listener => Name, phase => accepting, transport => Kind}}.

@@ -55,3 +55,13 @@
 %% response's line); falco_router names the route that matched.
 -callback describe(falco_req:req(), State :: term()) -> iodata().
 -optional_callbacks([prepare_state/1, describe/2]).
+
+-export([call/2]).
+
+%% @doc Calls a handler on a request: the one dispatch (the pipeline's,
+%% and the handler at the end of a middleware chain). A module alone gets
+%% `undefined' as its state.
+-spec call(handler(), falco_req:req()) -> response().
+call(Fun, Req) when is_function(Fun, 1) -> Fun(Req);
+call({Mod, State}, Req) -> Mod:handle(Req, State);
+call(Mod, Req) -> Mod:handle(Req, undefined).

@@ -2,7 +2,8 @@
 %%
 %% It calls the handler, turns its return into a response and hands that to
 %% the protocol's stream ({@link falco_stream}): fields checked and
-%% lowercased (RFC 9110 §5.1, §5.5: no CR, LF or NUL can be injected), Date
+%% lowercased (RFC 9110 §5.1, §5.5: no CR, LF or NUL can be injected, no
+%% other control byte sent, whitespace at either end trimmed), Date
 %% added (§6.6.1), Content-Length computed for full replies (§8.6), no body
 %% for HEAD (§9.3.2), 1xx/204/304 (§6.4.1) while HEAD keeps the GET fields.
 %% A handler that crashes gets a 500 and a log line naming the request; one
@@ -11,7 +12,7 @@
 %% @private internal to falco
 -module(falco_pipeline).
 
--export([run/4, run/5, precheck/2, error_reply/4, rejected/3, shed/4, check_response/1, check_fields/1,
+-export([serve/5, run/4, run/5, precheck/2, error_reply/4, rejected/3, shed/4, check_response/1, check_fields/1,
          body_size/1]).
 -export_type([checked/0, checked_body/0]).
 
@@ -26,13 +27,29 @@
                       | {iodata, iodata(), non_neg_integer()}
                       | {file, file:filename_all(), non_neg_integer(), non_neg_integer() | all}.
 
+%% @doc One request, the sequence of every protocol's driver: the checks
+%% made before any handler runs ({@link precheck/2}), then the handler
+%% under the listener's `handler_timeout' ({@link run/5}), or the error
+%% reply of the check that refused the request.
+-spec serve(falco_req:req(), falco_handler:handler(), module(), falco_stream:state(),
+            #{max_body := non_neg_integer(), atom() => term()}) ->
+          {ok, falco_stream:state()} | {error, term()}.
+serve(Req, Handler, Mod, S, Conf) ->
+    case precheck(Req, Conf) of
+        ok -> run(Req, Handler, Mod, S, maps:get(handler_timeout, Conf, infinity));
+        {error, Reason} -> error_reply(Reason, Req, Mod, S)
+    end.
+
 %% @doc The checks made before any handler runs, the same for every
 %% protocol: a body announced (Content-Length) larger than `max_body' is
 %% refused with 413 before a byte of it is read (RFC 9110 §15.5.14).
 -spec precheck(map(), #{max_body := non_neg_integer(), atom() => term()}) ->
           ok | {error, falco_errors:reason()}.
-precheck(#{body := {length, N}}, #{max_body := Max}) when N > Max ->
-    {error, content_too_large};
+precheck(#{body := {length, N}}, #{max_body := Max}) ->
+    case falco_stream:body_fits(N, Max) of
+        true -> ok;
+        false -> {error, content_too_large}
+    end;
 precheck(_Request, _Conf) ->
     ok.
 
@@ -63,7 +80,7 @@ run_in(Req, Handler, Mod, S, Timeout) ->
 -spec run(falco_req:req(), falco_handler:handler(), module(), falco_stream:state()) ->
           {ok, falco_stream:state()} | {error, term()}.
 run(Req, Handler, Mod, S) ->
-    try call(Handler, Req) of
+    try falco_handler:call(Handler, Req) of
         Resp -> respond(Resp, Req, Mod, S, Handler)
     catch
         throw:{falco_error, Reason} ->
@@ -78,9 +95,6 @@ run(Req, Handler, Mod, S) ->
             Result
     end.
 
-call(Fun, Req) when is_function(Fun, 1) -> Fun(Req);
-call({Mod, State}, Req) -> Mod:handle(Req, State);
-call(Mod, Req) -> Mod:handle(Req, undefined).
 
 %% @doc Sends the error reply for `Reason' and asks the protocol to close:
 %% falco_errors' reply (the one a handler would return for it) with
@@ -126,15 +140,11 @@ rejected(Reason, Status, Req) ->
                        _ -> {limits, Reason}
                    end,
     ok = falco_stats:rejected(falco_stats:for(Listener), Kind),
-    case falco_telemetry:for(Listener) of
-        none ->
-            ok;
-        E ->
-            falco_telemetry:execute(E, [falco, request, rejected],
-                                    #{monotonic_time => erlang:monotonic_time()},
-                                    (maps:with([listener, method, path, peer], Req))#{
-                                      reason => Name, status => Status})
-    end.
+    falco_telemetry:emit(falco_telemetry:for(Listener), [falco, request, rejected],
+                         fun() -> {#{monotonic_time => erlang:monotonic_time()},
+                                   (maps:with([listener, method, path, peer], Req))#{
+                                     reason => Name, status => Status}}
+                         end).
 
 content(#{method := <<"HEAD">>}, _Body) -> <<>>;
 content(_Req, Body) -> Body.
@@ -169,18 +179,17 @@ not_a_tunnel(Checked, _Req) ->
     Checked.
 
 %% The handler asked to upgrade (see falco_ws_handler): a valid handshake
-%% hands the connection or stream over, anything else gets its 400 or 426
-%% as an ordinary reply.
+%% hands the connection or stream over, anything else gets falco_errors'
+%% 400 or 426 for its reason as an ordinary reply (the connection goes on),
+%% over HTTP/1.1 and HTTP/2 alike.
 websocket(Handler, HState, Opts, Req, Mod, S) ->
     case falco_ws_handshake:accept(Req, Opts) of
         {ok, Status, Fields, #{deflate := Params}} ->
             Mod:switch_protocols(Status, Fields,
                                  #{handler => Handler, state => HState, opts => Opts,
                                    deflate => Params, req => Req}, S);
-        {error, Status, Fields, Why} ->
-            Body = falco_ws_handshake:refusal(Why),
-            send_full(Status, with_date([{<<"content-type">>, <<"text/plain">>} | Fields], false),
-                      {iodata, Body, iolist_size(Body)}, Req, Mod, S)
+        {error, Reason} ->
+            respond(falco_errors:response(Reason), Req, Mod, S)
     end.
 
 %% @doc Checks a handler's response term as {@link run/4} does before
@@ -275,7 +284,8 @@ expected({bad_header, _}) ->
 expected({bad_header_name, _}) ->
     "a header name is a token (letters, digits, !#$%&'*+-.^_`|~)";
 expected({bad_header_value, _}) ->
-    "a header value is iodata (binaries, strings of bytes) without CR, LF or NUL";
+    "a header value is iodata (binaries, strings of bytes) without control bytes (CR, LF, NUL, ...) "
+    "or DEL";
 expected({bad_body, _}) ->
     "a body is iodata (binaries, lists of bytes and binaries), {file, Path} or "
     "{file, Path, Offset, Length}";
@@ -471,8 +481,14 @@ check_fields([Bad | _], _, _) ->
 %% lowercase (HTTP/2 requires it, RFC 9113 §8.2.1).
 field_name(Name) -> falco_grammar:lower_token(Name).
 
-field_value(V) when is_binary(V) ->
-    case value_ok(V) of
+%% RFC 9110 §5.5, the rule requests are read with (falco_grammar): no CR,
+%% LF or NUL (no field can be injected), nor another control byte or DEL.
+%% Whitespace at either end is not part of a value (§5.5) and HTTP/2 may
+%% not send it (RFC 9113 §8.2.1: the client would take the response for
+%% malformed), so it is trimmed.
+field_value(V0) when is_binary(V0) ->
+    V = falco_grammar:trim(V0),
+    case falco_grammar:is_field_value(V) of
         true -> {ok, V};
         false -> error
     end;
@@ -486,11 +502,6 @@ field_value(V) when is_list(V) ->
     end;
 field_value(_) ->
     error.
-
-%% RFC 9110 §5.5: CR, LF and NUL are never allowed in a field value.
-value_ok(<<C, R/binary>>) when C =/= $\r, C =/= $\n, C =/= 0 -> value_ok(R);
-value_ok(<<>>) -> true;
-value_ok(_) -> false.
 
 %% The one log line of a handler stopped by handler_timeout (`About' has
 %% the request's method, path and peer): whether it got the 503 or its

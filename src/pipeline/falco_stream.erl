@@ -22,7 +22,7 @@
 -type body_result() :: {ok | more, binary(), state()}.
 -export_type([state/0, headers/0, body_result/0]).
 
--export([reads/0, read_count/1, next_read/2]).
+-export([reads/0, read_count/1, next_read/2, body_fits/2, check_body/2]).
 
 %% The reads of one request body, counted, shared by every state of it.
 -opaque reads() :: counters:counters_ref().
@@ -55,6 +55,23 @@
 %% Trailer fields of a request body, once it has been read in full (from
 %% the state the last read returned).
 -callback trailers(state()) -> [{binary(), binary()}].
+
+%% @doc The one `max_body' rule (RFC 9110 §15.5.14), wherever a body's
+%% size becomes known: announced (Content-Length, before any handler; a
+%% chunk's size, before its data is waited for), received (every read of
+%% every protocol) or made (a request body's decoded size, falco_compress).
+%% `Bytes' is what the body would then hold.
+-spec body_fits(non_neg_integer(), non_neg_integer()) -> boolean().
+body_fits(Bytes, Max) ->
+    Bytes =< Max.
+
+%% @doc {@link body_fits/2}, raised as the 413 of a body read when false.
+-spec check_body(non_neg_integer(), non_neg_integer()) -> ok.
+check_body(Bytes, Max) ->
+    case body_fits(Bytes, Max) of
+        true -> ok;
+        false -> throw({falco_error, content_too_large})
+    end.
 
 %% @doc A new read counter, for a stream module's states to share.
 -spec reads() -> reads().

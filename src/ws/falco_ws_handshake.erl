@@ -4,14 +4,15 @@
 %% websocket', answered 200), with the subprotocol (§1.9, §11.3.4) and
 %% permessage-deflate (RFC 7692) chosen here.
 %%
-%% A request that is not a valid handshake gets the status to answer: 426
-%% with `Sec-WebSocket-Version: 13' for another version (§4.4), 426 with
-%% `Upgrade: websocket' for a request that does not ask to upgrade at all
-%% (RFC 9110 §15.5.22), 400 for a malformed one (§4.2.1: a bad key, a
-%% method other than GET, HTTP/1.0).
+%% A request that is not a valid handshake gets the reason it is refused
+%% for, `{websocket_handshake, Why}': `unsupported_version' for another
+%% version (§4.4), `not_a_websocket_request' for a request that does not
+%% ask to upgrade at all, `bad_key', `method_not_get' or `http_1_0' for a
+%% malformed one (§4.2.1). Its status (426 or 400), fields and body are
+%% falco_errors', like every error falco answers.
 -module(falco_ws_handshake).
 
--export([accept/2, accept_key/1, protocol/2, default_opts/0, check_opts/1, refusal/1]).
+-export([accept/2, accept_key/1, protocol/2, default_opts/0, check_opts/1]).
 -export_type([opts/0, result/0]).
 
 -define(GUID, <<"258EAFA5-E914-47DA-95CA-C5AB0DC85B11">>).
@@ -25,16 +26,17 @@
         {ok, Status :: 101 | 200, [{binary(), iodata()}],
          #{protocol := binary() | undefined,
            deflate := undefined | falco_ws_deflate:params()}}
-      | {error, 400 | 426, [{binary(), iodata()}], atom()}.
+      | {error, {websocket_handshake, falco_errors:websocket_refusal()}}.
 
 %% @doc Checks the handshake in `Req' (a request map: method, version,
 %% headers and, over HTTP/2, `protocol' from the `:protocol' pseudo-header)
-%% and gives the response status and fields, or the error to answer.
+%% and gives the response status and fields, or the reason to answer
+%% (falco_errors).
 -spec accept(falco_req:req(), opts()) -> result().
 accept(Req, Opts) ->
     case check(Req) of
         {ok, Status, Fields} -> negotiate(Req, Status, Fields, Opts);
-        {error, _, _, _} = Error -> Error
+        {error, _} = Error -> Error
     end.
 
 check(Req = #{version := {2, 0}}) ->
@@ -52,20 +54,22 @@ check(Req) ->
     end.
 
 upgrade_required() ->
-    {error, 426, [{<<"upgrade">>, <<"websocket">>}, {<<"connection">>, <<"upgrade">>}],
-     not_a_websocket_request}.
+    refused(not_a_websocket_request).
 
 %% The version is checked first: §4.4 wants 426 for any other version.
 version(Req, Next) ->
     case values(<<"sec-websocket-version">>, Req) of
         [<<"13">>] -> Next;
-        _ -> {error, 426, [{<<"sec-websocket-version">>, <<"13">>}], unsupported_version}
+        _ -> refused(unsupported_version)
     end.
 
+refused(Why) ->
+    {error, {websocket_handshake, Why}}.
+
 key(#{method := Method}) when Method =/= <<"GET">> ->
-    {error, 400, [], method_not_get};
+    refused(method_not_get);
 key(#{version := {1, 0}}) ->
-    {error, 400, [], http_1_0};
+    refused(http_1_0);
 key(Req) ->
     case values(<<"sec-websocket-key">>, Req) of
         [Key] ->
@@ -73,10 +77,10 @@ key(Req) ->
                 true -> {ok, 101, [{<<"upgrade">>, <<"websocket">>},
                                    {<<"connection">>, <<"Upgrade">>},
                                    {<<"sec-websocket-accept">>, accept_key(Key)}]};
-                false -> {error, 400, [], bad_key}
+                false -> refused(bad_key)
             end;
         _ ->
-            {error, 400, [], bad_key}
+            refused(bad_key)
     end.
 
 %% §4.1: a base64-encoded 16-byte value, so 24 characters ending "==".
@@ -134,16 +138,10 @@ has_element(Name, Token, Req) ->
 
 %% -- the handler's options ------------------------------------------------------
 
-%% @doc The options a handler may leave out.
+%% @doc The options a handler may leave out (falco_opts has every default).
 -spec default_opts() -> #{atom() => term()}.
 default_opts() ->
-    #{max_frame_size => 16 * 1024 * 1024, max_message_size => 16 * 1024 * 1024,
-      %% data frames of one message, and those of them with no payload
-      %% (falco_ws_session): Autobahn's largest case is 4 MB in 64-byte
-      %% fragments, 65,536 frames
-      max_fragments => 65536, max_empty_fragments => 64,
-      idle_timeout => 60000, ping_interval => infinity, close_timeout => 5000,
-      compress => false, protocols => []}.
+    falco_opts:websocket_defaults().
 
 %% @doc The handler's options (see {@link falco_ws_handler}) with the
 %% defaults, or the first bad one. The pipeline checks them before it
@@ -168,23 +166,3 @@ valid(compress, V) -> is_boolean(V) orelse is_map(V);
 valid(protocols, V) -> is_list(V) andalso lists:all(fun is_binary/1, V);
 valid(_, _) -> false.
 
-
-%% @doc The body of a refused handshake: what was wrong and what a client
-%% must send, in words (the reason atom alone told a developer little).
--spec refusal(atom()) -> binary().
-refusal(not_a_websocket_request) ->
-    <<"This resource is a WebSocket endpoint: open it with a WebSocket client "
-      "(GET with Upgrade: websocket and Connection: Upgrade, or an HTTP/2 "
-      "extended CONNECT with :protocol websocket).\n">>;
-refusal(unsupported_version) ->
-    <<"WebSocket handshake refused: only Sec-WebSocket-Version 13 (RFC 6455) "
-      "is supported.\n">>;
-refusal(method_not_get) ->
-    <<"WebSocket handshake refused: the opening handshake must be a GET.\n">>;
-refusal(http_1_0) ->
-    <<"WebSocket handshake refused: the opening handshake needs HTTP/1.1.\n">>;
-refusal(bad_key) ->
-    <<"WebSocket handshake refused: Sec-WebSocket-Key must be one base64-encoded "
-      "16-byte value.\n">>;
-refusal(Why) ->
-    <<"WebSocket handshake refused: ", (atom_to_binary(Why))/binary, "\n">>.
