@@ -16,7 +16,7 @@ layers() ->
 
 %% Calls up that a change under way removes (none is the rule).
 pending() ->
-    [{falco_ws_conn, falco_http2_stream}].
+    [].
 
 no_module_cycle_test() ->
     with_xref(fun(X) ->

@@ -24,7 +24,7 @@ names(h1) ->
     [hello, json, echo, headers_heavy, cookies_heavy, qs_xml, large_response,
      upload_1mb, upload_20mb, pipelined, varied_paths_router, gzip_response,
      streaming_response, head, etag_304, connection_storm, short_sessions, slow_handler,
-     ws_echo, ws_large, ws_idle, idle_h1, idle_h2, idle_tls];
+     ws_echo, ws_echo_h2, ws_large, ws_idle, idle_h1, idle_h2, idle_tls];
 names(h2) ->
     [hello, json, echo, headers_heavy, multi_stream, large_response, upload_1mb, upload_20mb,
      upload_1mb_h1, upload_20mb_h1, tls_handshake].
@@ -138,6 +138,11 @@ find(ws_echo) ->
     ws(ws_echo, "WebSocket GET /ws: 64-byte text messages echoed, each connection waits for "
        "its echo (closed loop)", #{mode => echo, size => 64, kind => text}, undefined,
        "latency: each message's round trip, timed by the generator");
+find(ws_echo_h2) ->
+    ws(ws_echo_h2, "WebSocket over h2c (RFC 8441 extended CONNECT, prior knowledge, a "
+       "connection each): ws_echo's 64-byte text messages echoed (closed loop)",
+       #{mode => echo, size => 64, kind => text, proto => wsh2c}, undefined,
+       "latency: each message's round trip, timed by the generator");
 find(ws_large) ->
     ws(ws_large, "WebSocket GET /ws: 1 MB (1,048,576-byte) binary messages echoed, "
        "8 connections (closed loop)", #{mode => echo, size => ?MB, kind => binary}, 8,
@@ -184,6 +189,11 @@ unsupported(S, idle_tls) ->
         falco -> false;
         cowboy -> false;
         _ -> "no TLS fixture for idle_tls in the bench (falco and cowboy only)"
+    end;
+unsupported(S, ws_echo_h2) ->
+    case lists:member(S, [falco, falco_socket]) of
+        true -> false;
+        false -> "no WebSocket over HTTP/2 (RFC 8441) in the bench's fixture"
     end;
 unsupported(S, Name) when Name =:= ws_echo; Name =:= ws_large; Name =:= ws_idle ->
     case S of

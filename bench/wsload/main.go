@@ -22,6 +22,11 @@
 //	       one GET of -path, and the check is one more GET; check mode
 //	       then opens one such connection and checks it.
 //
+// With -proto wsh2c (h2ws.go) every WebSocket connection of the check,
+// echo and idle modes is opened over h2c instead: an HTTP/2 connection
+// with prior knowledge, its stream 1 opened with an extended CONNECT
+// (RFC 8441), the frames going as that stream's DATA.
+//
 // Every wait has a deadline (-timeout), and the whole run another: the
 // program always stops by itself. The last line of output is one JSON
 // object; "ok" is false (and the exit status 2) when a server answered
@@ -92,14 +97,15 @@ func main() {
 	timeout := flag.Float64("timeout", 10, "seconds any single wait may take")
 	hold := flag.Float64("hold", 300, "idle: longest wait for the go-ahead on stdin, seconds")
 	flag.IntVar(&cfg.parallel, "parallel", 64, "idle: handshakes in flight at once")
-	flag.StringVar(&cfg.proto, "proto", "ws", "idle and check: ws, h1, h1tls or h2c connections")
+	flag.StringVar(&cfg.proto, "proto", "ws",
+		"ws, or wsh2c (WebSocket over h2c, RFC 8441); idle and check also h1, h1tls or h2c connections")
 	flag.Parse()
 	cfg.binary = kind == "binary"
 	cfg.duration = secs(*duration)
 	cfg.timeout = secs(*timeout)
 	cfg.hold = secs(*hold)
-	if cfg.proto != "ws" && cfg.proto != "h1" && cfg.proto != "h1tls" && cfg.proto != "h2c" {
-		fmt.Fprintln(os.Stderr, "wsload: -proto ws|h1|h1tls|h2c")
+	if !webSocket(cfg) && cfg.proto != "h1" && cfg.proto != "h1tls" && cfg.proto != "h2c" {
+		fmt.Fprintln(os.Stderr, "wsload: -proto ws|wsh2c|h1|h1tls|h2c")
 		os.Exit(1)
 	}
 	if (kind != "text" && kind != "binary") || cfg.conns < 1 || cfg.size < 16 || cfg.parallel < 1 {
@@ -155,8 +161,16 @@ func emit(m map[string]interface{}) {
 
 // ------------------------------------------------------------ connection
 
+// The bytes under a WebSocket: a TCP connection, or an HTTP/2 stream
+// (h2Stream).
+type byteStream interface {
+	io.ReadWriter
+	SetDeadline(time.Time) error
+	Close() error
+}
+
 type wsConn struct {
-	c       net.Conn
+	c       byteStream
 	r       *bufio.Reader
 	rnd     *rand.Rand
 	out     []byte // the frame being written (header + masked payload)
@@ -164,7 +178,13 @@ type wsConn struct {
 	timeout time.Duration
 }
 
+// webSocket: whether the connections are WebSocket ones.
+func webSocket(cfg config) bool { return cfg.proto == "ws" || cfg.proto == "wsh2c" }
+
 func dial(cfg config, rnd *rand.Rand) (*wsConn, error) {
+	if cfg.proto == "wsh2c" {
+		return dialH2WS(cfg, rnd)
+	}
 	c, err := net.DialTimeout("tcp", cfg.addr, cfg.timeout)
 	if err != nil {
 		return nil, err
@@ -426,7 +446,7 @@ func opcode(cfg config) byte {
 // ------------------------------------------------------------ check
 
 func runCheck(cfg config) (map[string]interface{}, error) {
-	if cfg.proto != "ws" {
+	if !webSocket(cfg) {
 		c, err := openIdle(cfg, 0, nil)
 		if err != nil {
 			return nil, err

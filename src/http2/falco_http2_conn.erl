@@ -465,10 +465,16 @@ act([{trailers, Id, Fields} | Rest], C = #c{ids = Ids}) ->
             #{} -> ok
         end,
     exec(Rest, C);
-act([{reset, _Id, send_timeout} | Rest], C) ->
+act([{reset, Id, send_timeout} | Rest], C = #c{ids = Ids, tunnels = T}) ->
     %% The client read too slowly: the handler's send returns
     %% {error, send_timeout} and its process ends on its own (its exit is
-    %% still awaited, and it is killed if the connection ends first).
+    %% still awaited, and it is killed if the connection ends first). A
+    %% WebSocket session may have no send waiting (its sends within
+    %% h2_send_buffer get no answer, falco_http2_tunnel): it is told.
+    _ = case Ids of
+            #{Id := Pid} when is_map_key(Pid, T) -> Pid ! {h2_reset, send_timeout};
+            #{} -> ok
+        end,
     exec(Rest, C);
 act([{reset, Id, Reason} | Rest], C = #c{ids = Ids, pids = Pids, tunnels = T}) ->
     case Ids of

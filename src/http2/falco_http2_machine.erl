@@ -459,16 +459,15 @@ deliver_ready(M) ->
 prefetch(Id, Max, M) ->
     falco_http2_recv:prefetch(Id, Max, M).
 
-%% @doc The process of stream `Id' asks for up to `Want' bytes of request
-%% body: one `{data, Id, Bin | [Bin], Fin}' (or `{trailers, Id, Fields}')
-%% action answers it, at once if anything is buffered, else after the
-%% next socket read that brings some. The bytes handed over are given back
-%% to the stream window, and the window grows towards `Want' (a request
-%% body's to at least 1 MB ahead) as far as `max_receive_buffer' allows,
-%% so a handler reading a large body is not held to a round trip per
-%% window. A stream no longer open gets
-%% the end of its body.
--spec read(stream_id(), pos_integer(), state()) -> {state(), [action()]}.
+%% @doc Stream `Id''s process asks for up to `Want' bytes of body: one
+%% `{data, Id, Bin | [Bin], Fin}' (or `{trailers, Id, Fields}') action
+%% answers, at once if anything is held, else after the next socket read
+%% bringing some; `{grant, N}' (a tunnel's credit): N bytes more, handed
+%% over as they come. What is handed over goes back to the stream window,
+%% which grows towards what is asked (for a request body at least 1 MB
+%% ahead) within `max_receive_buffer'. A stream no longer open gets its end.
+-spec read(stream_id(), pos_integer() | {grant, pos_integer()}, state()) ->
+          {state(), [action()]}.
 read(Id, Want, M = #m{rare = #rare{closing = false}}) ->
     done(falco_http2_recv:read(Id, Want, M));
 read(_, _, M) ->

@@ -47,6 +47,9 @@
                  %% its body)
                  buf = falco_http2_buffer:new() :: falco_http2_buffer:buffer(),
                  want = 0 :: non_neg_integer(),
+                 %% the reader takes DATA as it comes, up to `want', without
+                 %% asking again (a tunnel's credit, falco_http2_tunnel)
+                 standing = false :: boolean(),
                  trailers :: undefined | headers(),
                  reader = true :: boolean(),
                  queue = [] :: [out()],

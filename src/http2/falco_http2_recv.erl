@@ -112,18 +112,26 @@ prefetch(Id, Max, M = #m{streams = Streams}) ->
             gone
     end.
 
-%% @doc The process of stream `Id' asks for up to `Want' bytes: answered
-%% now if anything is held; the stream window grows towards `Want'.
--spec read(stream_id(), pos_integer(), #m{}) -> #m{}.
-read(Id, Want, M = #m{streams = Streams}) ->
+%% @doc The process of stream `Id' asks for up to `Want' bytes, or grants
+%% `N' more to be handed over as they come (`{grant, N}', a tunnel's
+%% credit): answered now if anything is held; the stream window grows
+%% towards what is wanted.
+-spec read(stream_id(), pos_integer() | {grant, pos_integer()}, #m{}) -> #m{}.
+read(Id, Read, M = #m{streams = Streams}) ->
     case Streams of
         #{Id := S0} ->
-            {S1, M1} = grow(S0#stream{want = Want}, Want, M),
+            S = #stream{want = Want} = wants(Read, S0),
+            {S1, M1} = grow(S, Want, M),
             {S2, M2} = deliver(S1, M1),
             put_stream(S2, M2);
         #{} ->
             act({data, Id, <<>>, fin}, M)
     end.
+
+%% A read replaces what was asked (it is answered once); a grant adds to
+%% the credit, which stands until spent (see deliver/2).
+wants({grant, N}, S = #stream{want = Want}) -> S#stream{want = Want + N, standing = true};
+wants(Want, S) -> S#stream{want = Want}.
 
 %% Hands the stream's process what it asked for, if there is anything:
 %% body bytes (at most the read's size), then the trailers, or the end.
@@ -145,9 +153,15 @@ deliver(S = #stream{id = Id, buf = Buf, want = Want, remote = Remote, trailers =
                       true -> fin;
                       false -> nofin
                   end,
-            {S1, M1} = handed_over(S#stream{buf = Keep, want = 0}, iolist_size(Give), M),
+            Size = iolist_size(Give),
+            {S1, M1} = handed_over(S#stream{buf = Keep, want = left(S, Size)}, Size, M),
             {S1, act({data, Id, Give, Fin}, M1)}
     end.
+
+%% What a reader still wants once `N' bytes are handed over: nothing after
+%% a read, the rest of a standing credit.
+left(#stream{standing = true, want = Want}, N) -> Want - N;
+left(_, _) -> 0.
 
 %% Body bytes handed over go back to the stream window, unless the client
 %% has sent all of it, or the window already covers what is left of a

@@ -7,7 +7,8 @@
 %% protocol state; this process talks to it with messages:
 %% <ul>
 %% <li>in: `{h2_data, Data, Fin}' and `{h2_trailers, Fields}' (the request
-%%     body, one message per `{read, Want}'), `{h2_reply, Ref, Result}' (a
+%%     body, one message per `{read, Want}'; a tunnel's as they come, within
+%%     its `{read, {grant, N}}' credit), `{h2_reply, Ref, Result}' (a
 %%     send finished), `{h2_reset, Reason}' (a WebSocket session's stream
 %%     was reset);</li>
 %% <li>out: `{h2_stream, Id, Command}' with `{response, ...}', `{headers, ...}',
@@ -17,7 +18,7 @@
 %% </ul>
 %% After the 200 of an extended CONNECT (RFC 8441) the process runs the
 %% WebSocket session ({@link falco_ws_conn}), which reads and writes the
-%% stream through the `tunnel_*' functions here.
+%% stream through its carrier, {@link falco_http2_tunnel}.
 %% Request body: the connection holds it ({@link falco_http2_machine}) until
 %% this process asks for it with `{read, Want}', and answers with one
 %% message of at most `Want' bytes, whatever frames carried them; handing
@@ -46,7 +47,7 @@
 -export([init/4]).
 -export([send_response/4, send_headers/3, send_data/2, send_end/2, send_file/6,
          read_body/2, trailers/1, switch_protocols/4]).
--export([tunnel_read/2, tunnel_in/1, tunnel_send/2, tunnel_end/2]).
+-export([endpoint/1]).
 
 %% The request body as received so far: it is part of the stream state the
 %% request carries (a read returns the new state), never in the process
@@ -78,9 +79,7 @@
               %% returns (switch_protocols/4)
               switched :: undefined | falco_ws_conn:upgrade()}).
 -opaque state() :: #h2s{}.
-%% how a tunnel's stream was reset: by the client, or by us (a stream error)
--type reset() :: {peer_reset | stream_error, falco_http2_frame:error_code()}.
--export_type([state/0, reset/0]).
+-export_type([state/0]).
 
 %% @doc Runs stream `Id''s request through the pipeline, in the stream's
 %% process ({@link falco_http2_worker}). `Ctx' has `handler', `listener',
@@ -328,51 +327,11 @@ switch_protocols(200, Fields, Upgrade, S = #h2s{conn = Conn, id = Id}) ->
 switch_protocols(_Status, _Fields, _Upgrade, _S) ->
     {error, not_http2_status}.
 
-%% -- the tunnel (WebSocket over HTTP/2, falco_ws_conn) ------------------------------
-
-%% @doc Asks for up to `Want' bytes of the tunnel's DATA: they come as one
-%% message (see {@link tunnel_in/1}), and handing them over gives the
-%% flow-control window back, so a session that does not ask stops the
-%% client once the window is spent (RFC 9113 §5.2).
--spec tunnel_read(pos_integer(), state()) -> ok.
-tunnel_read(Want, #h2s{conn = Conn, id = Id}) ->
-    Conn ! {h2_stream, Id, {read, Want}},
-    ok.
-
-%% @doc What a message in the session's mailbox means for the tunnel:
-%% bytes (with `fin' when the client ended the stream: the tunnel's TCP
-%% close, RFC 8441 §5), its end by a reset (`{peer_reset, Code}' from the
-%% client, `{stream_error, Code}' from us), or `none' (not the tunnel's).
--spec tunnel_in(term()) -> {data, binary(), fin | nofin} | {reset, reset()} | none.
-tunnel_in({h2_data, Data, Fin}) -> {data, iolist_to_binary(Data), Fin};
-tunnel_in({h2_trailers, _}) -> {data, <<>>, fin};
-tunnel_in({h2_reset, Reason}) -> {reset, reset(Reason)};
-tunnel_in(_) -> none.
-
-reset({peer_reset, Code}) -> {peer_reset, Code};
-reset(Code) -> {stream_error, Code}.
-
-%% @doc Sends bytes on the tunnel with the backpressure of a streamed
-%% response (pieces of `h2_send_buffer', each waiting until written;
-%% `{error, send_timeout}' for a client reading slower than
-%% `h2_send_min_rate'). A send that fails because the stream was reset
-%% says how (the connection tells the reset before it fails the send).
--spec tunnel_send(iodata(), state()) -> ok | {error, term()}.
-tunnel_send(Data, S) ->
-    case send_data(Data, S) of
-        {error, closed} ->
-            receive {h2_reset, Reason} -> {error, reset(Reason)}
-            after 0 -> {error, closed}
-            end;
-        Result ->
-            Result
-    end.
-
-%% @doc Sends the last bytes of the tunnel with END_STREAM, without waiting.
--spec tunnel_end(iodata(), state()) -> ok.
-tunnel_end(Data, #h2s{conn = Conn, id = Id}) ->
-    Conn ! {h2_stream, Id, {data, Data, fin, none}},
-    ok.
+%% @doc The connection, the stream's id and `h2_send_buffer': what the
+%% stream's tunnel ({@link falco_http2_tunnel}) sends its commands with.
+-spec endpoint(state()) -> {pid(), pos_integer(), pos_integer()}.
+endpoint(#h2s{conn = Conn, id = Id, send_buffer = Max}) ->
+    {Conn, Id, Max}.
 
 %% @private
 -spec trailers(state()) -> [{binary(), binary()}].

@@ -2,9 +2,10 @@
 %% concurrent), linked to its connection: it runs the request
 %% ({@link falco_http2_stream:init/4}) and, when the handler upgraded the
 %% stream to WebSocket (RFC 8441), goes on as the session
-%% ({@link falco_ws_conn:enter_stream/3}). Kept apart from
-%% falco_http2_stream so that the module graph has no cycle: the session
-%% reads and writes through falco_http2_stream's tunnel functions.
+%% ({@link falco_ws_conn:run/4}) on the stream's tunnel
+%% ({@link falco_http2_tunnel}, its carrier). Kept apart from
+%% falco_http2_stream so that the module graph has no cycle: the tunnel
+%% sends through falco_http2_stream.
 %%
 %% @private internal to falco
 -module(falco_http2_worker).
@@ -39,7 +40,8 @@ init(Conn, Id, Req, Ctx) ->
     Hibernate = maps:get(hibernate_after, Ctx, infinity),
     case falco_http2_stream:init(Conn, Id, Req, Ctx) of
         {websocket, S, Upgrade} ->
-            closed = falco_ws_conn:enter_stream(Conn, S, Upgrade#{hibernate_after => Hibernate}),
+            Tunnel = {falco_http2_tunnel, falco_http2_tunnel:new(S)},
+            closed = falco_ws_conn:run(Tunnel, Conn, <<>>, Upgrade#{hibernate_after => Hibernate}),
             ok;
         Result ->
             Result

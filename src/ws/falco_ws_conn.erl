@@ -1,47 +1,38 @@
-%% @doc One WebSocket session (RFC 6455), over HTTP/1.1 after the 101 or
-%% over an HTTP/2 stream after the 200 of an extended CONNECT (RFC 8441):
-%% the process that ran the upgrading request goes on as the session,
-%% reading frames ({@link falco_ws_frame}), turning them into messages
+%% @doc One WebSocket session (RFC 6455): the process that ran the
+%% upgrading request goes on as the session, reading frames
+%% ({@link falco_ws_frame}), turning them into messages
 %% ({@link falco_ws_session}) and running the handler's callbacks
 %% ({@link falco_ws_handler}) in the same process.
 %%
-%% One loop serves both; only how bytes come in and go out differs (the
-%% `io' of the state): over HTTP/1.1, after a message is handled, the
-%% mailbox is looked at, the process yields (the other sessions run
-%% first, so the peer's next frame has mostly arrived) and the socket is
-%% read with a passive `recv' that does not wait; only when that finds
-%% nothing does the session wait in `{active, once}' mode in `receive'
-%% (ws_echo on the inet backend 51 -> 97 k messages/s, cowboy 51 k in the
-%% same run, 2026-11-25; `{active, 8}' had cost more on the socket
-%% backend: an extra failed recv per read); over HTTP/2 the stream's DATA is asked from the
-%% connection one read at a time ({@link falco_http2_stream:tunnel_read/2}:
-%% a session that does not ask stops the client by flow control) and sent
-%% with the stream's backpressure ({@link falco_http2_stream:tunnel_send/2},
-%% `h2_send_buffer', `h2_send_min_rate'). Either way the handler's own
-%% messages (`handle_info') and `sys' messages are served between reads.
-%% Over HTTP/2 the client's END_STREAM is the TCP close of HTTP/1.1, ours
-%% ends the session (RFC 8441 §5: with the close frame, or after the
-%% peer's); a reset of the stream ends it with `{error, {peer_reset,
-%% Code}}' (or `{error, {stream_error, Code}}' when we reset it), the
-%% connection's end with `{error, closed}', and the listener's stop, as
-%% over HTTP/1.1, with 1001 and `shutdown'.
+%% The bytes come and go through a carrier ({@link falco_ws_carrier}): the
+%% socket after the HTTP/1.1 101 ({@link falco_ws_socket}, entered here by
+%% {@link enter/3}), or a stream tunnel that a protocol layer above makes
+%% and hands to {@link run/4} (RFC 8441, RFC 9220). The loop is the same
+%% for every carrier: after a message is handled the mailbox is looked at,
+%% then the carrier is polled for bytes already there, and only then armed
+%% (asked for the next input) and waited for in `receive', with the
+%% handler's own messages (`handle_info') and `sys' messages served
+%% between reads. A carrier's end of input (a tunnel's end of stream) is
+%% the peer's TCP close; its end by a reset or a lost connection ends the
+%% session with `{error, Reason}'; the listener's stop, with 1001 and
+%% `shutdown'.
 %% Limits: a frame or message past its size limit is refused from its
 %% header (1009); `idle_timeout' runs from the last byte received, with an
-%% optional ping after `ping_interval' of silence; writes are bounded by the
-%% listener's `send_timeout', so a peer that does not read makes the
-%% session end rather than buffer (the process blocks in `send' until
-%% then: that is the backpressure on a handler that sends faster than the
-%% peer reads). After a close frame is sent, data frames are dropped and
-%% the peer's close frame is awaited for `close_timeout', then the
-%% connection closes (the server closes TCP first, §7.1.1). When the
-%% listener stops (the parent exits), the peer gets 1001 and the handler
-%% `terminate(shutdown, ...)'; when it drains, the same 1001 starts a close
-%% handshake.
+%% optional ping after `ping_interval' of silence; writes are bounded by
+%% the carrier's backpressure (the listener's `send_timeout' on a socket),
+%% so a peer that does not read makes the session end rather than buffer
+%% (the process blocks in `send' until then: that is the backpressure on
+%% a handler that sends faster than the peer reads). After a close frame
+%% is sent, data frames are dropped and the peer's close frame is awaited
+%% for `close_timeout', then the carrier closes (the server closes TCP
+%% first, §7.1.1). When the listener stops (the parent exits), the peer
+%% gets 1001 and the handler `terminate(shutdown, ...)'; when it drains,
+%% the same 1001 starts a close handshake.
 %%
 %% @private internal to falco
 -module(falco_ws_conn).
 
--export([enter/3, enter_stream/3]).
+-export([enter/3, run/4]).
 -export([loop/1]).
 -export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
 
@@ -50,31 +41,17 @@
                      hibernate_after => timeout()}.
 -export_type([upgrade/0]).
 
-%% Where the bytes come from and go to: the socket (HTTP/1.1) or an
-%% HTTP/2 stream (RFC 8441).
--type io() :: {socket, falco_transport:transport(), falco_transport:socket(),
-               {atom(), atom(), atom(), atom()}}
-            | {h2, falco_http2_stream:state()}.
-
-%% what an HTTP/2 session asks for at a time: the stream window grows to it
--define(H2_READ, 65536).
-
 %% Frames whose payload still lacks at least this many bytes are unmasked
 %% read by read rather than parsed whole (gathering/3).
 -define(GATHER, 16384).
 
-%% The socket's read buffer over HTTP/1.1: narrow while frames are small
-%% (the inet driver keeps an empty buffer of this size in every idle
-%% connection: 1460 bytes cost ws_idle about 950 bytes per connection more
-%% than 512), wide while a large frame is gathered (fewer reads).
--define(NARROW_BUFFER, 512).
--define(WIDE_BUFFER, 65536).
+%% The length of a gathered frame's key stream: the largest read the
+%% carriers make while a large frame arrives (mask/3 repeats it for more).
+-define(KEY_STREAM, 65536).
 
--record(ws, {io :: io(),
-             %% a read is asked for (`{active, once}' set, or a `{read, Want}'
-             %% sent) and not answered yet
-             armed = false :: boolean(),
-             %% the peer ended its side (HTTP/2 END_STREAM): no more input
+-record(ws, {carrier :: falco_ws_carrier:carrier(),
+             %% the carrier's input ended (a tunnel's end of stream): no
+             %% more bytes will come
              eof = false :: boolean(),
              parent :: pid(),
              req :: map(),
@@ -115,17 +92,16 @@
 enter(#{socket := Sock, transport := T, parent := Parent, conf := Conf = #{stats := Stats},
         cell := Cell}, Buf, Upgrade) ->
     ok = falco_stats:protocol(Stats, Cell, websocket),
-    start({socket, T, Sock, falco_transport:messages(T)}, Parent, Buf,
-          Upgrade#{hibernate_after => maps:get(hibernate_after, Conf)}).
+    run({falco_ws_socket, falco_ws_socket:new(T, Sock)}, Parent, Buf,
+        Upgrade#{hibernate_after => maps:get(hibernate_after, Conf)}).
 
-%% @doc Runs the session on HTTP/2 stream `H2' of connection `Conn', whose
-%% 200 has been sent (RFC 8441 §5). Returns when the stream is done.
--spec enter_stream(pid(), falco_http2_stream:state(), upgrade()) -> closed.
-enter_stream(Conn, H2, Upgrade) ->
-    start({h2, H2}, Conn, <<>>, Upgrade).
-
-start(Io, Parent, Buf, Upgrade = #{handler := Mod, state := HState, opts := Opts,
-                                   deflate := Params, req := Req}) ->
+%% @doc Runs the session on `Carrier' ({@link falco_ws_carrier}), whose
+%% opening handshake is done, in the calling process; `Parent' is the
+%% process whose exit stops it (see the carrier's `parent_exit/2') and
+%% `Buf' the bytes already received. Returns when the session is over.
+-spec run(falco_ws_carrier:carrier(), pid(), binary(), upgrade()) -> closed.
+run(Carrier, Parent, Buf, Upgrade = #{handler := Mod, state := HState, opts := Opts,
+                                       deflate := Params, req := Req}) ->
     O = Opts,
     %% the optional callbacks are looked up with function_exported/3, which
     %% is false for a module not loaded yet
@@ -134,12 +110,11 @@ start(Io, Parent, Buf, Upgrade = #{handler := Mod, state := HState, opts := Opts
     %% 1001 and the handler terminate(shutdown, ...); other exits of linked
     %% processes are the handler's, through handle_info
     _ = process_flag(trap_exit, true),
-    ok = read_buffer(Io, ?NARROW_BUFFER),
     Deflate = case Params of
                   undefined -> undefined;
                   _ -> falco_ws_deflate:init(Params, compress_config(maps:get(compress, O)))
               end,
-    S = #ws{io = Io, parent = Parent,
+    S = #ws{carrier = Carrier, parent = Parent,
             req = about(Req), handler = Mod, hstate = HState,
             session = falco_ws_session:new((maps:with([max_message_size, max_fragments,
                                                         max_empty_fragments], O))#{deflate => Deflate}),
@@ -240,10 +215,10 @@ partial_check(Bin, Need, Key, Part, Done, {ok, U0}, S) ->
 %% 11 MB/s against cowboy's 164).
 gathering(Bin, Need, S) when Need < ?GATHER ->
     S#ws{buf = Bin};
-gathering(Bin, Need, S = #ws{io = Io}) ->
+gathering(Bin, Need, S0) ->
     {Op, Fin, Rsv1, Key, Part} = falco_ws_frame:peek(Bin),
-    ok = read_buffer(Io, ?WIDE_BUFFER),
-    Stream = falco_ws_frame:key_stream(Key, ?WIDE_BUFFER),
+    S = carrier_gather(true, S0),
+    Stream = falco_ws_frame:key_stream(Key, ?KEY_STREAM),
     S#ws{buf = <<>>, more = {{Op, Fin, Rsv1}, Need, falco_ws_frame:mask(Part, Stream, 0),
                              byte_size(Part), Stream}}.
 
@@ -267,8 +242,8 @@ gather(Data, S = #ws{more = {Head, Need, Payload, Size, Stream}, peek = {_, U0}}
 gather(Data, S = #ws{more = {{Op, Fin, Rsv1}, Need, Payload, Size, Stream}}) ->
     <<Last:Need/binary, Rest/binary>> = Data,
     Plain = falco_ws_frame:mask(Last, Stream, Size),
-    ok = read_buffer(S#ws.io, ?NARROW_BUFFER),
-    parsed({frame, Op, Fin, Rsv1, <<Payload/binary, Plain/binary>>}, Rest, S#ws{more = none}).
+    parsed({frame, Op, Fin, Rsv1, <<Payload/binary, Plain/binary>>}, Rest,
+           carrier_gather(false, S#ws{more = none})).
 
 %% Our close frame is out: what is buffered is parsed for the peer's close;
 %% a frame being gathered is gathered to its end first, its bytes no longer
@@ -318,25 +293,22 @@ next({ok, S}, More, Rest) -> events(More, Rest, S);
 next({error, Reason, S}, _, _) -> finish({error, Reason}, S).
 
 %% Waits for bytes, the handler's messages, sys messages, the parent's
-%% exit or a deadline. Over HTTP/1.1 a message already in the mailbox
-%% comes first, then, after a yield, bytes already received (a `recv'
-%% with no wait); only then is the socket armed. Over HTTP/2, input after
-%% the peer's END_STREAM is its close.
+%% exit or a deadline: a message already in the mailbox comes first, then
+%% bytes the carrier has without waiting (after a yield, on a socket);
+%% only then is the carrier armed. Input after the carrier's end of input
+%% is its close.
 wait(S = #ws{eof = true}) ->
     finish({error, closed}, S);
-wait(S = #ws{io = {socket, T, Sock, {DataTag, _, _, _}}, armed = false}) ->
+wait(S = #ws{carrier = {Mod, CS}}) ->
     receive
         Msg -> message(Msg, S)
     after 0 ->
-        erlang:yield(),
-        case T:recv(Sock, 0, 0) of
-            {ok, Data} -> message({DataTag, Sock, Data}, S);
-            {error, timeout} -> wait_armed(S);
+        case Mod:poll(CS) of
+            {data, Data, CS1} -> data(Data, nofin, S#ws{carrier = {Mod, CS1}});
+            none -> wait_armed(S);
             {error, Reason} -> finish({error, Reason}, S)
         end
-    end;
-wait(S) ->
-    wait_armed(S).
+    end.
 
 wait_armed(S) ->
     case arm(S) of
@@ -365,14 +337,10 @@ loop(S = #ws{hibernate_after = Hib}) ->
             end
     end.
 
-message(Msg, S = #ws{io = Io, parent = Parent}) ->
-    case input(Msg, Io) of
-        {data, Data, Fin} ->
-            S1 = S#ws{last_in = now_ms(), ping_sent = false, armed = false, eof = Fin =:= fin},
-            case S1 of
-                #ws{more = none} -> frames(append(S#ws.buf, Data), S1#ws{buf = <<>>});
-                _ -> gather(Data, S1)
-            end;
+message(Msg, S = #ws{carrier = {Mod, CS}, parent = Parent}) ->
+    case Mod:input(Msg, CS) of
+        {data, Data, Fin, CS1} ->
+            data(Data, Fin, S#ws{carrier = {Mod, CS1}});
         {closed, Reason} ->
             finish({error, Reason}, S);
         none ->
@@ -395,17 +363,27 @@ message(Msg, S = #ws{io = Io, parent = Parent}) ->
             end
     end.
 
-%% The listener stops (over HTTP/2, the connection passes its parent's
-%% exit on): the peer gets 1001 and the handler terminate(shutdown, ...).
-%% Any other end of the HTTP/2 connection is the end of the transport.
-parent_exit(Reason, S = #ws{io = {h2, _}}) when Reason =/= shutdown,
-                                                 not (is_tuple(Reason) andalso
-                                                      element(1, Reason) =:= shutdown) ->
-    finish({error, closed}, S);
-parent_exit(Reason, S) ->
-    Frame = falco_ws_frame:encode(close, falco_ws_frame:close_payload(1001, <<>>)),
-    _ = finish(shutdown, S, {close, Frame}),
-    exit(Reason).
+%% Bytes from the carrier, `fin' when its input has ended.
+data(Data, Fin, S0) ->
+    S = S0#ws{last_in = now_ms(), ping_sent = false, eof = Fin =:= fin},
+    case S of
+        #ws{more = none} -> frames(append(S#ws.buf, Data), S#ws{buf = <<>>});
+        _ -> gather(Data, S)
+    end.
+
+%% The listener stops (a connection that carries the session passes its
+%% parent's exit on): the peer gets 1001 and the handler
+%% terminate(shutdown, ...). The carrier tells when the exit is its own
+%% end instead (a tunnel's connection gone).
+parent_exit(Reason, S = #ws{carrier = {Mod, CS}}) ->
+    case Mod:parent_exit(Reason, CS) of
+        closed ->
+            finish({error, closed}, S);
+        shutdown ->
+            Frame = falco_ws_frame:encode(close, falco_ws_frame:close_payload(1001, <<>>)),
+            _ = finish(shutdown, S, {close, Frame}),
+            exit(Reason)
+    end.
 
 append(<<>>, Data) -> Data;
 append(Buf, Data) -> <<Buf/binary, Data/binary>>.
@@ -544,10 +522,10 @@ sleep(S = #ws{buf = Buf}) ->
 
 %% -- writing -----------------------------------------------------------------
 
-send_frames(Frames, S) ->
+send_frames(Frames, S = #ws{carrier = {Mod, CS}}) ->
     Data = [encode(F, S) || F <- Frames],
-    case send(Data, S) of
-        ok -> {ok, S};
+    case Mod:send(Data, CS) of
+        {ok, CS1} -> {ok, S#ws{carrier = {Mod, CS1}}};
         {error, Reason} -> {error, Reason, S}
     end.
 
@@ -558,62 +536,24 @@ encode({close, Code, Reason}, _) ->
 encode({Type, Data}, _) ->
     falco_ws_frame:encode(Type, Data).
 
-%% -- the transport: the socket or the HTTP/2 stream ---------------------------------
+%% -- the carrier -------------------------------------------------------------------
 
 %% Asks for the next bytes, once.
-arm(S = #ws{armed = true}) ->
-    {ok, S};
-arm(S = #ws{io = {socket, T, Sock, _}}) ->
-    case falco_transport:setopts(T, Sock, [{active, once}]) of
-        ok -> {ok, S#ws{armed = true}};
+arm(S = #ws{carrier = {Mod, CS}}) ->
+    case Mod:arm(CS) of
+        {ok, CS1} -> {ok, S#ws{carrier = {Mod, CS1}}};
         {error, _} = Error -> Error
-    end;
-arm(S = #ws{io = {h2, H2}}) ->
-    ok = falco_http2_stream:tunnel_read(?H2_READ, H2),
-    {ok, S#ws{armed = true}}.
-
-%% The size of the socket's reads (HTTP/1.1 only; a socket already
-%% closed is found out by the next read).
-read_buffer({socket, T, Sock, _}, Size) ->
-    _ = falco_transport:setopts(T, Sock, [{buffer, Size}]),
-    ok;
-read_buffer({h2, _}, _) ->
-    ok.
-
-%% What a message means for the transport.
-input({DataTag, Sock, Data}, {socket, _, Sock, {DataTag, _, _, _}}) -> {data, Data, nofin};
-input({ClosedTag, Sock}, {socket, _, Sock, {_, ClosedTag, _, _}}) -> {closed, closed};
-input({ErrorTag, Sock, Reason}, {socket, _, Sock, {_, _, ErrorTag, _}}) -> {closed, Reason};
-input(_, {socket, _, _, _}) -> none;
-input(Msg, {h2, _}) ->
-    case falco_http2_stream:tunnel_in(Msg) of
-        {reset, Reason} -> {closed, Reason};
-        Other -> Other
     end.
 
-send(Data, #ws{io = {socket, T, Sock, _}}) ->
-    falco_transport:send(T, Sock, Data);
-send(Data, #ws{io = {h2, H2}}) ->
-    falco_http2_stream:tunnel_send(Data, H2).
+carrier_gather(Large, S = #ws{carrier = {Mod, CS}}) ->
+    S#ws{carrier = {Mod, Mod:gather(Large, CS)}}.
 
-%% Ends the transport, after the bytes `Last' if any: TCP closes
-%% (lingering when the peer may still send, §7.1.1), an HTTP/2 stream
-%% ends with END_STREAM on its last DATA frame (RFC 8441 §5).
+%% Ends the carrier, after the bytes `Last' if any: `close' when the peer
+%% is done, `linger' when it may still send (§7.1.1).
 close_io(close, S) ->
     close_io({close, <<>>}, S);
-close_io({How, Last}, S = #ws{io = {socket, T, Sock, _}}) ->
-    _ = case Last of
-            <<>> -> ok;
-            _ -> send(Last, S)
-        end,
-    case How of
-        close -> falco_transport:close_socket(T, Sock);
-        %% an armed socket is in {active, once} mode: read through messages
-        linger when S#ws.armed -> falco_transport:linger_close_active(T, Sock);
-        linger -> falco_transport:linger_close(T, Sock)
-    end;
-close_io({_, Last}, #ws{io = {h2, H2}}) ->
-    falco_http2_stream:tunnel_end(Last, H2).
+close_io({How, Last}, #ws{carrier = {Mod, CS}}) ->
+    Mod:close(How, Last, CS).
 
 %% -- ending ----------------------------------------------------------------------
 
