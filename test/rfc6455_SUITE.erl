@@ -87,8 +87,7 @@ groups() ->
                            utf8_split_across_fragments, gather_frame_over_limit_1009]}].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
-    {ok, _} = application:ensure_all_started(ssl),
+    ok = falco_test_listener:start_tls_app(),
     Config.
 
 end_per_suite(_Config) ->
@@ -106,7 +105,7 @@ end_per_group(_Group, _Config) ->
 init_per_testcase(Case, Config) ->
     case divergence(Case, ?config(carrier, Config)) of
         none ->
-            _ = falco:stop_listener(Case),
+            ok = falco_test_listener:ensure_stopped(Case),
             [{listener, Case} | Config];
         Skip ->
             Skip
@@ -126,8 +125,7 @@ divergence(_, _) ->
 
 end_per_testcase(Case, _Config) ->
     ok = ?WS:close_all(),
-    _ = falco:stop_listener(Case),
-    ok.
+    falco_test_listener:ensure_stopped(Case).
 
 %% -- helpers ---------------------------------------------------------------
 

@@ -46,8 +46,7 @@ groups() ->
      {hostile, [], [zip_bomb_1009]}].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
-    {ok, _} = application:ensure_all_started(ssl),
+    ok = falco_test_listener:start_tls_app(),
     Config.
 
 init_per_group(Group, Config) ->
@@ -63,13 +62,12 @@ end_per_suite(_Config) ->
     ok.
 
 init_per_testcase(Case, Config) ->
-    _ = falco:stop_listener(Case),
+    ok = falco_test_listener:ensure_stopped(Case),
     [{listener, Case} | Config].
 
 end_per_testcase(Case, _Config) ->
     ok = ?WS:close_all(),
-    _ = falco:stop_listener(Case),
-    ok.
+    falco_test_listener:ensure_stopped(Case).
 
 %% -- helpers ---------------------------------------------------------------
 
@@ -164,7 +162,7 @@ server_no_context_takeover(Config) ->
         ?assertEqual(<<"permessage-deflate; server_no_context_takeover">>,
                      answer(At2, <<"permessage-deflate">>))
     after
-        falco:stop_listener(server_no_context_takeover_2)
+        falco_test_listener:ensure_stopped(server_no_context_takeover_2)
     end.
 
 %% §7.1.1.2: client_no_context_takeover is answered; a client that resets
@@ -228,7 +226,7 @@ client_max_window_bits(Config) ->
                      answer(At2, <<"permessage-deflate; client_max_window_bits=9">>)),
         ?assertEqual(<<"permessage-deflate">>, answer(At2, <<"permessage-deflate">>))
     after
-        falco:stop_listener(client_max_window_bits_2)
+        falco_test_listener:ensure_stopped(client_max_window_bits_2)
     end.
 
 %% §7.1: an offer with a parameter this extension does not define, one
@@ -285,7 +283,7 @@ rsv1_without_negotiation_1002(Config) ->
         ?assertEqual({[], {close, 1002}}, ?WS:recv_until_close(Sock2, 5000)),
         ?assertEqual({protocol_error, 1002, reserved_bits}, ?H:terminated(Pid2))
     after
-        falco:stop_listener(rsv1_without_negotiation_2)
+        falco_test_listener:ensure_stopped(rsv1_without_negotiation_2)
     end.
 
 %% -- §6 compressed messages --------------------------------------------------------

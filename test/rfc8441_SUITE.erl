@@ -42,7 +42,7 @@ groups() ->
 init_per_suite(Config) ->
     case falco_test_tools:check([{python3_module, "h2"}]) of
         ok ->
-            {ok, _} = application:ensure_all_started(falco),
+            ok = falco_test_listener:start_app(),
             Config;
         NotThere ->
             NotThere
@@ -52,12 +52,11 @@ end_per_suite(_Config) ->
     ok.
 
 init_per_testcase(Case, Config) ->
-    _ = falco:stop_listener(Case),
+    ok = falco_test_listener:ensure_stopped(Case),
     [{listener, Case} | Config].
 
 end_per_testcase(Case, _Config) ->
-    _ = falco:stop_listener(Case),
-    ok.
+    falco_test_listener:ensure_stopped(Case).
 
 %% -- helpers ---------------------------------------------------------------
 
@@ -76,10 +75,8 @@ start(Config, WsOpts, ListenerOpts) ->
                                          WsOpts} end, Get},
               {<<"/deny">>, fun(_) -> {403, [], <<"no">>} end, Get},
               {<<"/plain">>, fun(_) -> {200, [], <<"plain">>} end, Get}],
-    {ok, _} = falco:start_listener(Name, maps:merge(#{port => 0, ip => {127, 0, 0, 1},
-                                                      routes => Routes, protocols => [h2]},
-                                                    ListenerOpts)),
-    {ok, Port} = falco:port(Name),
+    {_, Port} = falco_test_listener:start(Name, maps:merge(#{routes => Routes, protocols => [h2]},
+                                                           ListenerOpts)),
     Port.
 
 script(Config) ->
@@ -420,10 +417,7 @@ chromium_over_h2(Config) ->
                                   Test ! {ws_version, maps:get(version, Req)},
                                   {websocket, falco_test_ws_handler, #{test => Test}, #{}}
                           end, #{methods => [<<"GET">>]}}],
-    {ok, _} = falco:start_listener(Name, #{port => 0, ip => {127, 0, 0, 1}, routes => Routes,
-                                           transport => tls,
-                                           tls_opts => falco_test_tls:server_opts()}),
-    {ok, Port} = falco:port(Name),
+    {_, Port} = falco_test_listener:start(Name, falco_test_listener:tls(#{routes => Routes})),
     %% DevTools (falco_test_browser): the page is loaded, then the script
     %% runs and its promise is awaited, every step with a deadline
     Browser = falco_test_browser:start(Exe, ?config(priv_dir, Config)),

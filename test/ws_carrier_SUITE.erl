@@ -27,19 +27,18 @@ all() ->
     [socket_session, tunnel_session, tunnel_messages_per_echo, tunnel_large_messages].
 
 init_per_suite(Config) ->
-    {ok, _} = application:ensure_all_started(falco),
+    ok = falco_test_listener:start_app(),
     Config.
 
 end_per_suite(_Config) ->
     ok.
 
 init_per_testcase(Case, Config) ->
-    _ = falco:stop_listener(Case),
+    ok = falco_test_listener:ensure_stopped(Case),
     [{listener, Case} | Config].
 
 end_per_testcase(Case, _Config) ->
-    _ = falco:stop_listener(Case),
-    ok.
+    falco_test_listener:ensure_stopped(Case).
 
 listen(Config, Protocols) ->
     falco_test_ws_handler:listen(?config(listener, Config), #{},
