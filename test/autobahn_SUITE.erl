@@ -99,15 +99,7 @@ wss_all_cases(Config) ->
 %% passed over h2c earlier that day. Until that is settled they are left
 %% out of make test rather than failing it.
 h2c_all_cases(Config) ->
-    {ok, Port} = falco:port(falco_example),
-    {Relay, RelayPort} = relay_h2(h2c, Port),
-    {Args, Cases} = case os:getenv("FALCO_AUTOBAHN_H2C") of
-                        "all" -> {[], ?CASES};
-                        _ -> h2_selection()
-                    end,
-    try run(Config, RelayPort, "h2c", Args, Cases)
-    after exit(Relay, kill)
-    end.
+    tunnel_cases(Config, h2c, falco_example, "FALCO_AUTOBAHN_H2C").
 
 %% RFC 8441 over h2 (TLS): the 301 cases without permessage-deflate and,
 %% of the 216 with it, cases 2 and 3 of each of the 12 groups 12.1-12.5
@@ -116,16 +108,21 @@ h2c_all_cases(Config) ->
 %% with FALCO_AUTOBAHN_H2=all. The rest of 12.x and 13.x repeat those
 %% sets with larger messages (up to 128 KB): over h2c the 216 deflate
 %% cases were about 97 % of kosoku's 635 s (2026-12-02, a loaded 2-core
-%% host), and h2c runs them all. (kosoku's -i takes a prefix: 12.1.1 would take 12.1.10
+%% host). (kosoku's -i takes a prefix: 12.1.1 would take 12.1.10
 %% to 12.1.18 too, hence cases 2 and 3.)
 h2_cases(Config) ->
-    {ok, TlsPort} = falco:port(falco_example_tls),
-    {Relay, RelayPort} = relay_h2(h2, TlsPort),
-    {Args, Cases} = case os:getenv("FALCO_AUTOBAHN_H2") of
+    tunnel_cases(Config, h2, falco_example_tls, "FALCO_AUTOBAHN_H2").
+
+%% Kosoku through the RFC 8441 relay in front of `Listener': the
+%% selection below, or all 517 when `Env' says `all'.
+tunnel_cases(Config, Carrier, Listener, Env) ->
+    {ok, Port} = falco:port(Listener),
+    {Relay, RelayPort} = relay_h2(Carrier, Port),
+    {Args, Cases} = case os:getenv(Env) of
                         "all" -> {[], ?CASES};
                         _ -> h2_selection()
                     end,
-    try run(Config, RelayPort, "h2", Args, Cases)
+    try run(Config, RelayPort, atom_to_list(Carrier), Args, Cases)
     after exit(Relay, kill)
     end.
 
