@@ -942,6 +942,56 @@ window_update_flood_test() ->
     ?assertEqual([], closed(flood(Opts, W, 10))),
     ?assertEqual(enhance_your_calm, goaway_code(flood(Opts, W, 11))).
 
+%% A client that gives back the credit of every DATA frame we send, with a
+%% WINDOW_UPDATE for the stream and one for the connection (python-h2
+%% apps, relays, the RFC 8441 relay of autobahn_SUITE), sends two frames
+%% for each of ours: they are counted in no budget, or a download of 700
+%% messages of 64 KB in 10 s would end in `flood: frames'.
+window_update_credit_test() ->
+    Opts = #{flood_limits => #{frames => 10, window_update => 10}},
+    T1 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end,
+              headers(1, req_get(1), fin, start(Opts))),
+    Round = fun(Size) ->
+                    fun(_, T) ->
+                            Sent = call(fun(M) -> ?M:send_data(1, binary:copy(<<"x">>, Size),
+                                                               nofin, none, M) end, T),
+                            [{data, 1, nofin, _, Size}] = frames(Sent),
+                            feed({window_update, 1, Size}, feed({window_update, 0, Size}, Sent))
+                    end
+            end,
+    %% 16 KB frames, and 10-byte ones (each update refills all that is owed)
+    T2 = lists:foldl(Round(16384), T1, lists:seq(1, 200)),
+    T3 = lists:foldl(Round(10), T2, lists:seq(1, 200)),
+    ?assertEqual([], closed(T3)),
+    %% a full window refilled a byte at a time is counted
+    Byte = fun(Id) -> fun(_, T) -> feed({window_update, Id, 1}, T) end end,
+    ?assertEqual([{enhance_your_calm, {flood, frames}}],
+                 closed(lists:foldl(Byte(0), T3, lists:seq(1, 9)))),
+    %% as is less than 1 KB given back while more is owed
+    T4 = call(fun(M) -> ?M:send_data(1, binary:copy(<<"x">>, 16384), nofin, none, M) end, T3),
+    ?assertEqual([{enhance_your_calm, {flood, frames}}],
+                 closed(lists:foldl(Byte(1), T4, lists:seq(1, 9)))),
+    %% and an update for a stream that is gone
+    T5 = call(fun(M) -> ?M:send_data(1, <<>>, fin, none, M) end, T3),
+    ?assertEqual([], closed(T5)),
+    T6 = lists:foldl(fun(_, T) -> feed({window_update, 1, 5000}, T) end, T5, lists:seq(1, 8)),
+    ?assertEqual([], closed(T6)),
+    ?assertEqual([{enhance_your_calm, {flood, frames}}], closed(feed({window_update, 1, 5000}, T6))),
+    %% the connection's mark is the largest window it has had
+    T7 = feed({window_update, 0, 1000000}, T3),
+    T8 = call(fun(M) -> ?M:send_data(1, binary:copy(<<"x">>, 16384), nofin, none, M) end, T7),
+    ?assertEqual([], closed(lists:foldl(fun(_, T) -> feed({window_update, 0, 1024}, T) end,
+                                        T8, lists:seq(1, 16)))).
+
+%% The boundary: less than all that is owed (and under 1 KB) is counted.
+window_update_credit_boundary_test() ->
+    T1 = call(fun(M) -> ?M:send_headers(1, 200, [], nofin, M) end,
+              headers(1, req_get(1), fin, start(#{flood_limits => #{window_update => 0}}))),
+    T2 = call(fun(M) -> ?M:send_data(1, <<"0123456789">>, nofin, none, M) end, T1),
+    [?assertEqual([], closed(feed({window_update, Id, 10}, T2))) || Id <- [0, 1]],
+    [?assertEqual([{enhance_your_calm, {flood, window_update}}],
+                  closed(feed({window_update, Id, 9}, T2))) || Id <- [0, 1]].
+
 priority_flood_test() ->
     Opts = #{flood_limits => #{priority => 10}},
     P = fun(I) -> {priority, 2 * I + 1, false, 0, 16} end,

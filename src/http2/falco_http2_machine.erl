@@ -44,15 +44,10 @@
 %% hold or be promised, all together (windows beyond the initial ones are
 %% granted only within it). The connection window grows with them.
 %%
-%% Flood defences, each a counter per `flood_window' (10 s) with a limit;
-%% going over it is a GOAWAY ENHANCE_YOUR_CALM whose debug data names the
-%% budget: every received frame (`frames'; the frames that carry requests
-%% forward are not counted: a HEADERS that opens a stream, DATA that ends
-%% its stream or carries at least 1 KB), client RST_STREAMs on live streams
-%% (rapid reset, CVE-2023-44487), PING, SETTINGS, PRIORITY, WINDOW_UPDATE,
-%% empty DATA frames, a WebSocket tunnel's DATA frames under 1 KB
-%% (`tunnel_data'), and the RST_STREAMs we are made to send
-%% (`stream_errors', CVE-2019-9514). A field block is
+%% Flood defences ({@link falco_http2_budget}): budgets per 10 s for
+%% frames that do not carry the connection forward, PING, SETTINGS,
+%% PRIORITY, WINDOW_UPDATE, resets both ways, empty and small tunnel DATA;
+%% going over one is a GOAWAY ENHANCE_YOUR_CALM. A field block is
 %% bounded in bytes and in CONTINUATION frames (CVE-2024-27316), and its
 %% decoded size by SETTINGS_MAX_HEADER_LIST_SIZE (HPACK bombs: 431).
 %% Response data is sent in DATA frames of at least 16 KB when a window is
@@ -77,10 +72,6 @@
 %% How long a stream whose response is complete waits for the rest of a
 %% request body nobody will read before it is reset with NO_ERROR.
 -define(LINGER, 1000).
-%% DATA frames carrying at least this much (or ending their stream) are not
-%% counted in the `frames' budget: counting them would cap an upload's
-%% speed, and flow control already bounds their bytes.
--define(FULL_DATA, 1024).
 
 -type opts() :: #{max_concurrent_streams => non_neg_integer(),
                   initial_window_size => 0..16#7fffffff,
@@ -170,7 +161,7 @@ upgrade(Settings, M0) ->
 frame(_, M = #m{rare = #rare{closing = true}}) ->
     {M, []};
 frame(Frame, M) ->
-    case budget(Frame, M) of
+    case falco_http2_budget:budget(Frame, M) of
         none ->
             finish(in(Frame, M));
         Key ->
@@ -179,24 +170,6 @@ frame(Frame, M) ->
                 {calm, Calm} -> done(Calm)
             end
     end.
-
-%% The budget a frame counts in: `frames', but for those that carry
-%% requests forward (a HEADERS opening a stream, bounded by the stream
-%% budgets; DATA ending its stream or of ?FULL_DATA bytes, by flow control)
-%% and a WebSocket tunnel's small DATA, each a message or part of one, with
-%% `tunnel_data' of its own: a chat sends many, a flood of tiny fragments
-%% must still end (empty DATA also counts in `empty_data').
-budget({headers, Id, _, _, _, _}, #m{last_id = Last}) when Id > Last -> none;
-budget({data, _, fin, _, _}, _) -> none;
-%% A run of DATA frames (falco_http2_frame:parse_run/2) is made of large ones.
-budget({data, _, nofin, Data, _}, _) when is_list(Data) -> none;
-budget({data, _, nofin, Data, _}, _) when byte_size(Data) >= ?FULL_DATA -> none;
-budget({data, Id, nofin, _, _}, #m{streams = Streams}) ->
-    case Streams of
-        #{Id := #stream{tunnel = true}} -> tunnel_data;
-        #{} -> frames
-    end;
-budget(_, _) -> frames.
 
 %% @doc Handles an error the frame codec reported.
 -spec frame_error({connection_error, falco_http2_frame:error_code(), atom()}
@@ -251,9 +224,14 @@ in({ping_ack, ?DRAIN_PING}, M = #m{rare = #rare{draining = first}}) ->
 in({ping_ack, _}, M) ->
     M;
 in({window_update, Id, Inc}, M) ->
-    case count(window_update, M) of
-        {ok, M1} -> window_update(Id, Inc, M1);
-        {calm, Calm} -> Calm
+    case falco_http2_budget:credit(Id, Inc, M) of
+        true ->
+            window_update(Id, Inc, M);
+        false ->
+            case count(window_update, M) of
+                {ok, M1} -> window_update(Id, Inc, M1);
+                {calm, Calm} -> Calm
+            end
     end;
 in({rst_stream, Id, Code}, M) ->
     rst_stream(Id, Code, M);
@@ -499,10 +477,15 @@ rst_stream(Id, Code, M0 = #m{streams = Streams}) ->
             end
     end.
 
-window_update(0, Inc, M = #m{conn_send = Window}) ->
+window_update(0, Inc, M = #m{conn_send = Window, rare = R}) ->
     case Window + Inc of
-        W when W > ?MAX_WINDOW -> conn_error(flow_control_error, window_overflow, M);
-        W -> settle(falco_http2_flow:flush_blocked(M#m{conn_send = W}))
+        W when W > ?MAX_WINDOW ->
+            conn_error(flow_control_error, window_overflow, M);
+        W when W > R#rare.conn_send_high ->
+            settle(falco_http2_flow:flush_blocked(M#m{conn_send = W,
+                                                      rare = R#rare{conn_send_high = W}}));
+        W ->
+            settle(falco_http2_flow:flush_blocked(M#m{conn_send = W}))
     end;
 window_update(Id, _, M = #m{last_id = Last}) when Id > Last ->
     conn_error(protocol_error, window_update_on_idle_stream, M);
@@ -768,11 +751,10 @@ stream_error(Id, Code, M0) ->
             Calm
     end.
 
-count(Key, M = #m{rare = R = #rare{counts = Counts, opts = #{flood_limits := Limits}}}) ->
-    N = maps:get(Key, Counts, 0) + 1,
-    case N > maps:get(Key, Limits) of
-        true -> {calm, conn_error(enhance_your_calm, {flood, Key}, M)};
-        false -> {ok, M#m{rare = R#rare{counts = Counts#{Key => N}}}}
+count(Key, M) ->
+    case falco_http2_budget:count(Key, M) of
+        {ok, M1} -> {ok, M1};
+        over -> {calm, conn_error(enhance_your_calm, {flood, Key}, M)}
     end.
 
 %% The end of every event: the idle check (falco_http2_goaway:idle/1) and

@@ -1,8 +1,9 @@
 %% Records and state helpers shared by falco_http2_machine (frames in,
 %% connection state), falco_http2_flow (frames out: send queues and
 %% windows), falco_http2_recv (request bodies held until read, receive
-%% windows) and falco_http2_goaway (GOAWAY, drain, idle). Private to those
-%% modules. The machine calls the other three, never the reverse: flow
+%% windows), falco_http2_goaway (GOAWAY, drain, idle) and
+%% falco_http2_budget (flood budgets). Private to those modules. The
+%% machine calls the others, never the reverse: flow
 %% notes the streams whose sends are done in `settled', and the machine
 %% decides whether they close.
 
@@ -82,6 +83,10 @@
                local_window = ?DEFAULT_WINDOW :: non_neg_integer(),
                remote_window = ?DEFAULT_WINDOW :: non_neg_integer(),
                remote_max_frame = 16384 :: 16384..16777215,
+               %% the largest the connection's send window has been: a
+               %% WINDOW_UPDATE that refills it towards this gives back
+               %% credit for data we sent (falco_http2_budget)
+               conn_send_high = ?DEFAULT_WINDOW :: integer(),
                block :: undefined | {stream_id(), fin(), term(), [binary()], non_neg_integer(),
                                      non_neg_integer()},
                %% flood counters for the current window
@@ -118,7 +123,9 @@
 -define(SEND(Data), {send, Data}).
 
 %% (a module that needs no helper defines FALCO_H2_NO_PUT_STREAM or
-%% FALCO_H2_NO_REPLY before it includes this file)
+%% FALCO_H2_NO_REPLY before it includes this file, or FALCO_H2_RECORDS_ONLY
+%% for none of them)
+-ifndef(FALCO_H2_RECORDS_ONLY).
 -ifndef(FALCO_H2_NO_PUT_STREAM).
 put_stream(S = #stream{id = Id}, M = #m{streams = Streams}) ->
     M#m{streams = Streams#{Id => S}}.
@@ -133,4 +140,5 @@ act(Action, M = #m{out = Out}) ->
 -ifndef(FALCO_H2_NO_REPLY).
 reply(none, _, M) -> M;
 reply(Tag, Result, M) -> act({reply, Tag, Result}, M).
+-endif.
 -endif.
