@@ -253,7 +253,22 @@ reserved_bits_test() ->
                                         none, <<>>, Client)),
     {ok, T, <<>>} = ?P:parse(Truly, 0),
     %% 1-byte packet number: three bytes of PADDING make the sample
-    ?assertEqual({ok, 0, <<0, 0, 0>>}, ?P:unprotect(T, Client, none)).
+    ?assertEqual({ok, 0, <<0, 0, 0>>}, ?P:unprotect(T, Client, none)),
+    %% a 4-byte packet number needs none: an authentic packet with no frames
+    NoFrames = iolist_to_binary(?P:protect(#{type => handshake, dcid => <<>>, scid => <<>>,
+                                             pn_length => 4}, 0, none, <<>>, Client)),
+    {ok, N, <<>>} = ?P:parse(NoFrames, 0),
+    ?assertEqual({error, {protocol_violation, no_frames}}, ?P:unprotect(N, Client, none)),
+    ?assertEqual({error, {drop, not_protected}}, ?P:unprotect(#{type => retry}, Client, none)).
+
+%% Past the largest packet number there is none to decode to (§12.3).
+pn_exhausted_test() ->
+    K = a5_keys(),
+    Max = 16#3fffffffffffffff,
+    {ok, P, <<>>} = ?P:parse(iolist_to_binary(?P:protect(#{type => one_rtt, dcid => <<>>}, 5, 0,
+                                                         <<1, 1, 1>>, K)), 0),
+    ?assertEqual({error, {drop, pn_exhausted}}, ?P:unmask(P, K, Max)),
+    ?assertMatch({ok, #{pn := 5}}, ?P:unmask(P, K, 4)).
 
 %% -- coalescing and padding ---------------------------------------------------
 
