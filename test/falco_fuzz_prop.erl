@@ -108,7 +108,8 @@ codecs() ->
      {falco_json, [{falco_codecs_prop, prop_json_fuzz}]},
      {falco_range, [{falco_app_prop, prop_range_fuzz}]},
      {falco_proxy_protocol, [{falco_proxy_protocol_prop, prop_fuzz}]},
-     {falco_ws_frame, [{falco_ws_prop, prop_parse_fuzz}]}].
+     {falco_ws_frame, [{falco_ws_prop, prop_parse_fuzz}]},
+     {falco_quic_packet, [{falco_quic_packet_prop, prop_parse_fuzz}]}].
 
 %% EUnit's count for a property of Module: 1000 for a fuzz property,
 %% Default for the others.
