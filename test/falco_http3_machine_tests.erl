@@ -248,6 +248,17 @@ request_in_pieces_test() ->
     {_, Acts} = evs(Events, ready()),
     ?assertMatch([{request, 0, #{body := chunked, version := {3, 0}}}, {data, 0, <<>>, fin}], Acts).
 
+%% RFC 9000 §3.2: stream 8 opens 0 and 4, whose bytes may come after its.
+out_of_order_streams_test() ->
+    {M, Acts} = evs([{stream_data, 8, section(req_get(<<"/8">>)), fin},
+                     {stream_data, 0, section(req_get(<<"/0">>)), fin},
+                     {stream_data, 4, section(req_get(<<"/4">>)), fin}], ready()),
+    ?assertEqual([8, 0, 4], [Id || {request, Id, _} <- Acts]),
+    ?assertEqual(3, ?M:active_streams(M)),
+    %% an id below the highest one seen, once closed, stays closed
+    {M1, _} = ?M:send_response(0, 204, [], fin, M),
+    ?assertEqual({M1, []}, ev({stream_data, 0, section(req_get(<<"/again">>)), fin}, M1)).
+
 post_body_test() ->
     M = ready(),
     {M1, A1} = ev({stream_data, 0, bin([section(post(10)), ?F:data(<<"hello">>),

@@ -7,8 +7,9 @@
 %% Each event returns `{NewState, [Action]}', as falco_http2_machine does,
 %% and the connection process carries the actions out in order. Events,
 %% from QUIC: {@link event/2} with `{stream_open, Id, bidi | uni}' (a
-%% stream the client opened; data for a stream never announced opens it
-%% too), `{stream_data, Id, Bin, fin | nofin}', `{stream_reset, Id, Code}'
+%% stream the client opened, and with it the lower ones of its type, RFC
+%% 9000 §3.2; data for a stream never announced opens it too),
+%% `{stream_data, Id, Bin, fin | nofin}', `{stream_reset, Id, Code}'
 %% (the client's RESET_STREAM) and `{stop_sending, Id, Code}' (its
 %% STOP_SENDING); from the application: {@link send_response/5},
 %% {@link send_data/4}, {@link send_trailers/3}, {@link reset_stream/3},
@@ -119,8 +120,9 @@
               phase = headers :: headers | body | trailers | done,
               delivered = false :: boolean(),
               expected :: undefined | non_neg_integer(),
-              received = 0 :: non_neg_integer(),
-              local = open :: open | fin}).
+              received = 0 :: non_neg_integer()}).
+%% A request stream is in the machine's map while our side is open: it
+%% leaves when our response is complete, or when the stream is reset.
 
 -record(h3, {opts :: map(),
              control :: stream_id(),
@@ -192,10 +194,12 @@ event({stream_reset, Id, Code}, M) ->
 event({stop_sending, Id, Code}, M) ->
     finish(stop_sending(Id, Code, M)).
 
+%% RFC 9000 §3.2: a stream opens those of its type with lower ids, and
+%% their bytes may come later (QUIC's stream limit bounds how many).
 open(Id, bidi, M = #h3{next_bidi = Next}) when Id rem 4 =:= 0, Id >= Next ->
-    open_request(Id, M#h3{next_bidi = Id + 4});
+    lists:foldl(fun open_request/2, M#h3{next_bidi = Id + 4}, lists:seq(Next, Id, 4));
 open(Id, uni, M = #h3{next_uni = Next, uni = Uni}) when Id rem 4 =:= 2, Id >= Next ->
-    M#h3{next_uni = Id + 4, uni = Uni#{Id => <<>>}};
+    M#h3{next_uni = Id + 4, uni = maps:merge(Uni, maps:from_keys(lists:seq(Next, Id, 4), <<>>))};
 open(Id, _, M) when Id rem 2 =:= 1 ->
     %% §6.1: a server-initiated bidirectional stream, or one of ours,
     %% cannot come from the client
@@ -244,17 +248,13 @@ stream_data_opened(_, _, _, M) ->
     M.
 
 stream_reset(Id, Code, M = #h3{streams = Streams}) when is_map_key(Id, Streams) ->
-    S = #req{delivered = Delivered, local = Local} = maps:get(Id, Streams),
+    S = #req{delivered = Delivered} = maps:get(Id, Streams),
     M1 = case Delivered of
-             true -> act({reset, Id, {peer_reset, Code}}, M);
-             false -> M
+             true -> act({reset_stream, Id, h3_request_cancelled},
+                         act({reset, Id, {peer_reset, Code}}, M));
+             false -> act({reset_stream, Id, h3_request_rejected}, M)
          end,
-    M2 = case {Local, Delivered} of
-             {fin, _} -> M1;
-             {open, true} -> act({reset_stream, Id, h3_request_cancelled}, M1);
-             {open, false} -> act({reset_stream, Id, h3_request_rejected}, M1)
-         end,
-    forget(S, M2);
+    forget(S, M1);
 stream_reset(Id, _, M) ->
     case critical(Id, M) of
         true -> conn_error(h3_closed_critical_stream, critical_stream_reset, M);
@@ -265,16 +265,14 @@ stop_sending(Id, _, M = #h3{control = Id}) ->
     conn_error(h3_closed_critical_stream, control_stream_stopped, M);
 stop_sending(Id, Code, M = #h3{streams = Streams}) when is_map_key(Id, Streams) ->
     %% the client does not want the response: the request is cancelled
-    S = #req{delivered = Delivered, local = Local} = maps:get(Id, Streams),
+    S = #req{delivered = Delivered} = maps:get(Id, Streams),
     M1 = case Delivered of
              true -> act({reset, Id, {peer_stop, Code}}, M);
              false -> M
          end,
-    M2 = case Local of
-             open -> act({reset_stream, Id, h3_request_cancelled}, M1);
-             fin -> M1
-         end,
-    forget(S, act({stop_sending, Id, h3_request_cancelled}, M2));
+    M2 = act({stop_sending, Id, h3_request_cancelled},
+             act({reset_stream, Id, h3_request_cancelled}, M1)),
+    forget(S, M2);
 stop_sending(_, _, M) ->
     M.
 
@@ -505,7 +503,6 @@ flush_end(S, [], M) -> act({data, S#req.id, <<>>, fin}, M);
 flush_end(S, Pieces, M) -> flush(S, Pieces, fin, M).
 
 %% The client has sent all: the stream is done once our response is.
-closed_remote(S = #req{local = fin}, M) -> forget(S, M);
 closed_remote(S, M) -> put_stream(S#req{phase = done}, M).
 
 %% §4.1.2, §8: reset and stop the stream; its process, if any, is told.
@@ -545,7 +542,7 @@ send(_, <<>>, nofin, M) ->
     {M, []};
 send(Id, Bytes, Fin, M = #h3{streams = Streams, closing = false}) ->
     case Streams of
-        #{Id := S = #req{local = open}} ->
+        #{Id := S} ->
             M1 = act({send, Id, Bytes, Fin}, M),
             finish(case Fin of
                        fin -> local_fin(S, M1);
@@ -569,11 +566,8 @@ local_fin(S = #req{id = Id}, M) ->
 -spec reset_stream(stream_id(), code(), state()) -> {state(), [action()]}.
 reset_stream(Id, Code, M = #h3{streams = Streams, closing = false}) ->
     case Streams of
-        #{Id := S = #req{phase = Phase, local = Local}} ->
-            M1 = case Local of
-                     open -> act({reset_stream, Id, Code}, M);
-                     fin -> M
-                 end,
+        #{Id := S = #req{phase = Phase}} ->
+            M1 = act({reset_stream, Id, Code}, M),
             M2 = case Phase of
                      done -> M1;
                      _ -> act({stop_sending, Id, Code}, M1)
