@@ -439,6 +439,38 @@ closed_test() ->
     ?assertEqual({M, []}, ?M:send_data(0, <<"x">>, fin, M)),
     ?assertEqual({M, []}, ?M:goaway(M)).
 
+%% §7.2.8 and §7.1 on a request stream; unknown frames there count in the
+%% same bound as the control stream's.
+request_stream_errors_test_() ->
+    Head = section(req_get(<<"/">>)),
+    Grease = bin(?F:frame(16#21, <<>>)),
+    [?_assertEqual(h3_frame_unexpected, close(on_request(<<Head/binary, 8, 0>>, nofin))),
+     ?_assertEqual(h3_frame_error, close(on_request(<<Head/binary, 7, 2, 0, 0>>, nofin))),
+     ?_assertEqual(h3_excessive_load,
+                   close(element(2, ev({stream_data, 0, binary:copy(Grease, 20), nofin},
+                                       ready(#{max_ignored_frames => 3}))))),
+     ?_assertEqual(none,
+                   close(element(2, ev({stream_data, 0, binary:copy(Grease, 19), nofin},
+                                       ready(#{max_ignored_frames => 3})))))].
+
+%% empty DATA frames carry nothing; a trailer section over the bound is a
+%% malformed message (no 431 can follow a request already handed over).
+request_body_edges_test_() ->
+    {M0, _} = ?M:new(#{max_field_section_size => 100}),
+    {M, []} = ev({stream_data, 2, control(), nofin}, M0),
+    Big = bin(?F:headers(binary:copy(<<0>>, 101))),
+    [?_assertMatch([{request, 0, _}, {data, 0, <<"a">>, nofin}],
+                   on_request(bin([section(post(1)), ?F:data(<<>>), ?F:data(<<"a">>),
+                                   ?F:data(<<>>)]), nofin)),
+     ?_assert(stream_error(0, h3_message_error,
+                           element(2, ev({stream_data, 0, <<(section(post(0)))/binary, Big/binary>>,
+                                          nofin}, M))))].
+
 %% a client cannot open server-initiated streams
+server_stream_data_test() ->
+    ?assertEqual(h3_stream_creation_error,
+                 close(element(2, ev({stream_data, 3, <<"x">>, nofin}, ready())))).
+
+
 server_stream_id_test() ->
     ?assertEqual(h3_stream_creation_error, close(element(2, ev({stream_open, 1, bidi}, ready())))).

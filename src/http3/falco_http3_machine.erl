@@ -240,7 +240,6 @@ stream_data(Id, Bin, Fin, M = #h3{next_bidi = NextBidi, next_uni = NextUni}) ->
         _ -> M
     end.
 
-stream_data_opened(_, _, _, M = #h3{closing = true}) -> M;
 stream_data_opened(Id, Bin, Fin, M = #h3{streams = S, uni = U})
   when is_map_key(Id, S); is_map_key(Id, U) ->
     stream_data(Id, Bin, Fin, M);
@@ -381,8 +380,6 @@ request_data(S = #req{reader = R}, Bin, Fin, M) ->
 
 %% `Pieces': the body read in this event, newest first, handed over as one
 %% action before trailers or at the end.
-req_items(_, _, _, _, M = #h3{closing = true}) ->
-    M;
 req_items([Item | Items], Fin, Pieces, S, M) ->
     %% a request's HEADERS that ends the stream (nothing but unknown
     %% frames after it, then the end) has no content
@@ -405,7 +402,7 @@ message_frame({headers, _}) -> true;
 message_frame({too_large, headers, _}) -> true;
 message_frame(_) -> false.
 
-req_item({unknown, _}, _, Pieces, S, M = #h3{closing = false}) ->
+req_item({unknown, _}, _, Pieces, S, M) ->
     case ignored_frame(M) of
         M1 = #h3{closing = false} -> {ok, Pieces, S, M1};
         M1 -> {stop, M1}
