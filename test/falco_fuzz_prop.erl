@@ -100,6 +100,8 @@ codecs() ->
      {falco_http1_chunked, [{falco_http1_prop, prop_chunked_fuzz}]},
      {falco_http2_frame, [{falco_http2_prop, prop_parse_fuzz}]},
      {falco_hpack, [{falco_hpack_prop, prop_decode_fuzz}]},
+     {falco_http3_frame, [{falco_http3_prop, prop_frame_fuzz}]},
+     {falco_qpack, [{falco_http3_prop, prop_qpack_fuzz}]},
      {falco_multipart, [{falco_app_prop, prop_multipart_fuzz}]},
      {falco_qs, [{falco_codecs_prop, prop_qs_fuzz}]},
      {falco_cookie, [{falco_codecs_prop, prop_cookie_fuzz}]},

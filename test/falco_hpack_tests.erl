@@ -32,6 +32,28 @@ encode_series(Ctx0, Opts, Steps) ->
 
 %% -- C.1 integer representation ------------------------------------------------
 
+%% decode_integer/3 (for QPACK, RFC 9204 §4.1.1): a bound the caller
+%% gives, up to 62 bits and more, where decode_integer/2 stops below 2^28.
+decode_integer_bound_test_() ->
+    Max62 = 16#3fffffffffffffff,
+    Big = <<16#7f, 16#c0, 16#ff, 16#ff, 16#ff, 16#ff, 16#ff, 16#ff, 16#ff, 16#3f>>,
+    [?_assertEqual({ok, Max62, <<"r">>}, falco_hpack:decode_integer(<<Big/binary, "r">>, 6, Max62)),
+     ?_assertEqual({error, {compression_error, integer_overflow}},
+                   falco_hpack:decode_integer(Big, 6, Max62 - 1)),
+     ?_assertEqual({error, {compression_error, integer_overflow}}, falco_hpack:decode_integer(Big, 6)),
+     ?_assertEqual({ok, 10, <<>>}, falco_hpack:decode_integer(<<2#111:3, 2#01010:5>>, 5, 10)),
+     ?_assertEqual({error, {compression_error, integer_overflow}},
+                   falco_hpack:decode_integer(<<2#01010:8>>, 5, 9)),
+     ?_assertEqual({ok, 1337, <<>>},
+                   falco_hpack:decode_integer(<<2#11111, 2#10011010, 2#00001010>>, 5, 1 bsl 62)),
+     %% ten continuation octets are too many, even of zeros
+     ?_assertEqual({error, {compression_error, integer_overflow}},
+                   falco_hpack:decode_integer(<<31, 16#80:8, 16#80, 16#80, 16#80, 16#80, 16#80,
+                                                16#80, 16#80, 16#80, 0>>, 5, 1 bsl 70)),
+     ?_assertEqual({error, {compression_error, truncated}},
+                   falco_hpack:decode_integer(<<31, 16#80>>, 5, Max62)),
+     ?_assertEqual({error, {compression_error, truncated}}, falco_hpack:decode_integer(<<>>, 5, 1))].
+
 c1_integers_test_() ->
     [%% C.1.1: 10 with a 5-bit prefix
      ?_assertEqual(<<2#01010>>, falco_hpack:encode_integer(10, 5)),

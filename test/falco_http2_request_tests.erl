@@ -29,6 +29,13 @@ request_map_test() ->
                    host => <<"example.com">>, port => 8443, body => none, keep_alive => true,
                    expect_continue => false}, Req).
 
+%% HTTP/3 (RFC 9114 §4.3) shares these rules; its requests say {3, 0}.
+version_test() ->
+    {ok, Req} = ?R:request(base(), #{max_header_count => 100, end_stream => true,
+                                      version => {3, 0}}),
+    {ok, Req2} = req(base()),
+    ?assertEqual(Req2#{version := {3, 0}}, Req).
+
 body_framing_test_() ->
     Post = [{<<":method">>, <<"POST">>}, {<<":scheme">>, <<"http">>}, {<<":path">>, <<"/">>},
             {<<":authority">>, <<"h">>}],

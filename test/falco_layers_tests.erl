@@ -12,7 +12,7 @@
 %% falco_app, falco_sup). http2 is below http1 because an HTTP/1.1
 %% connection may become HTTP/2 (h2c, falco_protocol), never the reverse.
 layers() ->
-    [tls, core, quic, ws, pipeline, helpers, app, http2, http1, listener, src].
+    [tls, core, quic, ws, pipeline, helpers, app, http2, http3, http1, listener, src].
 
 %% Calls up that a change under way removes (none is the rule).
 pending() ->

@@ -45,7 +45,7 @@
 -export([new/0, new/1, decode/2, decode/3, set_max_table_size/2,
          encode/2, encode/3, encoder_set_max_table_size/2,
          table/1, table_size/1, max_table_size/1,
-         encode_integer/2, decode_integer/2]).
+         encode_integer/2, decode_integer/2, decode_integer/3]).
 
 -export_type([ctx/0, header/0, reason/0, decode_opts/0, encode_opts/0]).
 
@@ -182,6 +182,36 @@ decode_integer(Bin, N) ->
         _ ->
             {error, {compression_error, truncated}}
     end.
+
+%% @doc As {@link decode_integer/2}, with the bound given: values up to
+%% `Max' are read, a larger one is `integer_overflow'. For QPACK, whose
+%% decoders must read integers of up to 62 bits (RFC 9204 §4.1.1), where
+%% the HPACK decoder stops below 2^28 + 2^N; at most nine continuation
+%% octets are read, whatever `Max' is.
+-spec decode_integer(binary(), 1..8, non_neg_integer()) ->
+          {ok, non_neg_integer(), binary()}
+        | {error, {compression_error, integer_overflow | truncated}}.
+decode_integer(Bin, N, Max) ->
+    Pad = 8 - N,
+    Mask = (1 bsl N) - 1,
+    case Bin of
+        <<_:Pad, I:N, Rest/binary>> when I < Mask, I =< Max -> {ok, I, Rest};
+        <<_:Pad, I:N, _/binary>> when I < Mask -> {error, {compression_error, integer_overflow}};
+        <<_:Pad, _:N, Rest/binary>> -> long_int(Rest, Mask, 0, Max);
+        _ -> {error, {compression_error, truncated}}
+    end.
+
+long_int(_, Acc, Shift, Max) when Acc > Max; Shift > 56 ->
+    {error, {compression_error, integer_overflow}};
+long_int(<<0:1, B:7, Rest/binary>>, Acc, Shift, Max) ->
+    case Acc + (B bsl Shift) of
+        V when V =< Max -> {ok, V, Rest};
+        _ -> {error, {compression_error, integer_overflow}}
+    end;
+long_int(<<1:1, B:7, Rest/binary>>, Acc, Shift, Max) ->
+    long_int(Rest, Acc + (B bsl Shift), Shift + 7, Max);
+long_int(<<>>, _, _, _) ->
+    {error, {compression_error, truncated}}.
 
 %% -- decoding ----------------------------------------------------------------
 

@@ -3,7 +3,8 @@
 %% response fields.
 %%
 %% {@link request/2} returns `{ok, Req}' with the same shape HTTP/1.1 gives
-%% (see {@link falco_req}: version `{2, 0}', host and port from
+%% (see {@link falco_req}: version `{2, 0}' (HTTP/3 asks for `{3, 0}',
+%% RFC 9114 §4.3 making its rules the same), host and port from
 %% `:authority', the target split into path and query, a `host' field added
 %% when the client sent only `:authority', cookies split across fields
 %% joined with "; " as §8.2.3 says), `{error, {malformed, Why}}' for a
@@ -64,15 +65,16 @@
 
 %% @doc Builds the request map from a decoded field block. `Opts':
 %% `max_header_count' (fields, as for HTTP/1.1), `end_stream' (the
-%% HEADERS frame ended the stream: no body) and `connect_protocol' (we
-%% sent SETTINGS_ENABLE_CONNECT_PROTOCOL; false if left out).
+%% HEADERS frame ended the stream: no body), `connect_protocol' (we
+%% sent SETTINGS_ENABLE_CONNECT_PROTOCOL; false if left out) and `version'
+%% (the request map's, `{2, 0}' if left out; HTTP/3 gives `{3, 0}').
 %%
 %% The fields are read without building anything per field (2026-11-29:
 %% 425 -> 243 words allocated for an h2load GET of seven fields): the
 %% pseudo-fields are held in arguments, the regular fields checked where
 %% they lie, and the request's `headers' is the decoder's list itself.
 -spec request(headers(), #{max_header_count := non_neg_integer(), end_stream := boolean(),
-                           connect_protocol => boolean()}) ->
+                           connect_protocol => boolean(), version => {2, 0} | {3, 0}}) ->
           {ok, map()} | {error, malformed() | {reply, falco_errors:reason()}}.
 request(Fields, Opts) ->
     case pseudo(Fields, undefined, undefined, undefined, undefined, undefined) of
@@ -199,7 +201,7 @@ finish(Acc = #acc{method = Method, path = Target}, Opts) ->
     end.
 
 finish(Acc = #acc{authority = Authority, host = Host, scheme = Scheme, headers = Regular}, Path,
-       Qs, Body, #{max_header_count := MaxCount}) ->
+       Qs, Body, Opts = #{max_header_count := MaxCount}) ->
     case authority(Authority, Host, Scheme) of
         {error, _} = Error ->
             Error;
@@ -219,7 +221,8 @@ finish(Acc = #acc{authority = Authority, host = Host, scheme = Scheme, headers =
                     Continue = Expect =:= continue andalso Body =/= none
                         andalso Body =/= {length, 0},
                     {ok, #{method => Acc#acc.method, target => Acc#acc.path, path => Path,
-                           qs => Qs, version => {2, 0}, headers => Headers, host => H,
+                           qs => Qs, version => maps:get(version, Opts, {2, 0}),
+                           headers => Headers, host => H,
                            port => Port, body => Body, keep_alive => true,
                            expect_continue => Continue}}
             end
