@@ -666,12 +666,13 @@ stream_fit(Id, Offset, Fin, Data, Budget) ->
             {stream(Id, Offset, Sent, Part), Head + falco_quic_varint:size(N) + N, Rest, Sent}
     end.
 
-%% The most of Size bytes that fit in Room bytes after their varint length.
-fit(_Size, Room) when Room < 2 ->
-    0;
+%% The most of Size bytes that fit in Room bytes after their varint
+%% length: the best over the four length sizes of as many bytes as each
+%% can count.
 fit(Size, Room) ->
-    lists:max([min(Size, Room - L) || L <- [1, 2, 4, 8], Room - L >= 0,
-                                      falco_quic_varint:size(min(Size, Room - L)) =< L]).
+    lists:max([0 | [min(min(Size, Room - L), Cap)
+                    || {L, Cap} <- [{1, 63}, {2, 16383}, {4, 16#3fffffff}, {8, ?MAX_VARINT}],
+                       Room >= L]]).
 
 %% @doc A MAX_DATA frame (§19.9).
 -spec max_data(varint()) -> iodata().
