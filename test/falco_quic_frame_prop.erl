@@ -3,7 +3,8 @@
 %% ACK ranges round-trip, and the bound keeps the newest; stream_fit/5
 %% builds the largest frame its budget allows; arbitrary and mutated
 %% payloads never make the parser raise, and every frame it returns builds
-%% and parses back to itself; transport parameters round-trip, and
+%% and parses back to itself; the packet-type check made while parsing
+%% agrees with check/3; transport parameters round-trip, and
 %% arbitrary and mutated blobs never make decode/1 or from_client/2 raise.
 %% Run from EUnit, 500 cases each (the fuzz properties the count
 %% falco_fuzz_prop:numtests/3 gives them).
@@ -25,7 +26,7 @@ properties_test_() ->
        ?_assert(proper:quickcheck(?MODULE:P(), [{numtests, falco_fuzz_prop:numtests(?MODULE, P, ?NUMTESTS)},
                                                 {to_file, user}]))}}
      || P <- [prop_frames_round_trip, prop_ack_round_trip, prop_ack_bound, prop_stream_fit,
-              prop_parse_fuzz, prop_tparams_round_trip, prop_tparams_fuzz]].
+              prop_parse_fuzz, prop_check_agrees, prop_tparams_round_trip, prop_tparams_fuzz]].
 
 %% -- generators ---------------------------------------------------------------
 
@@ -156,6 +157,25 @@ prop_parse_fuzz() ->
                                   andalso Type >= 0 andalso is_atom(Why)
                       end
               end)).
+
+%% The §12.4 check made while parsing gives what check/3 gives on the
+%% frames parsed without it.
+prop_check_agrees() ->
+    ?FORALL({Frames, Opts}, {frames(), opts()},
+            begin
+                #{packet := P, peer := Peer} = Opts,
+                Bin = payload(Frames),
+                case ?F:parse(Bin, Opts#{packet => any, peer => server}) of
+                    {ok, Fs} ->
+                        Expected = case ?F:check(P, Peer, Fs) of
+                                       ok -> {ok, Fs};
+                                       Error -> Error
+                                   end,
+                        ?F:parse(Bin, Opts) =:= Expected;
+                    {error, _, _, _} ->
+                        true
+                end
+            end).
 
 rebuilds(F) ->
     is_integer(?F:frame_type(F))
