@@ -119,6 +119,11 @@ stream_length_bounds_test() ->
     ?assertEqual({ok, [{stream, 0, 0, nofin, <<"ab", 1>>}]}, ?F:parse(<<16#08, 0, "ab", 1>>)),
     ?assertEqual({error, frame_encoding_error, 16#0a, truncated_frame},
                  ?F:parse(<<16#0a, 0, 3, "ab">>)),
+    %% an Offset or Length cut short
+    ?assertEqual({error, frame_encoding_error, 16#0c, truncated_frame}, ?F:parse(<<16#0c, 4>>)),
+    ?assertEqual({error, frame_encoding_error, 16#0f, truncated_frame},
+                 ?F:parse(<<16#0f, 4, 16#80, 0>>)),
+    ?assertEqual({error, frame_encoding_error, 16#0b, truncated_frame}, ?F:parse(<<16#0b, 4>>)),
     {ok, [{stream, 0, 0, nofin, Data}]} = ?F:parse(<<16#08, 0, 0:800>>),
     ?assertEqual(102, binary:referenced_byte_size(Data)).
 
@@ -142,6 +147,12 @@ truncated_frames_test_() ->
          Short = binary:part(B, 0, byte_size(B) - 1),
          ?_assertMatch({error, frame_encoding_error, _, _}, ?F:parse(Short, ?ANY))
      end || F <- Cut].
+
+%% Frames that end right after their type.
+type_only_test_() ->
+    [?_assertMatch({error, frame_encoding_error, T, truncated_frame}, ?F:parse(<<T>>, ?ANY))
+     || T <- [2, 3, 4, 5, 6, 7, 8, 16#0c, 16#0e, 16#10, 16#11, 16#12, 16#14, 16#15, 16#16,
+              16#18, 16#19, 16#1a, 16#1b, 16#1c, 16#1d, 16#31]].
 
 tuple(F) when is_tuple(F) -> F;
 tuple(F) -> {F}.

@@ -187,6 +187,8 @@ server_round_trip_test() ->
     %% a client's server-only check refuses the server's blob
     ?assertMatch({error, transport_parameter_error, {server_only, _}},
                  ?T:from_client(Blob, <<9, 9, 9, 9, 9, 9, 9, 9>>)),
+    ?assertEqual({error, transport_parameter_error, truncated_parameter},
+                 ?T:from_server(<<Blob/binary, 16#40>>, Expect)),
     %% false is the default, so it is not written
     ?assertEqual(bin(?T:server(maps:remove(disable_active_migration, P))),
                  bin(?T:server(P#{disable_active_migration => false}))).
