@@ -111,7 +111,9 @@ codecs() ->
      {falco_range, [{falco_app_prop, prop_range_fuzz}]},
      {falco_proxy_protocol, [{falco_proxy_protocol_prop, prop_fuzz}]},
      {falco_ws_frame, [{falco_ws_prop, prop_parse_fuzz}]},
-     {falco_quic_packet, [{falco_quic_packet_prop, prop_parse_fuzz}]}].
+     {falco_quic_packet, [{falco_quic_packet_prop, prop_parse_fuzz}]},
+     {falco_quic_frame, [{falco_quic_frame_prop, prop_parse_fuzz}]},
+     {falco_quic_tparams, [{falco_quic_frame_prop, prop_tparams_fuzz}]}].
 
 %% EUnit's count for a property of Module: 1000 for a fuzz property,
 %% Default for the others.
