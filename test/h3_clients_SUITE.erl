@@ -1,0 +1,416 @@
+%% Black-box HTTP/3 tests with real clients, one group each: aioquic and
+%% curl (curl_cffi's libcurl with ngtcp2) through the Python scripts of
+%% h3_clients_SUITE_data, quic-go through h3client (a Go program there),
+%% ngtcp2's gtlsclient (downloads under loss, migration, NAT rebinding and
+%% key updates, each file checked whole, as gtlsclient exits 0 on a
+%% download cut short), headless Chromium with QUIC forced on the origin
+%% (the page's navigation entry must say h3), and bench/h3load for a few
+%% seconds. The scripts print a JSON summary (statuses, bytes and SHA-256
+%% of every body, trailers, the ALPN and HTTP version) that the cases
+%% assert on. scripts/bootstrap installs all of them (_build/tools).
+%%
+%% The target. falco has no HTTP/3 listener yet, so without
+%% FALCO_H3_TEST_URL the suite is skipped, saying so. With
+%% FALCO_H3_TEST_URL=https://127.0.0.1:PORT it drives the clients against
+%% that server, which must serve handle/1's routes on that loopback port
+%% (GET /hello, GET /bytes/N with "0123456789" repeated and cut at N,
+%% POST /echo with the request's trailers sent back as trailers, GET
+%% /trailers, GET /page); FALCO_H3_TEST_CERT=cert.pem gives its
+%% certificate, whose key Chromium is told to accept (without it the
+%% Chromium case skips). Once falco serves HTTP/3, init_per_suite/1 is to
+%% start a listener with handle/1 instead (falco_h3_target/1).
+%%
+%% Tools: a missing client skips its group, unless FALCO_REQUIRE_TOOLS=1
+%% (as `make test' sets after scripts/bootstrap) makes it a failure; then
+%% every tool is checked in init_per_suite/1, before the target, so a
+%% broken install fails `make test' even while the suite has no target.
+-module(h3_clients_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, groups/0, init_per_suite/1, end_per_suite/1, init_per_group/2,
+         end_per_group/2, init_per_testcase/2, end_per_testcase/2]).
+-export([handle/1]).
+-export([aioquic_get/1, aioquic_download/1, aioquic_post_10mb/1, aioquic_concurrent_100/1,
+         aioquic_trailers/1,
+         curl_get/1, curl_post_10mb/1, curl_concurrent_100/1,
+         quicgo_get/1, quicgo_post_10mb/1, quicgo_concurrent_100/1, quicgo_trailers/1,
+         gtls_download/1, gtls_loss/1, gtls_migration/1, gtls_nat_rebinding/1,
+         gtls_key_update/1,
+         chromium_h3/1,
+         h3load_hello/1, h3load_download/1]).
+
+-define(RUN_TIMEOUT, 180000).
+-define(TEN_MB, 10000000).
+
+all() ->
+    [{group, G} || G <- [aioquic, curl, quicgo, gtlsclient, chromium, h3load]].
+
+groups() ->
+    [{aioquic, [], [aioquic_get, aioquic_download, aioquic_post_10mb, aioquic_concurrent_100,
+                    aioquic_trailers]},
+     {curl, [], [curl_get, curl_post_10mb, curl_concurrent_100]},
+     {quicgo, [], [quicgo_get, quicgo_post_10mb, quicgo_concurrent_100, quicgo_trailers]},
+     {gtlsclient, [], [gtls_download, gtls_loss, gtls_migration, gtls_nat_rebinding,
+                       gtls_key_update]},
+     {chromium, [], [chromium_h3]},
+     {h3load, [], [h3load_hello, h3load_download]}].
+
+%% -- tools and target -------------------------------------------------------
+
+%% The Python of the venv scripts/bootstrap makes (aioquic, curl_cffi).
+python() ->
+    case falco_test_tools:find("h3py/bin/python") of
+        false -> "_build/tools/h3py/bin/python";
+        Py -> Py
+    end.
+
+tools(aioquic) -> [{python_module, python(), "aioquic"}];
+tools(curl) -> [{python_module, python(), "curl_cffi"}];
+tools(quicgo) -> [{found, "h3client", falco_test_tools:find("h3client")}];
+tools(gtlsclient) -> ["gtlsclient"];
+tools(chromium) -> [{found, "chromium", falco_test_browser:find()}];
+tools(h3load) -> [{found, "h3load", falco_test_tools:find("h3load")}].
+
+init_per_suite(Config) ->
+    All = lists:append([tools(G) || {G, _, _} <- groups()]),
+    Checked = case falco_test_tools:required() of
+                  true -> falco_test_tools:check(All);
+                  false -> ok
+              end,
+    case Checked of
+        ok -> target(Config);
+        NotThere -> NotThere
+    end.
+
+end_per_suite(Config) ->
+    Config.
+
+init_per_group(Group, Config) ->
+    falco_test_tools:require(tools(Group), Config).
+
+end_per_group(_, Config) ->
+    Config.
+
+init_per_testcase(chromium_h3, Config) ->
+    case ?config(spki, Config) of
+        undefined -> {skip, "no certificate for Chromium's --ignore-certificate-errors-spki-list: "
+                            "set FALCO_H3_TEST_CERT to the target's PEM certificate"};
+        _ -> Config
+    end;
+init_per_testcase(_, Config) ->
+    Config.
+
+end_per_testcase(_, Config) ->
+    Config.
+
+target(Config) ->
+    case os:getenv("FALCO_H3_TEST_URL") of
+        Url when is_list(Url), Url =/= "" -> external_target(Url, Config);
+        _ -> falco_h3_target(Config)
+    end.
+
+%% falco's own HTTP/3 listener, serving handle/1 with a falco_test_tls
+%% certificate on 127.0.0.1. Not there yet: when it is, start it here and
+%% return [{port, Port}, {spki, spki(CertDer)} | Config].
+falco_h3_target(_Config) ->
+    {skip, "falco has no HTTP/3 listener yet; set FALCO_H3_TEST_URL=https://127.0.0.1:PORT "
+           "(and FALCO_H3_TEST_CERT=cert.pem) to drive these clients against a server "
+           "that serves handle/1's routes"}.
+
+external_target(Url, Config) ->
+    case uri_string:parse(Url) of
+        #{scheme := "https", host := Host, port := Port} when Host =:= "127.0.0.1";
+                                                              Host =:= "localhost" ->
+            Spki = case os:getenv("FALCO_H3_TEST_CERT") of
+                       File when is_list(File), File =/= "" -> spki_of_pem(File);
+                       _ -> undefined
+                   end,
+            [{port, Port}, {spki, Spki} | Config];
+        _ ->
+            {fail, {"FALCO_H3_TEST_URL must be https://127.0.0.1:PORT or https://localhost:PORT",
+                    Url}}
+    end.
+
+%% The base64 SHA-256 of a certificate's SubjectPublicKeyInfo, as
+%% Chromium's --ignore-certificate-errors-spki-list takes it.
+-spec spki(public_key:der_encoded()) -> string().
+spki(CertDer) ->
+    %% public_key.hrl's records, by position (its untyped records would
+    %% warn here): #'Certificate'.tbsCertificate and, the seventh field
+    %% of #'TBSCertificate', subjectPublicKeyInfo.
+    {'Certificate', Tbs, _, _} = public_key:pkix_decode_cert(CertDer, plain),
+    Spki = element(8, Tbs),
+    'SubjectPublicKeyInfo' = element(1, Spki),
+    Der = public_key:der_encode('SubjectPublicKeyInfo', Spki),
+    base64:encode_to_string(crypto:hash(sha256, Der)).
+
+spki_of_pem(File) ->
+    {ok, Pem} = file:read_file(File),
+    [{'Certificate', Der, not_encrypted} | _] = public_key:pem_decode(Pem),
+    spki(Der).
+
+url(Config, Path) ->
+    "https://127.0.0.1:" ++ integer_to_list(?config(port, Config)) ++ Path.
+
+%% -- the routes every target serves ------------------------------------------
+
+%% @doc The handler of the suite's routes, for falco's HTTP/3 listener (and
+%% the contract an external target of FALCO_H3_TEST_URL meets).
+-spec handle(falco_req:req()) -> term().
+handle(Req) ->
+    case {falco_req:method(Req), falco_req:path(Req)} of
+        {<<"GET">>, <<"/hello">>} ->
+            {200, [{<<"content-type">>, <<"text/plain">>}], <<"hello world">>};
+        {<<"GET">>, <<"/bytes/", N/binary>>} ->
+            {200, [{<<"content-type">>, <<"application/octet-stream">>}],
+             pattern(binary_to_integer(N))};
+        {<<"POST">>, <<"/echo">>} ->
+            {ok, Body, Req1} = falco_req:read_body(Req),
+            case falco_req:trailers(Req1) of
+                [] -> {200, [], Body};
+                T -> {stream, 200, [], fun(Send) -> ok = Send(Body), {trailers, T} end}
+            end;
+        {<<"GET">>, <<"/trailers">>} ->
+            {stream, 200, [],
+             fun(Send) ->
+                     ok = Send(<<"alpha beta">>),
+                     {trailers, [{<<"x-checksum">>, <<"abc">>}]}
+             end};
+        {<<"GET">>, <<"/page">>} ->
+            {200, [{<<"content-type">>, <<"text/html">>}], page()};
+        _ ->
+            {404, [], <<"not found">>}
+    end.
+
+%% The page whose script writes the protocol its document came over.
+page() ->
+    <<"<!doctype html><title>h3</title><body><script>document.body.textContent = 'proto=' + "
+      "performance.getEntriesByType('navigation')[0].nextHopProtocol</script></body>">>.
+
+%% "0123456789" repeated, cut at N bytes (the clients' request bodies too).
+pattern(N) ->
+    binary:part(binary:copy(<<"0123456789">>, N div 10 + 1), 0, N).
+
+sha(Bin) ->
+    string:lowercase(binary:encode_hex(crypto:hash(sha256, Bin))).
+
+%% -- running the clients -----------------------------------------------------
+
+%% Runs a client that prints a JSON summary as its last line: {ExitStatus,
+%% Summary}. The whole output is logged.
+json_client(Exe, Args) ->
+    {Status, Out} = falco_test_run:run(Exe, Args, #{timeout => ?RUN_TIMEOUT}),
+    ct:log("~ts ~p~nexit status ~p~n~ts", [Exe, Args, Status, Out]),
+    Lines = [L || L = <<"{", _/binary>> <- binary:split(Out, <<"\n">>, [global, trim_all])],
+    ?assertNotEqual([], Lines, {no_json_summary, Exe, Args}),
+    {ok, Summary} = falco_json:decode(lists:last(Lines)),
+    {Status, Summary}.
+
+script(Config, Name) ->
+    filename:join(?config(data_dir, Config), Name).
+
+aioquic(Config, Args) ->
+    json_client(python(), [script(Config, "h3_aioquic_client.py"), "--insecure" | Args]).
+
+curl(Config, Args) ->
+    json_client(python(), [script(Config, "h3_curl_client.py") | Args]).
+
+quicgo(Args) ->
+    json_client(falco_test_tools:find("h3client"), ["-insecure" | Args]).
+
+%% Exit status 0, ALPN h3, HTTP/3, no error, and these statuses.
+h3_ok({0, S = #{<<"alpn">> := <<"h3">>, <<"http_version">> := <<"3">>, <<"error">> := null}},
+      Statuses) ->
+    ?assertEqual(Statuses, maps:get(<<"statuses">>, S)),
+    S;
+h3_ok(Other, _) ->
+    ct:fail({not_an_h3_success, Other}).
+
+%% Every response has `Bytes' bytes with the SHA-256 of `Body'.
+bodies(#{<<"responses">> := Rs}, Body) ->
+    Want = {byte_size(Body), sha(Body)},
+    [?assertEqual(Want, {B, H}) || #{<<"bytes">> := B, <<"sha256">> := H} <- Rs],
+    ok.
+
+%% -- aioquic -------------------------------------------------------------------
+
+aioquic_get(Config) ->
+    S = h3_ok(aioquic(Config, [url(Config, "/hello")]), #{<<"200">> => 1}),
+    bodies(S, <<"hello world">>).
+
+aioquic_download(Config) ->
+    S = h3_ok(aioquic(Config, [url(Config, "/bytes/1000000")]), #{<<"200">> => 1}),
+    bodies(S, pattern(1000000)).
+
+%% 10 MB streamed from a generator, echoed whole.
+aioquic_post_10mb(Config) ->
+    S = h3_ok(aioquic(Config, ["--body-size", integer_to_list(?TEN_MB), url(Config, "/echo")]),
+              #{<<"200">> => 1}),
+    ?assertEqual(#{<<"bytes">> => ?TEN_MB, <<"sha256">> => sha(pattern(?TEN_MB))},
+                 maps:get(<<"sent">>, S)),
+    bodies(S, pattern(?TEN_MB)).
+
+%% 100 requests at once on one connection, 100 client streams.
+aioquic_concurrent_100(Config) ->
+    S = h3_ok(aioquic(Config, ["--requests", "100", url(Config, "/bytes/1000")]),
+              #{<<"200">> => 100}),
+    bodies(S, pattern(1000)),
+    Ids = [Id || #{<<"stream_id">> := Id} <- maps:get(<<"responses">>, S)],
+    ?assertEqual(100, length(lists:usort(Ids))),
+    ?assertEqual(1, maps:get(<<"connections">>, S)).
+
+%% Request trailers come back as response trailers (/echo), and a
+%% streamed response's trailers arrive (/trailers).
+aioquic_trailers(Config) ->
+    S1 = h3_ok(aioquic(Config, ["--body-size", "1000", "--trailer", "x-req-trailer: one",
+                                url(Config, "/echo")]), #{<<"200">> => 1}),
+    bodies(S1, pattern(1000)),
+    [#{<<"trailers">> := T1}] = maps:get(<<"responses">>, S1),
+    ?assertEqual(#{<<"x-req-trailer">> => <<"one">>}, T1),
+    S2 = h3_ok(aioquic(Config, [url(Config, "/trailers")]), #{<<"200">> => 1}),
+    bodies(S2, <<"alpha beta">>),
+    [#{<<"trailers">> := T2}] = maps:get(<<"responses">>, S2),
+    ?assertEqual(#{<<"x-checksum">> => <<"abc">>}, T2).
+
+%% -- curl ----------------------------------------------------------------------
+
+curl_get(Config) ->
+    S = h3_ok(curl(Config, [url(Config, "/hello")]), #{<<"200">> => 1}),
+    bodies(S, <<"hello world">>).
+
+curl_post_10mb(Config) ->
+    S = h3_ok(curl(Config, ["--body-size", integer_to_list(?TEN_MB), url(Config, "/echo")]),
+              #{<<"200">> => 1}),
+    bodies(S, pattern(?TEN_MB)).
+
+%% libcurl multiplexes the 100 on one connection (PIPEWAIT).
+curl_concurrent_100(Config) ->
+    S = h3_ok(curl(Config, ["--requests", "100", url(Config, "/bytes/1000")]),
+              #{<<"200">> => 100}),
+    bodies(S, pattern(1000)),
+    ?assertEqual(1, maps:get(<<"connections">>, S)).
+
+%% -- quic-go -------------------------------------------------------------------
+
+quicgo_get(Config) ->
+    S = h3_ok(quicgo([url(Config, "/hello")]), #{<<"200">> => 1}),
+    bodies(S, <<"hello world">>).
+
+quicgo_post_10mb(Config) ->
+    S = h3_ok(quicgo(["-body-size", integer_to_list(?TEN_MB), url(Config, "/echo")]),
+              #{<<"200">> => 1}),
+    bodies(S, pattern(?TEN_MB)).
+
+quicgo_concurrent_100(Config) ->
+    S = h3_ok(quicgo(["-requests", "100", url(Config, "/bytes/1000")]), #{<<"200">> => 100}),
+    bodies(S, pattern(1000)),
+    ?assertEqual(1, maps:get(<<"connections">>, S)).
+
+quicgo_trailers(Config) ->
+    S1 = h3_ok(quicgo(["-body-size", "1000", "-trailer", "x-req-trailer: one",
+                       url(Config, "/echo")]), #{<<"200">> => 1}),
+    bodies(S1, pattern(1000)),
+    [#{<<"trailers">> := T1}] = maps:get(<<"responses">>, S1),
+    ?assertEqual(#{<<"x-req-trailer">> => <<"one">>}, T1),
+    S2 = h3_ok(quicgo([url(Config, "/trailers")]), #{<<"200">> => 1}),
+    [#{<<"trailers">> := T2}] = maps:get(<<"responses">>, S2),
+    ?assertEqual(#{<<"x-checksum">> => <<"abc">>}, T2).
+
+%% -- gtlsclient ----------------------------------------------------------------
+
+%% gtlsclient downloads /bytes/N into a directory of its own with `Opts';
+%% the file must be whole: gtlsclient 0.12.1 exits 0 also when its
+%% connection ended (idle timeout) before the body did.
+gtls(Config, Opts, N) ->
+    Dir = filename:join(?config(priv_dir, Config),
+                        "gtls-" ++ integer_to_list(erlang:unique_integer([positive]))),
+    ok = filelib:ensure_dir(filename:join(Dir, "x")),
+    Args = ["--quiet", "--timeout=10s", "--exit-on-all-streams-close", "--download=" ++ Dir]
+        ++ Opts ++ ["127.0.0.1", integer_to_list(?config(port, Config)),
+                    url(Config, "/bytes/" ++ integer_to_list(N))],
+    {Status, Out} = falco_test_run:run(os:find_executable("gtlsclient"), Args,
+                                       #{timeout => ?RUN_TIMEOUT}),
+    ct:log("gtlsclient ~p~nexit status ~p~n~ts", [Args, Status, Out]),
+    ?assertEqual(0, Status),
+    Got = case file:read_file(filename:join(Dir, integer_to_list(N))) of
+              {ok, Bin} -> Bin;
+              {error, enoent} -> <<>>
+          end,
+    ?assertEqual({N, sha(pattern(N))}, {byte_size(Got), sha(Got)}).
+
+gtls_download(Config) ->
+    gtls(Config, [], 1000000).
+
+%% 10 % of the datagrams lost each way.
+gtls_loss(Config) ->
+    gtls(Config, ["-t", "0.1", "-r", "0.1"], 1000000).
+
+%% The client moves to a new local address after 50 ms (a new connection
+%% ID, path validation).
+gtls_migration(Config) ->
+    gtls(Config, ["--change-local-addr=50ms"], 10000000).
+
+%% The same move without a new connection ID, as a NAT would make it.
+%% Against the reference servers (aioquic 1.7.2, quic-go 0.65.0) the
+%% download was whole in 2 to 4 of 5 tries for 1 MB, 3 and 0 of 5 for
+%% 10 MB (2026-12-02): with falco it is to be whole every time.
+gtls_nat_rebinding(Config) ->
+    gtls(Config, ["--change-local-addr=50ms", "--nat-rebinding"], 10000000).
+
+%% The client updates its keys 1 ms after the handshake, while 10 MB
+%% arrive. (At 100 ms gtlsclient 0.12.1 sometimes finds it may not yet,
+%% ERR_INVALID_STATE, and stops: 2 of 5 downloads whole against quic-go;
+%% at 1 ms 10 of 10 against both reference servers, 2026-12-02.)
+gtls_key_update(Config) ->
+    gtls(Config, ["--key-update=1ms"], 10000000).
+
+%% -- Chromium ------------------------------------------------------------------
+
+%% QUIC forced on localhost:PORT (resolved to 127.0.0.1: without the rule
+%% Chromium tries ::1 first), the certificate accepted by its key; the
+%% page's script writes its navigation entry's nextHopProtocol into the
+%% DOM that --dump-dom prints. No Chromium process is left behind.
+chromium_h3(Config) ->
+    Port = integer_to_list(?config(port, Config)),
+    Profile = filename:join(?config(priv_dir, Config), "chromium-h3-profile"),
+    Args = ["--headless", "--disable-gpu", "--no-first-run", "--user-data-dir=" ++ Profile,
+            "--enable-quic", "--origin-to-force-quic-on=localhost:" ++ Port,
+            "--host-resolver-rules=MAP localhost 127.0.0.1",
+            "--ignore-certificate-errors-spki-list=" ++ ?config(spki, Config)]
+        ++ ["--no-sandbox" || string:trim(os:cmd("id -u")) =:= "0"]
+        ++ ["--dump-dom", "https://localhost:" ++ Port ++ "/page"],
+    {Status, Out} = falco_test_run:run(falco_test_browser:find(), Args, #{timeout => 60000}),
+    ct:log("chromium ~p~nexit status ~p~n~ts", [Args, Status, Out]),
+    Left = falco_test_browser:processes(#{profile => Profile}),
+    [os:cmd("kill -KILL " ++ integer_to_list(P)) || P <- Left],
+    ?assertEqual({0, []}, {Status, Left}),
+    ?assertMatch({match, _}, re:run(Out, "<body>proto=h3</body>")).
+
+%% -- h3load --------------------------------------------------------------------
+
+h3load(Args) ->
+    json_client(falco_test_tools:find("h3load"), ["-insecure" | Args]).
+
+%% 2 connections x 4 requests in flight for 3 s: no error, every body
+%% whole.
+h3load_hello(Config) ->
+    {Status, S} = h3load(["-conns", "2", "-streams", "4", "-duration", "3s",
+                          url(Config, "/hello")]),
+    #{<<"ok">> := Ok, <<"requests">> := N, <<"bytes">> := Bytes, <<"errors">> := Errors} = S,
+    ?assertEqual({0, true, 0}, {Status, Ok, Errors}),
+    ?assert(N > 0),
+    ?assertEqual(N * 11, Bytes).
+
+%% 64 KB downloads, each hashed against the pattern's SHA-256.
+h3load_download(Config) ->
+    Body = pattern(65536),
+    {Status, S} = h3load(["-conns", "2", "-streams", "2", "-duration", "3s",
+                          "-expect-sha256", binary_to_list(sha(Body)),
+                          url(Config, "/bytes/65536")]),
+    #{<<"ok">> := Ok, <<"requests">> := N, <<"bytes">> := Bytes,
+      <<"hash_mismatches">> := Bad, <<"short_bodies">> := Short} = S,
+    ?assertEqual({0, true, 0, 0}, {Status, Ok, Bad, Short}),
+    ?assert(N > 0),
+    ?assertEqual(N * 65536, Bytes).
