@@ -91,6 +91,37 @@ grant_test() ->
     {S8, _} = ?F:consumed(800, S7, C7),
     ?assertEqual(none, ?F:max_stream_data(S8)).
 
+%% the window doubles, up to its maximum, when a grant lasts under 2 RTTs
+growth_test() ->
+    Use = fun(N, {S0, C0}) ->
+                  {ok, S1, C1} = ?F:recv(?F:received(S0), N, nofin, S0, C0),
+                  ?F:consumed(N, S1, C1)
+          end,
+    {S1, C1} = Use(500, {?F:new_stream(1000, 0, 4000), ?F:new_conn(100000, 0)}),
+    %% the first grant: no earlier one to compare
+    {1500, S2} = ?F:max_stream_data(0, 10000, S1),
+    {S3, C3} = Use(500, {S2, C1}),
+    %% used within 2 RTTs (15 ms < 20 ms): 2000 from the read point
+    {3000, S4} = ?F:max_stream_data(15000, 10000, S3),
+    {S5, C5} = Use(1000, {S4, C3}),
+    {6000, S6} = ?F:max_stream_data(20000, 10000, S5),
+    %% the maximum holds
+    {S7, C7} = Use(2000, {S6, C5}),
+    {8000, S8} = ?F:max_stream_data(25000, 10000, S7),
+    %% slower than 2 RTTs: no growth
+    {S9, _} = Use(2000, {S8, C7}),
+    ?assertMatch({10000, _}, ?F:max_stream_data(100000, 10000, S9)),
+    %% without a maximum the window stays
+    {T1, B1} = Use(500, {?F:new_stream(1000, 0), ?F:new_conn(100000, 0)}),
+    {1500, T2} = ?F:max_stream_data(0, 10000, T1),
+    {T3, _} = Use(500, {T2, B1}),
+    ?assertMatch({2000, _}, ?F:max_stream_data(1, 10000, T3)),
+    %% the connection's grows the same way
+    {_, D1} = Use(600, {?F:new_stream(5000, 0), ?F:new_conn(1000, 0, 2000)}),
+    {1600, D2} = ?F:max_data(0, 10000, D1),
+    {_, D3} = Use(600, {?F:new_stream(5000, 0), D2}),
+    ?assertMatch({3200, _}, ?F:max_data(1, 10000, D3)).
+
 %% §4.1: the peer's limits on our sending, and the blocked signals
 send_test() ->
     C = ?F:new_conn(0, 1000),

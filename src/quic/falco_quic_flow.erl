@@ -12,7 +12,9 @@
 %% granted once half of a window is used (§4.2: a MAX_DATA or
 %% MAX_STREAM_DATA per half window, not one per packet), up to the read
 %% point plus the window; a stream whose final size is known gets no more
-%% (§13.3).
+%% (§13.3). With a maximum window given, {@link max_data/3} and
+%% {@link max_stream_data/3} double the window when a grant was used up
+%% within two round trips (the window, not the peer, was the limit).
 %%
 %% Sending: the peer's MAX_DATA and MAX_STREAM_DATA only ever raise its
 %% limits (a smaller one is ignored, §4.1); {@link allowance/2} is what
@@ -25,8 +27,8 @@
 %% @private internal to falco
 -module(falco_quic_flow).
 
--export([new_conn/2, new_stream/2, recv/5, reset/3, consumed/3, max_data/1,
-         max_stream_data/1, allowance/2, sent/3, peer_max_data/2, peer_max_stream_data/2,
+-export([new_conn/2, new_conn/3, new_stream/2, new_stream/3, recv/5, reset/3, consumed/3,
+         max_data/1, max_data/3, max_stream_data/1, max_stream_data/3, allowance/2, sent/3, peer_max_data/2, peer_max_stream_data/2,
          data_blocked/1, stream_data_blocked/1, received/1, final_size/1, sent_bytes/1,
          recv_max/1, send_max/1]).
 
@@ -37,7 +39,9 @@
                final = undefined :: non_neg_integer() | undefined,
                send_max :: non_neg_integer(),
                sent = 0 :: non_neg_integer(),
-               blocked_at = undefined :: non_neg_integer() | undefined}).
+               blocked_at = undefined :: non_neg_integer() | undefined,
+               max_window :: non_neg_integer(),
+               granted_at = undefined :: integer() | undefined}).
 %% the connection's and a stream's state have the same shape
 -opaque conn() :: #half{}.
 -opaque stream() :: #half{}.
@@ -49,14 +53,27 @@
 %% the peer's.
 -spec new_conn(non_neg_integer(), non_neg_integer()) -> conn().
 new_conn(Window, SendMax) ->
-    #half{recv_max = Window, window = Window, send_max = SendMax}.
+    new_conn(Window, SendMax, Window).
+
+%% @doc The connection's state with a window that may grow up to
+%% `MaxWindow' (see {@link max_data/3}).
+-spec new_conn(non_neg_integer(), non_neg_integer(), non_neg_integer()) -> conn().
+new_conn(Window, SendMax, MaxWindow) ->
+    #half{recv_max = Window, window = Window, send_max = SendMax,
+          max_window = erlang:max(MaxWindow, Window)}.
 
 %% @doc A stream's state: `Window' is our initial_max_stream_data for its
 %% kind (bidi_local, bidi_remote or uni), `SendMax' the peer's for it (0
 %% for a stream we only receive on).
 -spec new_stream(non_neg_integer(), non_neg_integer()) -> stream().
 new_stream(Window, SendMax) ->
-    #half{recv_max = Window, window = Window, send_max = SendMax}.
+    new_stream(Window, SendMax, Window).
+
+%% @doc A stream's state with a window that may grow up to `MaxWindow'.
+-spec new_stream(non_neg_integer(), non_neg_integer(), non_neg_integer()) -> stream().
+new_stream(Window, SendMax, MaxWindow) ->
+    #half{recv_max = Window, window = Window, send_max = SendMax,
+          max_window = erlang:max(MaxWindow, Window)}.
 
 %% -- receiving ----------------------------------------------------------------
 
@@ -128,11 +145,51 @@ max_stream_data(#half{final = F}) when F =/= undefined ->
 max_stream_data(S) ->
     grant(S).
 
-grant(H = #half{recv_max = Max, consumed = Used, window = W}) when 2 * (Max - Used) =< W, W > 0 ->
+%% @doc {@link max_data/1} at `Now' with the smoothed RTT in µs: when
+%% the previous grant was used up within two round trips, the window is
+%% what limits the peer, and it doubles (up to the maximum given at
+%% creation) before this grant.
+-spec max_data(integer(), non_neg_integer(), conn()) -> {non_neg_integer(), conn()} | none.
+max_data(Now, Srtt, C) ->
+    grant(Now, Srtt, C).
+
+%% @doc {@link max_stream_data/1} with the window growth of
+%% {@link max_data/3}.
+-spec max_stream_data(integer(), non_neg_integer(), stream()) ->
+          {non_neg_integer(), stream()} | none.
+max_stream_data(_, _, #half{final = F}) when F =/= undefined ->
+    none;
+max_stream_data(Now, Srtt, S) ->
+    grant(Now, Srtt, S).
+
+grant(H) ->
+    case due(H) of
+        true -> issue(H);
+        false -> none
+    end.
+
+grant(Now, Srtt, H0) ->
+    case due(H0) of
+        true ->
+            H = grow(Now, Srtt, H0),
+            issue(H#half{granted_at = Now});
+        false ->
+            none
+    end.
+
+%% §4.2: once half the window is consumed
+due(#half{recv_max = Max, consumed = Used, window = W}) ->
+    W > 0 andalso 2 * (Max - Used) =< W.
+
+issue(H = #half{consumed = Used, window = W}) ->
     New = Used + W,
-    {New, H#half{recv_max = New}};
-grant(_) ->
-    none.
+    {New, H#half{recv_max = New}}.
+
+grow(Now, Srtt, H = #half{granted_at = At, window = W, max_window = Max})
+  when is_integer(At), Now - At < 2 * Srtt, W < Max ->
+    H#half{window = erlang:min(2 * W, Max)};
+grow(_, _, H) ->
+    H.
 
 %% -- sending ------------------------------------------------------------------
 
