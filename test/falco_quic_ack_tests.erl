@@ -62,7 +62,10 @@ out_of_order_test() ->
     ?assertEqual(9, ?A:deadline(recv([2], true, 9, A1))),
     %% a gap filled by a non-eliciting packet is no gap
     A2 = ?A:sent(recv([4], false, 10, A1)),
-    ?assertEqual(11 + 25000, ?A:deadline(recv([5], true, 11, A2))).
+    ?assertEqual(11 + 25000, ?A:deadline(recv([5], true, 11, A2))),
+    %% a gap below, under a larger packet that is not ack-eliciting
+    A3 = ?A:sent(recv([9], false, 12, recv([5], true, 11, A2))),
+    ?assertEqual(13, ?A:deadline(recv([7], true, 13, A3))).
 
 frame_test() ->
     A = recv([0, 1, 2, 5, 6, 9], true, 1000, ?A:new(application)),

@@ -116,6 +116,10 @@ growth_test() ->
     {1500, T2} = ?F:max_stream_data(0, 10000, T1),
     {T3, _} = Use(500, {T2, B1}),
     ?assertMatch({2000, _}, ?F:max_stream_data(1, 10000, T3)),
+    %% not due, or the final size known: none
+    ?assertEqual(none, ?F:max_stream_data(0, 10000, ?F:new_stream(1000, 0, 4000))),
+    {ok, F1, _} = ?F:recv(0, 1000, fin, ?F:new_stream(1000, 0, 4000), ?F:new_conn(5000, 0)),
+    ?assertEqual(none, ?F:max_stream_data(0, 10000, F1)),
     %% the connection's grows the same way
     {_, D1} = Use(600, {?F:new_stream(5000, 0), ?F:new_conn(1000, 0, 2000)}),
     {1600, D2} = ?F:max_data(0, 10000, D1),

@@ -258,3 +258,22 @@ skipped_keeps_run_test() ->
     {_, [{application, 2}, {application, 4}, {application, 5}], L5} =
         ack(application, [{8, 8}], 0, 122 * S div 10, L4),
     ?assertEqual(3600, window(L5)).
+
+%% the options and the readings the connection machine uses
+options_and_readings_test() ->
+    L0 = ?L:new(#{initial_rtt => 100 * ?MS, max_datagram_size => 1500}),
+    ?assertEqual(100 * ?MS, smoothed(L0)),
+    ?assertEqual(14720, window(L0)),
+    L1 = send(application, lists:seq(0, 11), 0, L0),
+    ?assert(?L:can_send(14720 - 12 * 1200, L1)),
+    ?assertNot(?L:can_send(14720 - 12 * 1200 + 1, L1)),
+    ?assertEqual(undefined, ?L:largest_acked(application, L1)),
+    %% application limited: an ACK does not grow the window
+    {_, _, L2} = ack(application, [{0, 0}], 0, 10 * ?MS, ?L:app_limited(true, L1)),
+    ?assertEqual(14720, window(L2)),
+    ?assertEqual(0, ?L:largest_acked(application, L2)),
+    {_, _, L3} = ack(application, [{1, 1}], 0, 11 * ?MS, ?L:app_limited(false, L2)),
+    ?assertEqual(14720 + 1200, window(L3)),
+    %% an ACK in a space where nothing was ever acknowledged has no loss
+    %% detection to run; the timer of a space never acknowledged is the PTO
+    ?assertMatch({ok, [], [], _}, ?L:ack(application, [{1, 1}], 0, 12 * ?MS, L3)).

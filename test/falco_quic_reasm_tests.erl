@@ -88,18 +88,29 @@ fragmented_test() ->
     {<<0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12>>, _} =
         add(0, <<0, 1, 2, 3, 4, 5, 6, 7, 8, 9>>, D).
 
-%% small pieces held are copied out of their datagram, and runs of small
-%% pieces share one binary
+%% small pieces held are copied out of their datagram, runs of small
+%% pieces share one binary, and large pieces are kept as they are
 memory_test() ->
     Datagram = binary:copy(<<0:65536/unit:8>>),
-    <<_:100/binary, Piece:1/binary, _/binary>> = Datagram,
-    {<<>>, R1} = add(10, Piece, ?R:new()),
-    {<<>>, R2} = lists:foldl(fun(O, {_, A}) ->
-                                     <<_:O/binary, P:1/binary, _/binary>> = Datagram,
-                                     add(O, P, A)
-                             end, {<<>>, R1}, lists:seq(11, 500)),
+    Cut = fun(O, L) -> binary:part(Datagram, O, L) end,
+    %% (pieces of 64 bytes or less are heap copies already)
+    ?assertEqual(65536, binary:referenced_byte_size(Cut(0, 100))),
+    {<<>>, R1} = add(100, Cut(0, 100), ?R:new()),
+    [{_, _, [Held]}] = element(3, R1),
+    ?assertEqual(100, binary:referenced_byte_size(Held)),
+    R2 = lists:foldl(fun(O, A) -> {<<>>, A1} = add(O, Cut(O, 100), A), A1 end, R1,
+                     lists:seq(200, 5000, 100)),
     ?assertEqual(1, ?R:pieces(R2)),
-    ?assertEqual(491, ?R:buffered(R2)),
-    {ok, Ready, _} = ?R:add(0, <<0:10/unit:8>>, R2),
-    ?assert(lists:all(fun(B) -> binary:referenced_byte_size(B) < 65536 end, Ready)),
-    ?assertEqual(501, iolist_size(Ready)).
+    ?assertEqual(5000, ?R:buffered(R2)),
+    {ok, Ready, R3} = ?R:add(0, Cut(0, 100), R2),
+    ?assert(lists:all(fun(B) -> binary:referenced_byte_size(B) < 65536 end, tl(Ready))),
+    ?assertEqual(5100, iolist_size(Ready)),
+    %% a large piece, most of its binary, is held as it is, as its own piece
+    Big = binary:copy(<<1:6000/unit:8>>),
+    Part = binary:part(Big, 0, 5000),
+    {<<>>, R4} = add(6000, Part, R3),
+    {<<>>, R5} = add(11000, Cut(0, 4096), R4),
+    ?assertEqual(2, ?R:pieces(R5)),
+    [{_, _, [Copied, Kept]}] = element(3, R5),
+    ?assertEqual(6000, binary:referenced_byte_size(Kept)),
+    ?assertEqual(4096, binary:referenced_byte_size(Copied)).

@@ -13,8 +13,8 @@
 %% cell per byte). Overlapping bytes are taken from what is already held.
 %%
 %% Held pieces keep little memory alive: a piece that is less than half
-%% of the binary it was cut from (a 1-byte piece of a 64 KB datagram) is
-%% copied, and small pieces that extend a held run are appended into its
+%% of the binary it was cut from (100 bytes of a 64 KB datagram; pieces
+%% of 64 bytes or less are heap copies already) is copied, and small pieces that extend a held run are appended into its
 %% last binary, up to 64 KB, as falco_http2_buffer does. The bytes handed
 %% back are the caller's pieces themselves (sub-binaries of its packets):
 %% what keeps them should copy as falco_http2_buffer:add_cut/2 does.
