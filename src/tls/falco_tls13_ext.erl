@@ -117,7 +117,7 @@ server_name(<<>>, Host) ->
     {ok, Host};
 server_name(<<0, L:16, Host:L/binary, Rest/binary>>, undefined) when L > 0 ->
     server_name(Rest, Host);
-server_name(<<0, _/binary>>, _) ->
+server_name(<<0, L:16, _:L/binary, _/binary>>, Host) when L > 0, Host =/= undefined ->
     {error, illegal_parameter};
 server_name(<<_, L:16, _:L/binary, Rest/binary>>, Host) ->
     server_name(Rest, Host);
