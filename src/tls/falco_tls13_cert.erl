@@ -45,22 +45,21 @@
 load(Opts) when is_list(Opts) ->
     load(maps:from_list([{K, V} || {K, V} <- Opts]));
 load(Opts = #{certs_keys := List}) when is_list(List), List =/= [] ->
-    CaCerts = ca_certs(Opts),
-    load_all([maps:merge(#{cacerts_der => CaCerts}, M) || M <- List], []);
+    load_all(List, ca_certs(Opts), []);
 load(Opts) ->
     case load_one(Opts#{cacerts_der => ca_certs(Opts)}) of
         {ok, Cred} -> {ok, [Cred]};
         Error -> Error
     end.
 
-load_all([], Acc) ->
+load_all([], _, Acc) ->
     {ok, lists:reverse(Acc)};
-load_all([Opts | More], Acc) when is_map(Opts) ->
-    case load_one(Opts) of
-        {ok, Cred} -> load_all(More, [Cred | Acc]);
+load_all([Opts | More], CaCerts, Acc) when is_map(Opts) ->
+    case load_one(maps:merge(#{cacerts_der => CaCerts}, Opts)) of
+        {ok, Cred} -> load_all(More, CaCerts, [Cred | Acc]);
         Error -> Error
     end;
-load_all(_, _) ->
+load_all(_, _, _) ->
     {error, {bad_option, certs_keys}}.
 
 load_one(Opts) ->

@@ -198,7 +198,7 @@ first_error([]) ->
 first_error([Check | More]) ->
     case Check() of
         ok -> first_error(More);
-        Error -> Error
+        {error, _, _} = Error -> Error
     end.
 
 version(#{extensions := #{supported_versions := Versions}}) ->
@@ -238,7 +238,7 @@ fold([], Neg) ->
 fold([Step | More], Neg) ->
     case Step(Neg) of
         {ok, Neg1} -> fold(More, Neg1);
-        Error -> Error
+        {error, _, _} = Error -> Error
     end.
 
 suite(#{cipher_suites := Offered}, #{cipher_suites := Ours}, Neg) ->
