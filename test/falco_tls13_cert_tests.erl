@@ -10,6 +10,14 @@
 -define(T, falco_test_tls13).
 -define(DIR, "_build/test/tls13_cert_tests").
 
+%% The test certificates are made first, RSA keys included, which can
+%% take seconds on a busy machine.
+cert_test_() ->
+    {timeout, 120,
+     {setup, fun() -> [?T:creds(K) || K <- [ecdsa, ecdsa384, rsa, ed25519]] end, fun(_) -> ok end,
+      [fun pem_files/0, fun encrypted_key/0, fun errors/0, fun certs_keys/0, fun content/0,
+       sign_verify()]}}.
+
 write(Name, Entries) ->
     ok = filelib:ensure_dir(filename:join(?DIR, "x")),
     File = filename:join(?DIR, Name),
@@ -21,7 +29,7 @@ parts(Kind) ->
     {proplists:get_value(cert, Opts), proplists:get_value(key, Opts),
      proplists:get_value(cacerts, Opts)}.
 
-pem_files_test() ->
+pem_files() ->
     {Leaf, {KeyType, KeyDer}, CaCerts} = parts(ecdsa),
     CertFile = write("leaf.pem", [{'Certificate', Leaf, not_encrypted}]),
     KeyFile = write("key.pem", [{KeyType, KeyDer, not_encrypted}]),
@@ -41,7 +49,7 @@ pem_files_test() ->
     Full = write("full.pem", [{'Certificate', D, not_encrypted} || D <- [Leaf | CaCerts]]),
     ?assertMatch({ok, [#{chain := [Leaf | _]}]}, ?C:load([{certfile, Full}, {keyfile, KeyFile}])).
 
-encrypted_key_test() ->
+encrypted_key() ->
     {Leaf, {KeyType, KeyDer}, _} = parts(ecdsa),
     CertFile = write("leaf2.pem", [{'Certificate', Leaf, not_encrypted}]),
     Key = public_key:der_decode(KeyType, KeyDer),
@@ -54,7 +62,7 @@ encrypted_key_test() ->
     ?assertEqual({error, bad_private_key},
                  ?C:load([{certfile, CertFile}, {keyfile, KeyFile}, {password, "wrong"}])).
 
-errors_test() ->
+errors() ->
     {Leaf, _, _} = parts(ecdsa),
     {_, OtherKey, _} = parts(ecdsa384),
     {_, RsaKey, _} = parts(rsa),
@@ -68,7 +76,7 @@ errors_test() ->
     ?assertEqual({error, {no_private_key, NoCert}}, ?C:load([{cert, Leaf}, {keyfile, NoCert}])),
     ?assertEqual({error, bad_private_key}, ?C:load([{cert, Leaf}, {key, {'ECPrivateKey', <<1, 2>>}}])).
 
-certs_keys_test() ->
+certs_keys() ->
     Ec = maps:from_list(?T:ssl_server_opts(ecdsa)),
     Rsa = maps:from_list(?T:ssl_server_opts(rsa)),
     {ok, Creds = [_, _]} = ?C:load([{certs_keys, [maps:with([cert, key], Ec), maps:with([cert, key], Rsa)]}]),
@@ -77,7 +85,7 @@ certs_keys_test() ->
     ?assertMatch({ok, _, rsa_pss_rsae_sha384}, ?C:select(Creds, [16#0805])),
     ?assertEqual(error, ?C:select(Creds, [16#0807, 16#0401])).
 
-sign_verify_test_() ->
+sign_verify() ->
     [{atom_to_list(Kind),
       fun() ->
               [#{chain := [Leaf | _], key := Key, schemes := Schemes}] = ?T:creds(Kind),
@@ -92,7 +100,7 @@ sign_verify_test_() ->
       end} || Kind <- [ecdsa, ecdsa384, rsa, ed25519]].
 
 %% §4.4.3: 64 spaces, the context string, a zero byte, the hash.
-content_test() ->
+content() ->
     C = ?C:content(server, <<1, 2>>),
     ?assertEqual(<<(binary:copy(<<" ">>, 64))/binary, "TLS 1.3, server CertificateVerify", 0, 1, 2>>, C),
     ?assertEqual(64 + 33 + 1 + 2, byte_size(?C:content(client, <<1, 2>>))).
