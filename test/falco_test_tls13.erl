@@ -6,7 +6,7 @@
 %% server's Finished, sends its own Finished).
 -module(falco_test_tls13).
 
--export([creds/1, ssl_server_opts/1, ssl_client_cacerts/1,
+-export([creds/1, ssl_server_opts/1, ssl_client_cacerts/1, ssl_client_opts/1,
          client_hello/1, serialize/2, vec_count/1, ch_tree/1,
          ext/2, sni/1, versions/1, groups/1, shares/1, sig_algs/1, alpn/1, psk_modes/1,
          handshake/2, server_hello/1, run/3]).
@@ -27,7 +27,10 @@ test_data(Kind) ->
     case persistent_term:get(Key, undefined) of
         undefined ->
             K = key_spec(Kind),
-            Chain = #{root => [{key, K}], intermediates => [[{key, K}]], peer => [{key, K}]},
+            %% SHA-256 signatures: pkix_test_data signs with SHA-1 by default,
+            %% which TLS 1.3 clients refuse for their own chains.
+            C = [{key, K}, {digest, sha256}],
+            Chain = #{root => C, intermediates => [C], peer => C},
             D = public_key:pkix_test_data(#{server_chain => Chain, client_chain => Chain}),
             persistent_term:put(Key, D),
             D;
@@ -38,6 +41,10 @@ test_data(Kind) ->
 %% The server's ssl options: cert, key and cacerts.
 ssl_server_opts(Kind) ->
     maps:get(server_config, test_data(Kind)).
+
+%% The client's ssl options: its cert, key and cacerts.
+ssl_client_opts(Kind) ->
+    maps:get(client_config, test_data(Kind)).
 
 %% The CA certificates a client trusts for this server.
 ssl_client_cacerts(Kind) ->
@@ -152,7 +159,7 @@ after_hello(S1, Actions, CH, Keys, ClientOpts, Groups) ->
                 Error -> Error
             end;
         false ->
-            finish(S1, Actions, [SH, CH], Keys, Hello)
+            finish(S1, Actions, [SH, CH], Keys, Hello, ClientOpts)
     end.
 
 run2(Server, ClientOpts, Groups, Transcript) ->
@@ -165,13 +172,14 @@ run2(Server, ClientOpts, Groups, Transcript) ->
     case ?S:handshake_data(initial, CH2, Server) of
         {ok, S1, Actions} ->
             [SH] = [B || {send, initial, B} <- Actions],
-            finish(S1, Actions, [SH, CH2 | Transcript], [{G, {Pub, Priv}}], server_hello(SH));
+            finish(S1, Actions, [SH, CH2 | Transcript], [{G, {Pub, Priv}}], server_hello(SH),
+                   ClientOpts);
         Error ->
             Error
     end.
 
 %% Checks the server's flight as a client would and sends the Finished.
-finish(S1, Actions, Transcript, Keys, Hello = #{suite := Suite}) ->
+finish(S1, Actions, Transcript, Keys, Hello = #{suite := Suite}, ClientOpts) ->
     Hash = ?K:suite_hash(Suite),
     {51, <<Code:16, L:16, ServerPub:L/binary>>} = lists:keyfind(51, 1, maps:get(extensions, Hello)),
     G = falco_tls13_ext:group_from_code(Code),
@@ -181,22 +189,30 @@ finish(S1, Actions, Transcript, Keys, Hello = #{suite := Suite}) ->
     {CHs, SHs} = ?K:handshake_traffic(Hash, HS, th(Hash, Transcript)),
     {read_secret, handshake, Suite, CHs} = lists:keyfind(read_secret, 1, Actions),
     [Flight] = [B || {send, handshake, B} <- Actions],
-    {T, Chain} = server_flight(Flight, Transcript, Hash, SHs),
+    {T, Chain, Requested} = server_flight(Flight, Transcript, Hash, SHs),
     Master = ?K:master_secret(Hash, HS),
     {CAp, SAp} = ?K:application_traffic(Hash, Master, th(Hash, T)),
     {write_secret, application, Suite, SAp} = lists:last(Actions),
-    Fin = falco_tls13_msg:finished(?K:verify_data(Hash, CHs, th(Hash, T))),
-    case ?S:handshake_data(handshake, Fin, S1) of
-        {ok, S2, Done} ->
+    {Auth, T1} = client_auth(Requested, maps:get(client_cert, ClientOpts, none), T, Hash),
+    Fin = falco_tls13_msg:finished(?K:verify_data(Hash, CHs, th(Hash, T1))),
+    case ?S:handshake_data(handshake, <<Auth/binary, Fin/binary>>, S1) of
+        {ok, S2, Done0} ->
+            Done = [A || A <- Done0, not is_tuple(A) orelse element(1, A) =/= peer_certificates],
             [{read_secret, application, Suite, CAp}, handshake_complete] = Done,
-            {ok, #{server => S2, actions => Actions ++ Done, suite => Suite, group => G,
+            {ok, #{server => S2, actions => Actions ++ Done0, suite => Suite, group => G,
                    chain => Chain, hrr => false}};
         Error ->
             Error
     end.
 
 server_flight(Flight, Transcript, Hash, SHs) ->
-    {Ee, R1} = take(Flight, 8),
+    {Ee0, R0} = take(Flight, 8),
+    {Ee, R1, Requested} = case R0 of
+                              <<13, _/binary>> ->
+                                  {Cr, R} = take(R0, 13),
+                                  {<<Ee0/binary, Cr/binary>>, R, true};
+                              _ -> {Ee0, R0, false}
+                          end,
     {Cert, R2} = take(R1, 11),
     {Cv, R3} = take(R2, 15),
     {Fin, <<>>} = take(R3, 20),
@@ -207,7 +223,33 @@ server_flight(Flight, Transcript, Hash, SHs) ->
     true = falco_tls13_cert:verify(Public, falco_tls13_cert:scheme_from_code(Scheme), Content, Sig),
     <<20, _:24, VD/binary>> = Fin,
     VD = ?K:verify_data(Hash, SHs, th(Hash, [Cv, Cert, Ee | Transcript])),
-    {[Fin, Cv, Cert, Ee | Transcript], Chain}.
+    {[Fin, Cv, Cert, Ee | Transcript], Chain, Requested}.
+
+%% The client's Certificate and CertificateVerify when asked: ClientCert
+%% is none (an empty Certificate), {Chain, Key, Scheme}, or one of those
+%% with a bad signature ({bad_signature, ...}) or a request context
+%% ({context, ...}).
+client_auth(false, _, T, _) ->
+    {<<>>, T};
+client_auth(true, none, T, _) ->
+    Cert = falco_tls13_msg:certificate([]),
+    {Cert, [Cert | T]};
+client_auth(true, {context, Spec}, T, Hash) ->
+    {<<11, L:24, 0, Rest/binary>>, _} = client_auth(true, Spec, T, Hash),
+    <<Body:(L - 1)/binary, More/binary>> = Rest,
+    Cert = <<11, (L + 1):24, 1, 7, Body/binary>>,
+    {<<Cert/binary, More/binary>>, [Cert | T]};
+client_auth(true, {bad_signature, {Chain, Key, Scheme}}, T, Hash) ->
+    {Auth, T1} = client_auth(true, {Chain, Key, Scheme}, T, Hash),
+    Size = byte_size(Auth) - 1,
+    <<Head:Size/binary, Last>> = Auth,
+    {<<Head/binary, (Last bxor 1)>>, T1};
+client_auth(true, {Chain, Key, Scheme}, T, Hash) ->
+    Cert = falco_tls13_msg:certificate(Chain),
+    Content = falco_tls13_cert:content(client, th(Hash, [Cert | T])),
+    {ok, Sig} = falco_tls13_cert:sign(Key, Scheme, Content),
+    Cv = falco_tls13_msg:certificate_verify(falco_tls13_cert:scheme_code(Scheme), Sig),
+    {<<Cert/binary, Cv/binary>>, [Cv, Cert | T]}.
 
 take(<<Type, Len:24, Body:Len/binary, Rest/binary>>, Type) ->
     {<<Type, Len:24, Body/binary>>, Rest}.

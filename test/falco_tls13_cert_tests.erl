@@ -15,7 +15,7 @@
 cert_test_() ->
     {timeout, 120,
      {setup, fun() -> [?T:creds(K) || K <- [ecdsa, ecdsa384, rsa, ed25519]] end, fun(_) -> ok end,
-      [fun pem_files/0, fun encrypted_key/0, fun errors/0, fun certs_keys/0, fun content/0,
+      [fun pem_files/0, fun encrypted_key/0, fun errors/0, fun certs_keys/0, fun content/0, fun scheme_fits/0,
        sign_verify()]}}.
 
 write(Name, Entries) ->
@@ -98,6 +98,18 @@ sign_verify() ->
                    ?assertEqual(S, ?C:scheme_from_code(?C:scheme_code(S)))
                end || S <- Schemes]
       end} || Kind <- [ecdsa, ecdsa384, rsa, ed25519]].
+
+%% §4.2.3: an ECDSA scheme is bound to its curve, RSA-PSS to RSA keys.
+scheme_fits() ->
+    [#{chain := [Leaf | _], key := Key}] = ?T:creds(ecdsa),
+    {ok, Public} = ?C:public_key(Leaf),
+    {ok, Sig} = ?C:sign(Key, ecdsa_secp384r1_sha384, <<"m">>),
+    ?assertNot(?C:verify(Public, ecdsa_secp384r1_sha384, <<"m">>, Sig)),
+    [#{chain := [RsaLeaf | _], key := RsaKey}] = ?T:creds(rsa),
+    {ok, RsaPublic} = ?C:public_key(RsaLeaf),
+    {ok, RsaSig} = ?C:sign(RsaKey, rsa_pss_rsae_sha256, <<"m">>),
+    ?assert(?C:verify(RsaPublic, rsa_pss_rsae_sha256, <<"m">>, RsaSig)),
+    ?assertNot(?C:verify(RsaPublic, ecdsa_secp256r1_sha256, <<"m">>, RsaSig)).
 
 %% §4.4.3: 64 spaces, the context string, a zero byte, the hash.
 content() ->

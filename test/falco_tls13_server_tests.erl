@@ -314,6 +314,30 @@ after_handshake_test() ->
     ?assertMatch({error, unexpected_message, {data_at, handshake, connected}},
                  ?S:handshake_data(handshake, <<20>>, S)).
 
+%% Client certificates (verify_peer), with the test client's chain.
+client_auth_test_() ->
+    [#{chain := Chain, key := Key}] = ?T:creds(ecdsa),
+    Trusted = proplists:get_value(cacerts, ?T:ssl_server_opts(ecdsa)),
+    Good = {Chain, Key, ecdsa_secp256r1_sha256},
+    Opts = (opts())#{verify => verify_peer, trusted => Trusted},
+    Run = fun(O, Cert) -> ?T:handshake(maps:merge(Opts, O), #{client_cert => Cert}) end,
+    [?_assertMatch({ok, #{actions := [_ | _]}}, Run(#{}, Good)),
+     ?_test(begin
+                {ok, #{actions := As}} = Run(#{}, Good),
+                ?assertMatch([{peer_certificates, Chain}, {read_secret, application, _, _},
+                              handshake_complete], lists:nthtail(length(As) - 3, As))
+            end),
+     ?_assertMatch({ok, _}, Run(#{}, none)),
+     ?_assertEqual({error, certificate_required, no_client_certificate},
+                   Run(#{fail_if_no_peer_cert => true}, none)),
+     ?_assertMatch({error, unknown_ca, _}, Run(#{trusted => []}, Good)),
+     ?_assertEqual({error, decrypt_error, bad_client_certificate_verify},
+                   Run(#{}, {bad_signature, Good})),
+     ?_assertEqual({error, decrypt_error, bad_client_certificate_verify},
+                   Run(#{}, {Chain, Key, ecdsa_secp384r1_sha384})),
+     ?_assertEqual({error, illegal_parameter, certificate_request_context},
+                   Run(#{}, {context, Good}))].
+
 alert_codes_test() ->
     ?assertEqual(16#178, falco_tls13_alert:quic_error(no_application_protocol)),
     ?assertEqual(16#16d, falco_tls13_alert:quic_error(missing_extension)),

@@ -2,8 +2,9 @@
 %% loaded from the options OTP's ssl takes for a listener (`certfile',
 %% `keyfile', `password', `cert', `key', `cacertfile', `cacerts',
 %% `certs_keys'), the signature scheme chosen from the client's
-%% signature_algorithms (RFC 8446 §4.2.3), and the CertificateVerify
-%% signature made (§4.4.3) or checked.
+%% signature_algorithms (RFC 8446 §4.2.3), the CertificateVerify
+%% signature made (§4.4.3) or checked, and a client's chain validated up
+%% to the trusted CA certificates (public_key's path validation).
 %%
 %% Keys: RSA (RSASSA-PSS with an rsaEncryption key, `rsa_pss_rsae_*',
 %% salt as long as the hash), ECDSA on P-256, P-384 and P-521 (each bound
@@ -18,7 +19,7 @@
 -module(falco_tls13_cert).
 
 
--export([load/1, select/2, sign/3, verify/4, public_key/1,
+-export([load/1, trusted/1, validate/2, select/2, sign/3, verify/4, public_key/1,
          scheme_code/1, scheme_from_code/1, content/2]).
 -export_type([credential/0, scheme/0]).
 
@@ -129,6 +130,49 @@ decode(Fun) ->
         _:_ -> {error, bad_private_key}
     end.
 
+%% @doc The CA certificates (DER) of ssl-style options, `cacerts' or
+%% `cacertfile': the trust anchors for client certificates.
+-spec trusted(opts()) -> [binary()].
+trusted(Opts) when is_list(Opts) ->
+    trusted(maps:from_list([{K, V} || {K, V} <- Opts]));
+trusted(Opts) ->
+    ca_certs(Opts).
+
+%% @doc Checks a peer's chain (end-entity first) up to one of the trusted
+%% certificates with public_key's path validation (signatures, validity
+%% dates, basic constraints): the alert for a chain that does not pass.
+-spec validate([binary(), ...], [binary()]) -> ok | {error, falco_tls13_alert:alert(), term()}.
+validate(Chain, Trusted) ->
+    try
+        Path = lists:reverse(Chain),
+        case anchor(Path, Trusted) of
+            {ok, _, []} -> ok;
+            {ok, Anchor, Rest} -> path(public_key:pkix_path_validation(Anchor, Rest, []));
+            error -> {error, unknown_ca, no_trusted_issuer}
+        end
+    catch
+        _:Why -> {error, bad_certificate, Why}
+    end.
+
+%% The trusted certificate the chain ends at, or the one that issued its
+%% last certificate.
+anchor(Path = [Top | Rest], Trusted) ->
+    case lists:member(Top, Trusted) of
+        true -> {ok, Top, Rest};
+        false ->
+            Decoded = public_key:pkix_decode_cert(Top, otp),
+            case [T || T <- Trusted,
+                       public_key:pkix_is_issuer(Decoded, public_key:pkix_decode_cert(T, otp))] of
+                [T | _] -> {ok, T, Path};
+                [] -> error
+            end
+    end.
+
+path({ok, _}) -> ok;
+path({error, {bad_cert, cert_expired}}) -> {error, certificate_expired, cert_expired};
+path({error, {bad_cert, unknown_ca}}) -> {error, unknown_ca, unknown_ca};
+path({error, {bad_cert, Why}}) -> {error, bad_certificate, Why}.
+
 ca_certs(#{cacerts := Ders}) when is_list(Ders) -> [D || D <- Ders, is_binary(D)];
 ca_certs(#{cacertfile := File}) ->
     case pem(File) of
@@ -223,11 +267,22 @@ sign(Key, Scheme, Msg) ->
     end.
 
 %% @doc Whether Sig is the scheme's signature of Msg under the public key.
+%% The key must be of the scheme's kind, and an ECDSA key on the scheme's
+%% curve (§4.2.3).
 -spec verify(term(), scheme(), binary(), binary()) -> boolean().
 verify(Public, Scheme, Msg, Sig) ->
-    try public_key:verify(Msg, digest(Scheme), Sig, Public, sign_opts(Scheme))
+    try
+        fits(Public, Scheme)
+            andalso public_key:verify(Msg, digest(Scheme), Sig, Public, sign_opts(Scheme))
     catch _:_ -> false
     end.
+
+fits({'RSAPublicKey', _, _}, Scheme) ->
+    lists:member(Scheme, [rsa_pss_rsae_sha256, rsa_pss_rsae_sha384, rsa_pss_rsae_sha512]);
+fits({{'ECPoint', _}, {namedCurve, Curve}}, Scheme) ->
+    lists:member(Scheme, schemes({'ECPrivateKey', 1, <<>>, {namedCurve, Curve}, <<>>, asn1_NOVALUE}));
+fits(_, _) ->
+    false.
 
 %% @doc The public key of a DER certificate, as public_key:verify/5 takes it.
 -spec public_key(binary()) -> {ok, term()} | error.

@@ -15,8 +15,9 @@
 -module(falco_tls13_msg).
 
 -export([next/2, client_hello/1, server_hello/5, hello_retry_request/3,
-         encrypted_extensions/1, certificate/1, certificate_verify/2, finished/1,
-         parse_finished/2, hrr_random/0, type/1]).
+         encrypted_extensions/1, certificate_request/2, certificate/1, certificate_verify/2,
+         finished/1, parse_certificate/1, parse_certificate_verify/1, parse_finished/2,
+         hrr_random/0, type/1]).
 -export_type([client_hello/0, msg_type/0]).
 
 -type msg_type() :: client_hello | server_hello | new_session_ticket | end_of_early_data
@@ -124,6 +125,19 @@ encrypted_extensions(Opts) ->
             || P <- [maps:get(transport_params, Opts, undefined)], P =/= undefined],
     message(8, falco_tls13_ext:build(Exts)).
 
+%% @doc CertificateRequest (§4.3.2): an empty request context, the
+%% signature_algorithms (codes) the client may sign its CertificateVerify
+%% with and the signature_algorithms_cert its certificates may be signed
+%% with (§4.2.3).
+-spec certificate_request([0..65535, ...], [0..65535, ...]) -> binary().
+certificate_request(Schemes, CertSchemes) ->
+    Exts = [codes(13, Schemes), codes(50, CertSchemes)],
+    message(13, [<<0>> | falco_tls13_ext:build(Exts)]).
+
+codes(Type, Codes) ->
+    List = << <<C:16>> || C <- Codes >>,
+    [<<Type:16, (byte_size(List) + 2):16, (byte_size(List)):16>>, List].
+
 %% @doc Certificate (§4.4.2) of a server: no request context, the chain
 %% (DER, end-entity first), no per-certificate extensions.
 -spec certificate([binary()]) -> binary().
@@ -141,6 +155,33 @@ certificate_verify(Scheme, Signature) ->
 -spec finished(binary()) -> binary().
 finished(VerifyData) ->
     message(20, VerifyData).
+
+%% @doc A client's Certificate body: the request context and the chain
+%% (DER, end-entity first; empty when the client has none). Per-entry
+%% extensions are skipped.
+-spec parse_certificate(binary()) -> {ok, binary(), [binary()]} | error().
+parse_certificate(<<CtxLen, Ctx:CtxLen/binary, Len:24, List:Len/binary>>) ->
+    case entries(List, []) of
+        {ok, Chain} -> {ok, Ctx, Chain};
+        error -> {error, decode_error, certificate_entry}
+    end;
+parse_certificate(_) ->
+    {error, decode_error, certificate}.
+
+entries(<<>>, Acc) ->
+    {ok, lists:reverse(Acc)};
+entries(<<L:24, Der:L/binary, E:16, _:E/binary, Rest/binary>>, Acc) when L > 0 ->
+    entries(Rest, [Der | Acc]);
+entries(_, _) ->
+    error.
+
+%% @doc A CertificateVerify body: the SignatureScheme code and the
+%% signature.
+-spec parse_certificate_verify(binary()) -> {ok, 0..65535, binary()} | error().
+parse_certificate_verify(<<Scheme:16, L:16, Sig:L/binary>>) when L > 0 ->
+    {ok, Scheme, Sig};
+parse_certificate_verify(_) ->
+    {error, decode_error, certificate_verify}.
 
 %% @doc A Finished body's verify_data, which is exactly the hash's length.
 -spec parse_finished(binary(), 32 | 48) -> {ok, binary()} | error().

@@ -26,6 +26,8 @@
 %%     them: both handshake secrets after the ServerHello, the server's
 %%     application secret after its Finished, the client's after the
 %%     client's Finished is verified;</li>
+%% <li>`{peer_certificates, Chain}': the client's certificate chain
+%%     (DER, end-entity first), validated, with `verify_peer';</li>
 %% <li>`handshake_complete': the client's Finished was right.</li>
 %% </ul>
 %%
@@ -40,9 +42,15 @@
 %% `{error, illegal_parameter, legacy_session_id}' (RFC 9001 §8.4 makes it
 %% a PROTOCOL_VIOLATION), the client's quic_transport_parameters are
 %% required when the server has its own (missing_extension, §8.2) and ALPN
-%% is required by default (no_application_protocol, §8.1). No PSK or
-%% 0-RTT (offers are ignored: a full handshake), no client certificates,
-%% and no post-handshake messages yet.
+%% is required by default (no_application_protocol, §8.1).
+%%
+%% With `verify => verify_peer' the server sends a CertificateRequest
+%% (§4.3.2); a client's chain is validated up to one of the `trusted' CA
+%% certificates and its CertificateVerify checked, then reported as
+%% `{peer_certificates, Chain}' (before handshake_complete); an empty one
+%% is accepted unless `fail_if_no_peer_cert' (certificate_required). No
+%% PSK or 0-RTT (offers are ignored: a full handshake), and no
+%% post-handshake messages yet.
 %%
 %% @private internal to falco
 -module(falco_tls13_server).
@@ -62,6 +70,9 @@
                   groups => [group(), ...],
                   quic => boolean(),
                   max_handshake_size => pos_integer(),
+                  verify => verify_none | verify_peer,
+                  fail_if_no_peer_cert => boolean(),
+                  trusted => [binary()],
                   random => fun((pos_integer()) -> binary()),
                   keygen => fun((group()) -> {binary(), binary()})}.
 -type action() :: {send, level(), binary()}
@@ -70,6 +81,7 @@
                 | {server_name, binary()}
                 | {alpn, binary()}
                 | {transport_params, binary()}
+                | {peer_certificates, [binary(), ...]}
                 | handshake_complete.
 -type result() :: {ok, state(), [action()]} | {error, alert(), term()}.
 
@@ -77,17 +89,20 @@
 -define(M, falco_tls13_msg).
 -define(TLS13, 16#0304).
 
--record(tls13, {phase = hello :: hello | retry | finished | connected,
+-record(tls13, {phase = hello :: phase(),
                 opts :: map(),
                 buffer = <<>> :: binary(),
                 transcript = [] :: [binary()],
                 first :: undefined | {falco_tls13_msg:client_hello(), group()},
                 ccs_sent = false :: boolean(),
-                expected :: undefined | binary(),
+                client_hs :: undefined | binary(),
                 client_secret :: undefined | binary(),
+                peer :: undefined | {[binary(), ...], term()},
                 master :: undefined | binary(),
                 info = #{} :: map()}).
 -opaque state() :: #tls13{}.
+-type phase() :: hello | retry | client_certificate | client_certificate_verify | finished
+               | connected.
 
 %% @doc The defaults of every option but `credentials'. `alpn_required'
 %% defaults to the `quic' flag.
@@ -95,6 +110,7 @@
 default_opts() ->
     #{alpn => [], cipher_suites => ?K:suites(), groups => [x25519, secp256r1, secp384r1],
       quic => false, max_handshake_size => 65536,
+      verify => verify_none, fail_if_no_peer_cert => false, trusted => [],
       random => fun crypto:strong_rand_bytes/1, keygen => fun keygen/1}.
 
 %% @doc A machine waiting for a ClientHello.
@@ -120,6 +136,8 @@ info(#tls13{phase = Phase, info = Info}) ->
 
 level(hello) -> initial;
 level(retry) -> initial;
+level(client_certificate) -> handshake;
+level(client_certificate_verify) -> handshake;
 level(finished) -> handshake;
 level(connected) -> application.
 
@@ -130,8 +148,11 @@ messages(St = #tls13{buffer = Buf, opts = #{max_handshake_size := Max}}, Acc) ->
         {ok, Type, Body, Msg, Rest} ->
             Phase = St#tls13.phase,
             case message(Phase, Type, Body, Msg, St#tls13{buffer = Rest}) of
-                {ok, St1 = #tls13{phase = Next}, _} when Rest =/= <<>>, Next =/= Phase ->
-                    _ = St1,
+                {ok, #tls13{phase = Next}, _} when Rest =/= <<>>, Next =/= Phase,
+                                                   Next =:= retry orelse Next =:= connected
+                                                   orelse Phase =:= hello ->
+                    %% the level changes (or, after a HelloRetryRequest, the
+                    %% client must wait for it)
                     {error, unexpected_message, {data_before_key_change, Phase}};
                 {ok, St1, Actions} ->
                     messages(St1, [Actions | Acc]);
@@ -146,6 +167,10 @@ message(hello, client_hello, Body, Msg, St) ->
     first_hello(Body, Msg, St);
 message(retry, client_hello, Body, Msg, St) ->
     second_hello(Body, Msg, St);
+message(client_certificate, certificate, Body, Msg, St) ->
+    client_certificate(Body, Msg, St);
+message(client_certificate_verify, certificate_verify, Body, Msg, St) ->
+    client_certificate_verify(Body, Msg, St);
 message(finished, finished, Body, _, St) ->
     client_finished(Body, St);
 message(Phase, Type, _, _, _) ->
@@ -296,6 +321,8 @@ same_hello(First, Second = #{extensions := Exts}) ->
             end,
     case Strip(First) =:= Strip(Second) of
         _ when is_map_key(early_data, Exts) -> {error, illegal_parameter, second_hello_early_data};
+        _ when length(map_get(key_share, Exts)) =/= 1 ->
+            {error, illegal_parameter, second_hello_key_share};
         true -> ok;
         false -> {error, illegal_parameter, second_hello_changed}
     end.
@@ -328,7 +355,8 @@ server_flight(Hello, Neg = #{suite := Suite}, Shared, St) ->
     Hash = ?K:suite_hash(Suite),
     HsSecret = ?K:handshake_secret(Hash, ?K:early_secret(Hash), Shared),
     {ClientHs, ServerHs} = ?K:handshake_traffic(Hash, HsSecret, th(Hash, St#tls13.transcript)),
-    Ee = ?M:encrypted_extensions(ee_opts(Neg, St#tls13.opts)),
+    Ee = <<(?M:encrypted_extensions(ee_opts(Neg, St#tls13.opts)))/binary,
+           (certificate_request(St#tls13.opts))/binary>>,
     Cert = ?M:certificate(maps:get(chain, maps:get(credential, Neg))),
     T1 = [Cert, Ee | St#tls13.transcript],
     case certificate_verify(Neg, th(Hash, T1)) of
@@ -336,12 +364,14 @@ server_flight(Hello, Neg = #{suite := Suite}, Shared, St) ->
             Fin = ?M:finished(?K:verify_data(Hash, ServerHs, th(Hash, [Cv | T1]))),
             T2 = [Fin, Cv | T1],
             Master = ?K:master_secret(Hash, HsSecret),
-            TH = th(Hash, T2),
-            {ClientAp, ServerAp} = ?K:application_traffic(Hash, Master, TH),
+            {ClientAp, ServerAp} = ?K:application_traffic(Hash, Master, th(Hash, T2)),
             [ServerHello | _] = St#tls13.transcript,
             {Ccs, St1} = ccs(maps:get(session_id, Hello), St),
-            St2 = St1#tls13{phase = finished, transcript = T2, master = Master,
-                            expected = ?K:verify_data(Hash, ClientHs, TH),
+            Next = case St#tls13.opts of
+                       #{verify := verify_peer} -> client_certificate;
+                       _ -> finished
+                   end,
+            St2 = St1#tls13{phase = Next, transcript = T2, master = Master, client_hs = ClientHs,
                             client_secret = ClientAp, info = info(Hello, Neg)},
             {ok, St2, reported(Hello, Neg)
                  ++ [{send, initial, ServerHello} | Ccs]
@@ -382,14 +412,76 @@ ccs(_, St = #tls13{opts = #{quic := true}}) ->
 ccs(_, St) ->
     {[change_cipher_spec], St#tls13{ccs_sent = true}}.
 
+%% -- client certificates (§4.3.2, §4.4.2, §4.4.3) ---------------------------
+
+%% The schemes a client may sign its CertificateVerify with.
+client_schemes() ->
+    [ecdsa_secp256r1_sha256, ecdsa_secp384r1_sha384, ecdsa_secp521r1_sha512,
+     rsa_pss_rsae_sha256, rsa_pss_rsae_sha384, rsa_pss_rsae_sha512, ed25519, ed448].
+
+%% Certificates may also be signed with PKCS#1 v1.5 (rsa_pkcs1_sha256,
+%% _sha384, _sha512), as most RSA CAs sign them; public_key checks those.
+certificate_request(#{verify := verify_peer}) ->
+    Codes = [falco_tls13_cert:scheme_code(S) || S <- client_schemes()],
+    ?M:certificate_request(Codes, Codes ++ [16#0401, 16#0501, 16#0601]);
+certificate_request(_) ->
+    <<>>.
+
+client_certificate(Body, Msg, St = #tls13{opts = Opts}) ->
+    case ?M:parse_certificate(Body) of
+        {ok, <<>>, []} when map_get(fail_if_no_peer_cert, Opts) ->
+            {error, certificate_required, no_client_certificate};
+        {ok, <<>>, []} ->
+            {ok, St#tls13{phase = finished, transcript = [Msg | St#tls13.transcript]}, []};
+        {ok, <<>>, Chain} ->
+            peer_chain(Chain, Msg, St);
+        {ok, _, _} ->
+            {error, illegal_parameter, certificate_request_context};
+        Error ->
+            Error
+    end.
+
+peer_chain(Chain = [Leaf | _], Msg, St = #tls13{opts = #{trusted := Trusted}}) ->
+    case {falco_tls13_cert:validate(Chain, Trusted), falco_tls13_cert:public_key(Leaf)} of
+        {ok, {ok, Public}} ->
+            {ok, St#tls13{phase = client_certificate_verify, peer = {Chain, Public},
+                          transcript = [Msg | St#tls13.transcript]}, []};
+        {ok, error} ->
+            {error, unsupported_certificate, client_public_key};
+        {{error, _, _} = Error, _} ->
+            Error
+    end.
+
+client_certificate_verify(Body, Msg, St = #tls13{peer = {Chain, Public}, info = #{suite := Suite}}) ->
+    case ?M:parse_certificate_verify(Body) of
+        {ok, Code, Sig} ->
+            Scheme = falco_tls13_cert:scheme_from_code(Code),
+            Hash = ?K:suite_hash(Suite),
+            Content = falco_tls13_cert:content(client, th(Hash, St#tls13.transcript)),
+            case lists:member(Scheme, client_schemes())
+                andalso falco_tls13_cert:verify(Public, Scheme, Content, Sig) of
+                true ->
+                    {ok, St#tls13{phase = finished, transcript = [Msg | St#tls13.transcript]},
+                     [{peer_certificates, Chain}]};
+                false when Scheme =:= unknown ->
+                    {error, illegal_parameter, {client_scheme, Code}};
+                false ->
+                    {error, decrypt_error, bad_client_certificate_verify}
+            end;
+        Error ->
+            Error
+    end.
+
 %% -- the client's Finished ----------------------------------------------------
 
-client_finished(Body, St = #tls13{expected = Expected, info = #{suite := Suite}}) ->
+client_finished(Body, St = #tls13{client_hs = ClientHs, info = #{suite := Suite}}) ->
+    Hash = ?K:suite_hash(Suite),
+    Expected = ?K:verify_data(Hash, ClientHs, th(Hash, St#tls13.transcript)),
     case ?M:parse_finished(Body, byte_size(Expected)) of
         {ok, VerifyData} ->
             case crypto:hash_equals(VerifyData, Expected) of
                 true ->
-                    {ok, St#tls13{phase = connected, transcript = [], expected = undefined,
+                    {ok, St#tls13{phase = connected, transcript = [], client_hs = undefined,
                                   client_secret = undefined},
                      [{read_secret, application, Suite, St#tls13.client_secret},
                       handshake_complete]};
