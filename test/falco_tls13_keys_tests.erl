@@ -1,13 +1,15 @@
 %% EUnit tests for falco_tls13_keys: RFC 8448 §3 (Simple 1-RTT
 %% Handshake), every secret, key, IV and both Finished messages from the
-%% trace's own handshake messages; the message_hash rule of RFC 8446
-%% §4.4.1; and the suites' parameters.
+%% trace's own handshake messages; RFC 8448 §5 (HelloRetryRequest), the
+%% handshake secrets over a transcript that starts with the first
+%% ClientHello's message_hash (RFC 8446 §4.4.1); and the suites'
+%% parameters.
 -module(falco_tls13_keys_tests).
 -include_lib("eunit/include/eunit.hrl").
 
 -define(K, falco_tls13_keys).
 
--export([trace/1]).
+-export([trace/1, hrr_trace/1]).
 
 h(Hex) -> binary:decode_hex(<< <<C>> || <<C>> <= iolist_to_binary(Hex), C =/= $\s, C =/= $\n >>).
 
@@ -73,6 +75,76 @@ trace(c_ap_keys) ->
     {h(<<"17422dda596ed5d9acd890e3c63f5051">>), h(<<"5b78923dee08579033e523d9">>)};
 trace(client_finished) ->
     h(<<"14000020a8ec436d677634ae525ac1fcebe11a039ec17694fac6e98527b642f2edd5ce61">>).
+
+%% RFC 8448 §5, the handshake messages (record headers removed) and values.
+hrr_trace(client_hello1) ->
+    h(<<"010000b00303b0b1c5a5aa37c5919f2ed1d5c6fff7fcb78497169"
+        "45a2b8cee9258a346677b6f000006130113031302010000810000000b0009000006736572766572ff01000100"
+        "000a00080006001d00170018003300260024001d0020e8e8e3f3b93a25ed97a14a7dcacb8a272c6288e585c6"
+        "484d05262fcad062ad1f002b0003020304000d0020001e040305030603020308040805080604010501060102"
+        "010402050206020202002d00020101001c00024001">>);
+hrr_trace(hello_retry_request) ->
+    h(<<"020000ac0303cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c001301000084"
+        "00330002001700 2c00740072 71dcd04bb88bc3189119398a00000000eefafc76c146b823b096f8aacad365dd"
+        "00 30953f4edf625636e5f21bb2e23fcc654b1b5b40318d10d137abcbb87574e36e8a1f025f7dfa5d6e50781b"
+        "5eda4aa15b0c8be778257d16aa3030e9e7841dd9e4c0342267e8ca0caf571fb2b7cff0f934b0002b00020304">>);
+hrr_trace(client_hello2) ->
+    h([<<"010001fc0303b0b1c5a5aa37c5919f2ed1d5c6fff7fcb7849716945a2b8cee9258a346677b6f0000061301"
+         "13031302010001cd0000000b0009000006736572766572ff01000100000a00080006001d0017001800330047"
+         "0045001700410 4a6da7392ec591e17abfd535964b99894d13befb221b3def2ebe3830eac8f0151812677c4d6"
+         "d2237e85cf01d6910cfb83954e76ba7352830534159897e8065780002b0003020304000d0020001e04030503"
+         "0603020308040805080604010501060102010402050206020202002c0074007271dcd04bb88bc31891193 98a"
+         "00000000eefafc76c146b823b096f8aacad365dd0030953f4edf625636e5f21bb2e23fcc654b1b5b40318d10"
+         "d137abcbb87574e36e8a1f025f7dfa5d6e50781b5eda4aa15b0c8be778257d16aa3030e9e7841dd9e4c03422"
+         "67e8ca0caf571fb2b7cff0f934b0002d00020101001c0002400100150 0af">>,
+       binary:copy(<<"00">>, 16#af)]);
+hrr_trace(server_hello) ->
+    h(<<"020000770303bb341d847fd789c47c387172dc0c9bf147fccacb5043d86ca4c598d3ff571b98001301 00004f"
+        "003300450017004104583e054b7a66672ae020ad9d2686fcc85b5ad41a134a0f03ee72b893052bd85b4c8de6"
+        "776f5b04ac07d83540eab3e3d9c547bc6528c4317d294686093a6cad7d002b00020304">>);
+hrr_trace(server_random) ->
+    h(<<"bb341d847fd789c47c387172dc0c9bf147fccacb5043d86ca4c598d3ff571b98">>);
+hrr_trace(client_p256_public) ->
+    h(<<"04a6da7392ec591e17abfd535964b99894d13befb221b3def2ebe3830eac8f0151812677c4d6d2237e85cf01"
+        "d6910cfb83954e76ba7352830534159897e8065780">>);
+hrr_trace(server_p256_private) ->
+    h(<<"8c510601f9765bfb8ed693449a48989859b5cfa879cb9f5443c41c5ff10634ed">>);
+hrr_trace(server_p256_public) ->
+    h(<<"04583e054b7a66672ae020ad9d2686fcc85b5ad41a134a0f03ee72b893052bd85b4c8de6776f5b04ac07d835"
+        "40eab3e3d9c547bc6528c4317d294686093a6cad7d">>);
+hrr_trace(handshake_secret) ->
+    h(<<"ce022e5e6e81e50736d773f2d3adfce8220d049bf510f0dbfac927ef4243b148">>);
+hrr_trace(transcript_hash) ->
+    h(<<"8aa8e828ec2f8a884fec95a3139de01c15a3daa7ff5bfc3f4bfcc21b438d7bf8">>);
+hrr_trace(c_hs) ->
+    h(<<"158aa7ab8855073582b41d674b4055cabcc534728f659314861b4e08e2011566">>);
+hrr_trace(s_hs) ->
+    h(<<"3403e781e2af7b6508da28574f6e95a1abf162de83a97927c37672a4a0cef8a1">>);
+hrr_trace(s_hs_keys) ->
+    {h(<<"4646bfac1712c426cd78d8a24a8a6f6b">>), h(<<"c7d395c08d62f297d13768ea">>)};
+hrr_trace(c_hs_keys) ->
+    {h(<<"2f1f918663d590e7421149a29d94b0b6">>), h(<<"414d5485235e1a688793bd74">>)};
+hrr_trace(master_secret) ->
+    h(<<"1131545d0baf79ddce9b87f06945781a57dd18ef378dcd2060f8f9a569027ed8">>).
+
+rfc8448_hello_retry_test() ->
+    T = fun hrr_trace/1,
+    ?assertEqual(16#b4, byte_size(T(client_hello1))),
+    ?assertEqual(16#b0, byte_size(T(hello_retry_request))),
+    ?assertEqual(16#200, byte_size(T(client_hello2))),
+    ?assertEqual(16#7b, byte_size(T(server_hello))),
+    Shared = crypto:compute_key(ecdh, T(client_p256_public), T(server_p256_private), secp256r1),
+    HS = ?K:handshake_secret(sha256, ?K:early_secret(sha256), Shared),
+    ?assertEqual(T(handshake_secret), HS),
+    Transcript = [?K:message_hash(sha256, T(client_hello1)), T(hello_retry_request),
+                  T(client_hello2), T(server_hello)],
+    TH = ?K:transcript_hash(sha256, Transcript),
+    ?assertEqual(T(transcript_hash), TH),
+    {C, S} = ?K:handshake_traffic(sha256, HS, TH),
+    ?assertEqual({T(c_hs), T(s_hs)}, {C, S}),
+    ?assertEqual(T(s_hs_keys), ?K:traffic_keys(aes_128_gcm_sha256, S)),
+    ?assertEqual(T(c_hs_keys), ?K:traffic_keys(aes_128_gcm_sha256, C)),
+    ?assertEqual(T(master_secret), ?K:master_secret(sha256, HS)).
 
 th(Names) ->
     crypto:hash(sha256, [trace(N) || N <- Names]).

@@ -54,6 +54,35 @@ rfc8448_machine_test() ->
     ?assertMatch(#{phase := connected, suite := aes_128_gcm_sha256, group := x25519,
                    scheme := ecdsa_secp256r1_sha256, server_name := <<"server">>}, ?S:info(S2)).
 
+%% RFC 8448 §5 through the machine: the first ClientHello shares x25519
+%% only, the server takes P-256 only. Our HelloRetryRequest is the trace's
+%% without its cookie (falco keeps the first ClientHello instead), and the
+%% ServerHello after the trace's second ClientHello (which echoes that
+%% cookie) is the trace's byte for byte; the secrets follow our transcript.
+rfc8448_hello_retry_machine_test() ->
+    T = fun ?KT:hrr_trace/1,
+    Opts = (opts())#{groups => [secp256r1],
+                     random => fun(32) -> T(server_random) end,
+                     keygen => fun(secp256r1) -> {T(server_p256_public), T(server_p256_private)} end},
+    CH1 = T(client_hello1),
+    {ok, S1, [{send, initial, Hrr}]} = ?S:handshake_data(initial, CH1, ?S:new(Opts)),
+    <<Head:42/binary, _ExtLen:16, KeyShare:6/binary, _Cookie:120/binary, Versions/binary>> =
+        T(hello_retry_request),
+    Exts = <<KeyShare/binary, Versions/binary>>,
+    Body = <<(binary:part(Head, 4, 38))/binary, (byte_size(Exts)):16, Exts/binary>>,
+    ?assertEqual(<<2, (byte_size(Body)):24, Body/binary>>, Hrr),
+    CH2 = T(client_hello2),
+    {ok, _, Actions} = ?S:handshake_data(initial, CH2, S1),
+    SH = T(server_hello),
+    ?assertMatch([{server_name, <<"server">>}, {send, initial, SH} | _], Actions),
+    Shared = crypto:compute_key(ecdh, T(client_p256_public), T(server_p256_private), secp256r1),
+    HS = falco_tls13_keys:handshake_secret(sha256, falco_tls13_keys:early_secret(sha256), Shared),
+    ?assertEqual(T(handshake_secret), HS),
+    TH = crypto:hash(sha256, [falco_tls13_keys:message_hash(sha256, CH1), Hrr, CH2, SH]),
+    {C, S} = falco_tls13_keys:handshake_traffic(sha256, HS, TH),
+    ?assertMatch([_, _, {read_secret, handshake, aes_128_gcm_sha256, C},
+                  {write_secret, handshake, aes_128_gcm_sha256, S} | _], Actions).
+
 %% -- whole handshakes with the test client ------------------------------------
 
 suites_test_() ->

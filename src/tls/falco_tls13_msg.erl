@@ -102,8 +102,8 @@ server_hello(Random, SessionId, Suite, Group, Public) ->
 -spec hello_retry_request(binary(), falco_tls13_keys:suite(), falco_tls13_ext:group()) ->
           binary().
 hello_retry_request(SessionId, Suite, Group) ->
-    hello(hrr_random(), SessionId, Suite, [falco_tls13_ext:supported_versions(),
-                                           falco_tls13_ext:selected_group(Group)]).
+    hello(hrr_random(), SessionId, Suite, [falco_tls13_ext:selected_group(Group),
+                                           falco_tls13_ext:supported_versions()]).
 
 hello(Random, SessionId, Suite, Exts) ->
     message(2, [<<16#0303:16, Random/binary, (byte_size(SessionId)), SessionId/binary,
