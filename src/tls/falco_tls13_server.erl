@@ -148,20 +148,22 @@ messages(St = #tls13{buffer = Buf, opts = #{max_handshake_size := Max}}, Acc) ->
         {ok, Type, Body, Msg, Rest} ->
             Phase = St#tls13.phase,
             case message(Phase, Type, Body, Msg, St#tls13{buffer = Rest}) of
-                {ok, #tls13{phase = Next}, _} when Rest =/= <<>>, Next =/= Phase,
-                                                   Next =:= retry orelse Next =:= connected
-                                                   orelse Phase =:= hello ->
-                    %% the level changes (or, after a HelloRetryRequest, the
-                    %% client must wait for it)
-                    {error, unexpected_message, {data_before_key_change, Phase}};
-                {ok, St1, Actions} ->
-                    messages(St1, [Actions | Acc]);
+                {ok, St1 = #tls13{phase = Next}, Actions} ->
+                    case Rest =/= <<>> andalso moves_on(Phase, Next) of
+                        true -> {error, unexpected_message, {data_before_key_change, Phase}};
+                        false -> messages(St1, [Actions | Acc])
+                    end;
                 Error ->
                     Error
             end;
         Error ->
             Error
     end.
+
+%% Whether bytes after a message can no longer follow it: the level
+%% changes, or a HelloRetryRequest was sent, which the client must wait for.
+moves_on(Phase, Next) ->
+    level(Phase) =/= level(Next) orelse Next =:= retry.
 
 message(hello, client_hello, Body, Msg, St) ->
     first_hello(Body, Msg, St);
@@ -354,34 +356,44 @@ flight(Hello, Msg, Neg = #{suite := Suite, share := {Group, ClientPub}}, St) ->
 server_flight(Hello, Neg = #{suite := Suite}, Shared, St) ->
     Hash = ?K:suite_hash(Suite),
     HsSecret = ?K:handshake_secret(Hash, ?K:early_secret(Hash), Shared),
+    [ServerHello | _] = St#tls13.transcript,
     {ClientHs, ServerHs} = ?K:handshake_traffic(Hash, HsSecret, th(Hash, St#tls13.transcript)),
-    Ee = <<(?M:encrypted_extensions(ee_opts(Neg, St#tls13.opts)))/binary,
-           (certificate_request(St#tls13.opts))/binary>>,
-    Cert = ?M:certificate(maps:get(chain, maps:get(credential, Neg))),
-    T1 = [Cert, Ee | St#tls13.transcript],
-    case certificate_verify(Neg, th(Hash, T1)) of
-        {ok, Cv} ->
-            Fin = ?M:finished(?K:verify_data(Hash, ServerHs, th(Hash, [Cv | T1]))),
-            T2 = [Fin, Cv | T1],
+    case encrypted_flight(Neg, Hash, ServerHs, St) of
+        {ok, Flight, Transcript} ->
             Master = ?K:master_secret(Hash, HsSecret),
-            {ClientAp, ServerAp} = ?K:application_traffic(Hash, Master, th(Hash, T2)),
-            [ServerHello | _] = St#tls13.transcript,
+            {ClientAp, ServerAp} = ?K:application_traffic(Hash, Master, th(Hash, Transcript)),
             {Ccs, St1} = ccs(maps:get(session_id, Hello), St),
-            Next = case St#tls13.opts of
-                       #{verify := verify_peer} -> client_certificate;
-                       _ -> finished
-                   end,
-            St2 = St1#tls13{phase = Next, transcript = T2, master = Master, client_hs = ClientHs,
-                            client_secret = ClientAp, info = info(Hello, Neg)},
+            St2 = St1#tls13{phase = after_flight(St#tls13.opts), transcript = Transcript,
+                            master = Master, client_hs = ClientHs, client_secret = ClientAp,
+                            info = info(Hello, Neg)},
             {ok, St2, reported(Hello, Neg)
                  ++ [{send, initial, ServerHello} | Ccs]
                  ++ [{read_secret, handshake, Suite, ClientHs},
                      {write_secret, handshake, Suite, ServerHs},
-                     {send, handshake, <<Ee/binary, Cert/binary, Cv/binary, Fin/binary>>},
+                     {send, handshake, Flight},
                      {write_secret, application, Suite, ServerAp}]};
         {error, Why} ->
             {error, internal_error, Why}
     end.
+
+%% EncryptedExtensions, CertificateRequest (with verify_peer),
+%% Certificate, CertificateVerify and Finished, and the transcript through
+%% them.
+encrypted_flight(Neg, Hash, ServerHs, St = #tls13{opts = Opts}) ->
+    Ee = ?M:encrypted_extensions(ee_opts(Neg, Opts)),
+    Cr = certificate_request(Opts),
+    Cert = ?M:certificate(maps:get(chain, maps:get(credential, Neg))),
+    T1 = [Cert, Cr, Ee | St#tls13.transcript],
+    case certificate_verify(Neg, th(Hash, T1)) of
+        {ok, Cv} ->
+            Fin = ?M:finished(?K:verify_data(Hash, ServerHs, th(Hash, [Cv | T1]))),
+            {ok, <<Ee/binary, Cr/binary, Cert/binary, Cv/binary, Fin/binary>>, [Fin, Cv | T1]};
+        Error ->
+            Error
+    end.
+
+after_flight(#{verify := verify_peer}) -> client_certificate;
+after_flight(_) -> finished.
 
 certificate_verify(#{credential := #{key := Key}, scheme := Scheme}, TH) ->
     case falco_tls13_cert:sign(Key, Scheme, falco_tls13_cert:content(server, TH)) of
