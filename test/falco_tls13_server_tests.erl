@@ -368,8 +368,8 @@ client_auth_test_() ->
                    Run(#{}, {context, Good}))].
 
 alert_codes_test() ->
-    ?assertEqual(16#178, falco_tls13_alert:quic_error(no_application_protocol)),
-    ?assertEqual(16#16d, falco_tls13_alert:quic_error(missing_extension)),
+    ?assertEqual(16#178, falco_quic_error:crypto_error(no_application_protocol)),
+    ?assertEqual(16#16d, falco_quic_error:crypto_error(missing_extension)),
     ?assertEqual(<<2, 70>>, falco_tls13_alert:encode(protocol_version)),
     ?assertEqual(<<1, 0>>, falco_tls13_alert:encode(close_notify)),
     ?assertEqual(decrypt_error, falco_tls13_alert:from_code(51)),

@@ -19,15 +19,9 @@
 -export([code/1, name/1, crypto_error/1, text/1]).
 -export_type([error/0, alert/0]).
 
--type alert() :: close_notify | unexpected_message | bad_record_mac | record_overflow
-               | handshake_failure | bad_certificate | unsupported_certificate
-               | certificate_revoked | certificate_expired | certificate_unknown
-               | illegal_parameter | unknown_ca | access_denied | decode_error
-               | decrypt_error | protocol_version | insufficient_security | internal_error
-               | inappropriate_fallback | user_canceled | missing_extension
-               | unsupported_extension | unrecognized_name | bad_certificate_status_response
-               | unknown_psk_identity | certificate_required | no_application_protocol
-               | 0..255.
+%% a TLS alert: its name (falco_tls13_alert, the one table of them) or,
+%% for a code RFC 8446 does not name, its number
+-type alert() :: falco_tls13_alert:alert() | 0..255.
 -type error() :: no_error | internal_error | connection_refused | flow_control_error
                | stream_limit_error | stream_state_error | final_size_error
                | frame_encoding_error | transport_parameter_error
@@ -81,26 +75,13 @@ names() ->
 crypto_error(Alert) when is_integer(Alert), Alert >= 0, Alert =< 255 -> 16#0100 + Alert;
 crypto_error(Alert) when is_atom(Alert) -> 16#0100 + alert_code(Alert).
 
-%% RFC 8446 §6: the alerts TLS 1.3 defines (and close_notify, user_canceled).
-alerts() ->
-    [{close_notify, 0}, {unexpected_message, 10}, {bad_record_mac, 20}, {record_overflow, 22},
-     {handshake_failure, 40}, {bad_certificate, 42}, {unsupported_certificate, 43},
-     {certificate_revoked, 44}, {certificate_expired, 45}, {certificate_unknown, 46},
-     {illegal_parameter, 47}, {unknown_ca, 48}, {access_denied, 49}, {decode_error, 50},
-     {decrypt_error, 51}, {protocol_version, 70}, {insufficient_security, 71},
-     {internal_error, 80}, {inappropriate_fallback, 86}, {user_canceled, 90},
-     {missing_extension, 109}, {unsupported_extension, 110}, {unrecognized_name, 112},
-     {bad_certificate_status_response, 113}, {unknown_psk_identity, 115},
-     {certificate_required, 116}, {no_application_protocol, 120}].
-
 alert_code(Name) ->
-    {Name, Code} = lists:keyfind(Name, 1, alerts()),
-    Code.
+    falco_tls13_alert:code(Name).
 
 alert_name(Code) ->
-    case lists:keyfind(Code, 2, alerts()) of
-        {Name, Code} -> Name;
-        false -> Code
+    case falco_tls13_alert:from_code(Code) of
+        unknown -> Code;
+        Name -> Name
     end.
 
 %% @doc The RFC's name of an error, for logs: `<<"FRAME_ENCODING_ERROR">>',

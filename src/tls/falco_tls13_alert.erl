@@ -1,12 +1,13 @@
 %% @doc TLS alerts (RFC 8446 §6): the names falco's TLS 1.3 modules
-%% return when they refuse a peer, their one-byte codes, the two-byte
-%% alert a TCP record layer sends, and the QUIC error code the alert
-%% becomes (RFC 9001 §4.8: CRYPTO_ERROR 0x100 + code). Pure.
+%% return when they refuse a peer, their one-byte codes (the one table of
+%% them: QUIC's CRYPTO_ERROR, RFC 9001 §4.8, is made from it by
+%% falco_quic_error) and the two-byte alert a TCP record layer sends.
+%% Pure.
 %%
 %% @private internal to falco
 -module(falco_tls13_alert).
 
--export([code/1, from_code/1, encode/1, quic_error/1]).
+-export([code/1, from_code/1, encode/1]).
 -export_type([alert/0]).
 
 -type alert() :: close_notify | unexpected_message | bad_record_mac | record_overflow
@@ -65,12 +66,6 @@ encode(Alert) when Alert =:= close_notify; Alert =:= user_canceled ->
     <<1, (code(Alert))>>;
 encode(Alert) ->
     <<2, (code(Alert))>>.
-
-%% @doc The QUIC transport error code that carries the alert in a
-%% CONNECTION_CLOSE (RFC 9001 §4.8).
--spec quic_error(alert()) -> 16#100..16#1ff.
-quic_error(Alert) ->
-    16#100 + code(Alert).
 
 all() ->
     [close_notify, unexpected_message, bad_record_mac, record_overflow, handshake_failure,
