@@ -118,8 +118,6 @@ init_per_testcase(Case, Config) ->
 %% for gen_tcp: a wss peer that never reads gets 64 MB queued in the
 %% port (port_info queue_size 61.6 MB), and the session hibernates,
 %% never ending at send_timeout (2026-12-01).
-divergence(slow_reader_bounded, wss) ->
-    {skip, "falco bug: over TLS a non-reading peer's data queues in the port without send_timeout"};
 divergence(_, _) ->
     none.
 

@@ -39,6 +39,10 @@
 -define(LINGER_MS, 1000).
 -define(LINGER_BYTES, 64 * 1024 * 1024).
 
+%% A TLS send larger than this waits until ssl's port has sent all but a
+%% watermark of it (send/3).
+-define(TLS_WAIT, 65536).
+
 -type transport() :: gen_tcp | ssl.
 -type socket() :: inet:socket() | ssl:sslsocket().
 -type kind() :: tcp | tls.
@@ -338,14 +342,22 @@ messages(ssl) -> {ssl, ssl_closed, ssl_error, ssl_passive}.
 %% returns once the bytes are written or all but a few KB of them are,
 %% and a peer that does not read makes it fail (`{error, timeout}') after
 %% the listener's `send_timeout', the socket then closed
-%% (`send_timeout_close'). On the socket backend and over TLS that is
-%% `send' itself. The inet driver instead takes a whole send into its
-%% queue at once and blocks only the next one while the queue is over its
-%% high watermark: a 64 MB reply to a peer that never reads returned `ok'
-%% in 1 ms and stayed queued, with no timeout ever (2026-11-25). So when
-%% the queue is not empty after a send, an empty send waits for it to go
-%% under the low watermark, with the same timeout. A send that went out
-%% whole (every small reply) pays one look at the queue.
+%% (`send_timeout_close'). On the socket backend that is `send' itself.
+%% The inet driver instead takes a whole send into its queue at once and
+%% blocks only the next one while the queue is over its high watermark: a
+%% 64 MB reply to a peer that never reads returned `ok' in 1 ms and stayed
+%% queued, with no timeout ever (2026-11-25). So when the queue is not
+%% empty after a send, an empty send waits for it to go under the low
+%% watermark, with the same timeout. A send that went out whole (every
+%% small reply) pays one look at the queue. TLS has the same hole one
+%% level down: ssl's sender process hands a send's records to the inet
+%% driver in one call, so a 65 MB WebSocket reply to a peer that never
+%% read was queued whole and the session never ended (2026-12-02,
+%% rfc6455_SUITE slow_reader_bounded over wss). ssl does not show its
+%% port's queue, so after a send of more than ?TLS_WAIT bytes an empty
+%% ssl send waits as the empty gen_tcp send does (ssl hands the driver
+%% an empty list, which blocks while the queue is over the watermark);
+%% smaller sends queue at most that much before the next one blocks.
 -spec send(transport(), socket(), iodata()) -> ok | {error, term()}.
 send(gen_tcp, Sock, Data) when is_port(Sock) ->
     case gen_tcp:send(Sock, Data) of
@@ -354,6 +366,17 @@ send(gen_tcp, Sock, Data) when is_port(Sock) ->
                 {queue_size, 0} -> ok;
                 {queue_size, _} -> gen_tcp:send(Sock, <<>>);
                 undefined -> {error, closed}
+            end;
+        Error ->
+            Error
+    end;
+send(ssl, Sock, Data) ->
+    case ssl:send(Sock, Data) of
+        ok when is_binary(Data), byte_size(Data) =< ?TLS_WAIT -> ok;
+        ok ->
+            case iolist_size(Data) > ?TLS_WAIT of
+                true -> ssl:send(Sock, <<>>);
+                false -> ok
             end;
         Error ->
             Error
