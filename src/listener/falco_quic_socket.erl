@@ -1,0 +1,189 @@
+%% @doc A QUIC listener's UDP socket holder (RFC 9000 §5.2): it owns one
+%% UDP socket on the listener's address and port (SO_REUSEPORT, so that
+%% several holders share the port and the kernel spreads clients over
+%% them), reads it in `{active, N}', and for each datagram:
+%%
+%% <ul>
+%% <li>looks its connection ID up in the listener's route table (an ETS
+%% set of `{Cid, Pid}', public, owned by whoever made it; one table for
+%% every holder of a listener, so a connection is found whichever socket
+%% the kernel hands its datagram to) and sends it on as
+%% `{quic_datagram, Holder, Peer, Datagram}';</li>
+%% <li>on a miss, asks {@link falco_quic_admit:unknown/1}: a new
+%% connection is started for a v1 Initial if the listener is not draining
+%% and the handshakes in progress are under `max_handshakes' (for the
+%% holder) and `max_handshakes_per_address' (for the client's address):
+%% a spoofed Initial flood costs at most that many processes; the
+%% client's original DCID is routed to it at once, and the connection
+%% routes the CIDs it issues itself. Version Negotiation is answered, the
+%% rest dropped.</li>
+%% </ul>
+%%
+%% It is the parent of the connections it started: linked, trapping
+%% exits, it removes a connection's routes and its handshake count when
+%% it ends, and its own end takes them down. A connection tells it
+%% `{quic_established, Pid}' once its handshake is done, which frees its
+%% place among the handshakes in progress. Connections send on the socket
+%% themselves (gen_udp allows a non-owner to send).
+%%
+%% The connection module is given (`conn => {Module, Args}'):
+%% `Module:start_link(Args, Info)' with Info `#{holder, socket, peer,
+%% routes, dcid, scid, token, datagram}' returns `{ok, Pid}'.
+%%
+%% @private internal to falco
+-module(falco_quic_socket).
+-behaviour(gen_server).
+
+-export([start_link/1, info/1]).
+-export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
+
+-define(CID_LEN, 8).
+
+-record(s, {socket :: gen_udp:socket(),
+            routes :: ets:tid() | atom(),
+            conn :: {module(), term()},
+            active :: pos_integer(),
+            max_handshakes :: non_neg_integer(),
+            max_per_address :: non_neg_integer(),
+            draining :: fun(() -> boolean()),
+            %% connections still in their handshake, and by address
+            handshaking = #{} :: #{pid() => inet:ip_address()},
+            by_address = #{} :: #{inet:ip_address() => pos_integer()},
+            counts = #{} :: #{atom() => non_neg_integer()}}).
+
+-type opts() :: #{ip := inet:ip_address(), port := inet:port_number(),
+                  routes := ets:tid() | atom(), conn := {module(), term()},
+                  active_n => pos_integer(), max_handshakes => non_neg_integer(),
+                  max_handshakes_per_address => non_neg_integer(),
+                  draining => fun(() -> boolean()),
+                  recbuf => pos_integer(), sndbuf => pos_integer()}.
+
+%% @doc Opens the socket and starts holding it; `{error, Reason}' when the
+%% port cannot be bound.
+-spec start_link(opts()) -> {ok, pid()} | ignore | {error, term()}.
+start_link(Opts) ->
+    gen_server:start_link(?MODULE, Opts, []).
+
+%% @doc The socket's port and what became of the datagrams so far:
+%% `#{port, routed, started, version_negotiation, refused, dropped,
+%% handshakes}'.
+-spec info(pid()) -> map().
+info(Pid) ->
+    gen_server:call(Pid, info).
+
+%% @private
+-spec init(opts()) -> {ok, #s{}} | {stop, term()}.
+init(Opts = #{ip := Ip, port := Port, routes := Routes, conn := Conn}) ->
+    process_flag(trap_exit, true),
+    Active = maps:get(active_n, Opts, 100),
+    Family = case tuple_size(Ip) of 4 -> inet; 8 -> inet6 end,
+    SockOpts = [binary, Family, {ip, Ip}, {active, Active}, {reuseaddr, true},
+                {recbuf, maps:get(recbuf, Opts, 1048576)},
+                {sndbuf, maps:get(sndbuf, Opts, 1048576)}]
+        ++ [R || R <- [falco_transport:reuseport()], R =/= unsupported],
+    case gen_udp:open(Port, SockOpts) of
+        {ok, Sock} ->
+            {ok, #s{socket = Sock, routes = Routes, conn = Conn, active = Active,
+                    max_handshakes = maps:get(max_handshakes, Opts, 1000),
+                    max_per_address = maps:get(max_handshakes_per_address, Opts, 100),
+                    draining = maps:get(draining, Opts, fun() -> false end)}};
+        {error, Reason} ->
+            {stop, Reason}
+    end.
+
+%% @private
+-spec handle_call(info, gen_server:from(), #s{}) -> {reply, map(), #s{}}.
+handle_call(info, _From, S = #s{socket = Sock, counts = Counts, handshaking = H}) ->
+    {ok, Port} = inet:port(Sock),
+    Zero = maps:from_list([{K, 0} || K <- [routed, started, version_negotiation, refused,
+                                            dropped]]),
+    {reply, maps:merge(Zero, Counts#{port => Port, handshakes => map_size(H)}), S}.
+
+%% @private
+-spec handle_cast(term(), #s{}) -> {noreply, #s{}}.
+handle_cast(_Msg, S) ->
+    {noreply, S}.
+
+%% @private
+-spec handle_info(term(), #s{}) -> {noreply, #s{}}.
+handle_info({udp, Sock, Ip, Port, Datagram}, S = #s{socket = Sock}) ->
+    {noreply, datagram({Ip, Port}, Datagram, S)};
+handle_info({udp_passive, Sock}, S = #s{socket = Sock, active = N}) ->
+    ok = inet:setopts(Sock, [{active, N}]),
+    {noreply, S};
+handle_info({quic_established, Pid}, S) ->
+    {noreply, handshake_done(Pid, S)};
+handle_info({'EXIT', Pid, _}, S = #s{routes = Routes}) ->
+    true = ets:match_delete(Routes, {'_', Pid}),
+    {noreply, handshake_done(Pid, S)};
+handle_info(_Other, S) ->
+    {noreply, S}.
+
+%% @private
+-spec terminate(term(), #s{}) -> ok.
+terminate(_Reason, #s{socket = Sock}) ->
+    _ = gen_udp:close(Sock),
+    ok.
+
+%% -- datagrams ----------------------------------------------------------------
+
+datagram(Peer, Datagram, S = #s{routes = Routes}) ->
+    case falco_quic_admit:route(Datagram, ?CID_LEN) of
+        {ok, Cid} ->
+            case ets:lookup(Routes, Cid) of
+                [{_, Pid}] ->
+                    Pid ! {quic_datagram, self(), Peer, Datagram},
+                    count(routed, S);
+                [] ->
+                    unknown(Peer, Datagram, S)
+            end;
+        {drop, _} ->
+            count(dropped, S)
+    end.
+
+unknown(Peer = {Ip, Port}, Datagram, S = #s{socket = Sock}) ->
+    case falco_quic_admit:unknown(Datagram) of
+        {new, Info} ->
+            case admissible(Ip, S) of
+                true -> start(Peer, Datagram, Info, S);
+                false -> count(refused, S)
+            end;
+        {version_negotiation, Reply} ->
+            _ = gen_udp:send(Sock, Ip, Port, Reply),
+            count(version_negotiation, S);
+        {drop, _} ->
+            count(dropped, S)
+    end.
+
+admissible(Ip, #s{handshaking = H, by_address = ByAddr, max_handshakes = Max,
+                  max_per_address = MaxAddr, draining = Draining}) ->
+    map_size(H) < Max andalso maps:get(Ip, ByAddr, 0) < MaxAddr andalso not Draining().
+
+start(Peer = {Ip, _}, Datagram, Info = #{dcid := Dcid},
+      S = #s{socket = Sock, routes = Routes, conn = {Mod, Args}, handshaking = H,
+             by_address = ByAddr}) ->
+    case Mod:start_link(Args, Info#{holder => self(), socket => Sock, peer => Peer,
+                                    routes => Routes, datagram => Datagram}) of
+        {ok, Pid} ->
+            true = ets:insert(Routes, {Dcid, Pid}),
+            count(started, S#s{handshaking = H#{Pid => Ip},
+                               by_address = maps:update_with(Ip, fun(N) -> N + 1 end, 1, ByAddr)});
+        _ ->
+            count(refused, S)
+    end.
+
+%% A connection left the handshakes in progress (established, or gone).
+handshake_done(Pid, S = #s{handshaking = H, by_address = ByAddr}) ->
+    case maps:take(Pid, H) of
+        {Ip, H1} ->
+            ByAddr1 = case maps:get(Ip, ByAddr) of
+                          1 -> maps:remove(Ip, ByAddr);
+                          N -> ByAddr#{Ip := N - 1}
+                      end,
+            S#s{handshaking = H1, by_address = ByAddr1};
+        error ->
+            S
+    end.
+
+count(Key, S = #s{counts = C}) ->
+    S#s{counts = maps:update_with(Key, fun(N) -> N + 1 end, 1, C)}.
