@@ -79,11 +79,8 @@ handshake(Pieces) ->
                  Es1),
     %% the Initial level's CRYPTO: the ServerHello
     {SH, H2} = drain(initial, 1000, H1),
-    #{suite := Suite, extensions := Exts} = falco_test_tls13:server_hello(SH),
-    Hash = ?K:suite_hash(Suite),
-    {51, <<29:16, 32:16, ServerPub/binary>>} = lists:keyfind(51, 1, Exts),
-    HS = ?K:handshake_secret(Hash, ?K:early_secret(Hash), crypto:compute_key(ecdh, ServerPub, Priv, x25519)),
-    {CHs, SHs} = ?K:handshake_traffic(Hash, HS, th(Hash, [CH, SH])),
+    #{suite := Suite, hash := Hash, secret := HS, client := CHs, server := SHs} =
+        falco_test_tls13:handshake_keys([CH, SH], SH, fun(x25519) -> Priv end),
     ?assertEqual({Suite, CHs}, sk(?H:keys(handshake, read, H2))),
     ?assertEqual({Suite, SHs}, sk(?H:keys(handshake, write, H2))),
     %% the Handshake level's: EncryptedExtensions to Finished, in frames

@@ -187,12 +187,8 @@ tls(one_rtt, _, C) ->
     %% NewSessionTicket and the like: no resumption here
     C;
 tls(initial, Bytes, C = #c{ch = CH, priv = Priv}) ->
-    #{suite := Suite, extensions := Exts} = falco_test_tls13:server_hello(Bytes),
-    Hash = ?K:suite_hash(Suite),
-    {51, <<29:16, 32:16, ServerPub/binary>>} = lists:keyfind(51, 1, Exts),
-    Shared = crypto:compute_key(ecdh, ServerPub, Priv, x25519),
-    HS = ?K:handshake_secret(Hash, ?K:early_secret(Hash), Shared),
-    {CHs, SHs} = ?K:handshake_traffic(Hash, HS, crypto:hash(Hash, [CH, Bytes])),
+    #{suite := Suite, secret := HS, client := CHs, server := SHs} =
+        falco_test_tls13:handshake_keys([CH, Bytes], Bytes, fun(x25519) -> Priv end),
     Keys = (C#c.keys)#{{handshake, write} => falco_quic_keys:from_secret(Suite, CHs),
                        {handshake, read} => falco_quic_keys:from_secret(Suite, SHs)},
     C#c{suite = Suite, hs_secret = {HS, CHs}, transcript = [CH, Bytes], keys = Keys};

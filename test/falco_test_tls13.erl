@@ -9,7 +9,7 @@
 -export([creds/1, ssl_server_opts/1, ssl_client_cacerts/1, ssl_client_opts/1,
          client_hello/1, serialize/2, vec_count/1, ch_tree/1,
          ext/2, sni/1, versions/1, groups/1, shares/1, sig_algs/1, alpn/1, psk_modes/1,
-         handshake/2, server_hello/1, run/3]).
+         handshake/2, server_hello/1, handshake_keys/3, run/3]).
 
 -define(S, falco_tls13_server).
 -define(K, falco_tls13_keys).
@@ -125,6 +125,20 @@ server_hello(<<2, Len:24, Body:Len/binary>>) ->
     #{random => Random, session_id => Sid, suite => ?K:suite_from_code(Suite),
       extensions => [{T, B} || <<T:16, L:16, B:L/binary>> <= Exts]}.
 
+%% A client's handshake secrets once the ServerHello SH has come: Messages
+%% is the transcript through SH, in order; PrivFor gives the client's
+%% private key for the group SH chose. #{suite, hash, group, secret (the
+%% handshake secret), client, server (the handshake traffic secrets)}.
+handshake_keys(Messages, SH, PrivFor) ->
+    #{suite := Suite, extensions := Exts} = server_hello(SH),
+    Hash = ?K:suite_hash(Suite),
+    {51, <<Code:16, L:16, ServerPub:L/binary>>} = lists:keyfind(51, 1, Exts),
+    G = falco_tls13_ext:group_from_code(Code),
+    Shared = crypto:compute_key(ecdh, ServerPub, PrivFor(G), G),
+    HS = ?K:handshake_secret(Hash, ?K:early_secret(Hash), Shared),
+    {CHs, SHs} = ?K:handshake_traffic(Hash, HS, crypto:hash(Hash, Messages)),
+    #{suite => Suite, hash => Hash, group => G, secret => HS, client => CHs, server => SHs}.
+
 %% Runs a handshake of a client with ClientOpts (client_hello/1's options
 %% plus `client_groups', the groups it can make shares for, the first used
 %% first) against a new server: {ok, #{server := State, actions := All,
@@ -179,14 +193,10 @@ run2(Server, ClientOpts, Groups, Transcript) ->
     end.
 
 %% Checks the server's flight as a client would and sends the Finished.
-finish(S1, Actions, Transcript, Keys, Hello = #{suite := Suite}, ClientOpts) ->
-    Hash = ?K:suite_hash(Suite),
-    {51, <<Code:16, L:16, ServerPub:L/binary>>} = lists:keyfind(51, 1, maps:get(extensions, Hello)),
-    G = falco_tls13_ext:group_from_code(Code),
-    {G, {_, Priv}} = lists:keyfind(G, 1, Keys),
-    Shared = crypto:compute_key(ecdh, ServerPub, Priv, G),
-    HS = ?K:handshake_secret(Hash, ?K:early_secret(Hash), Shared),
-    {CHs, SHs} = ?K:handshake_traffic(Hash, HS, th(Hash, Transcript)),
+finish(S1, Actions, Transcript = [SH | _], Keys, #{suite := Suite}, ClientOpts) ->
+    PrivFor = fun(Group) -> {Group, {_, Priv}} = lists:keyfind(Group, 1, Keys), Priv end,
+    #{hash := Hash, group := G, secret := HS, client := CHs, server := SHs} =
+        handshake_keys(lists:reverse(Transcript), SH, PrivFor),
     {read_secret, handshake, Suite, CHs} = lists:keyfind(read_secret, 1, Actions),
     [Flight] = [B || {send, handshake, B} <- Actions],
     {T, Chain, Requested} = server_flight(Flight, Transcript, Hash, SHs),
