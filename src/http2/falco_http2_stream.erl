@@ -60,7 +60,7 @@
                trailers = [] :: [{binary(), binary()}]}).
 
 -record(h2s, {conn :: pid(),
-              id :: pos_integer(),
+              id :: non_neg_integer(),
               %% the most response bytes one send puts in the connection's queue
               send_buffer :: pos_integer(),
               max_body :: non_neg_integer(),
@@ -88,7 +88,7 @@
 %% PROXY header) and `body' (the whole request body, when it came with the
 %% request). `{websocket, S, Upgrade}' when the handler upgraded the
 %% stream (RFC 8441): the process goes on as the session.
--spec init(pid(), pos_integer(), map() | {error, falco_errors:reason(), binary() | undefined}, map()) ->
+-spec init(pid(), non_neg_integer(), map() | {error, falco_errors:reason(), binary() | undefined}, map()) ->
           ok | {error, term()} | {websocket, state(), falco_ws_conn:upgrade()}.
 init(Conn, Id, Req0, Ctx = #{max_body := MaxBody, body_timeout := BodyTimeout,
                              send_buffer := SendBuffer}) ->
@@ -329,7 +329,7 @@ switch_protocols(_Status, _Fields, _Upgrade, _S) ->
 
 %% @doc The connection, the stream's id and `h2_send_buffer': what the
 %% stream's tunnel ({@link falco_http2_tunnel}) sends its commands with.
--spec endpoint(state()) -> {pid(), pos_integer(), pos_integer()}.
+-spec endpoint(state()) -> {pid(), non_neg_integer(), pos_integer()}.
 endpoint(#h2s{conn = Conn, id = Id, send_buffer = Max}) ->
     {Conn, Id, Max}.
 

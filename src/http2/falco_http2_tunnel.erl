@@ -47,7 +47,7 @@
 -define(CREDIT, 65536).
 
 -record(tunnel, {conn :: pid(),
-                 id :: pos_integer(),
+                 id :: non_neg_integer(),
                  %% the most bytes sent without an answer
                  send_buffer :: pos_integer(),
                  %% the stream's state, for the sends that wait

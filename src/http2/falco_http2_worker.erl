@@ -23,7 +23,7 @@
 -define(MIN_HEAP, 610).
 
 %% @doc Starts the process for stream `Id' of connection `Conn'.
--spec start(pid(), pos_integer(), map() | {error, falco_errors:reason(), binary() | undefined},
+-spec start(pid(), non_neg_integer(), map() | {error, falco_errors:reason(), binary() | undefined},
             map()) -> pid().
 start(Conn, Id, Req, Ctx) ->
     %% (a pid: no monitor is asked for)
@@ -32,7 +32,7 @@ start(Conn, Id, Req, Ctx) ->
     end.
 
 %% @private
--spec init(pid(), pos_integer(), map() | {error, falco_errors:reason(), binary() | undefined},
+-spec init(pid(), non_neg_integer(), map() | {error, falco_errors:reason(), binary() | undefined},
            map()) -> ok | {error, term()}.
 init(Conn, Id, Req, Ctx) ->
     %% Ctx is not kept for later: it may hold the request's whole body
