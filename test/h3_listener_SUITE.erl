@@ -15,7 +15,9 @@
 -export([all/0, init_per_suite/1, end_per_suite/1, init_per_testcase/2, end_per_testcase/2]).
 -export([udp_on_the_tcp_port/1, several_sockets/1, routes_survive_a_holder/1,
          max_connections_shared/1, draining_refuses/1, alt_svc_h1_h2/1, alt_svc_handler_wins/1,
-         no_alt_svc_without_http3/1, options_refused/1]).
+         no_alt_svc_without_http3/1, options_refused/1, no_connection_module/1,
+         connection_start_fails/1]).
+-export([start_link/2]).
 
 -define(L, falco_test_listener).
 -define(C, falco_test_client).
@@ -25,7 +27,7 @@
 all() ->
     [udp_on_the_tcp_port, several_sockets, routes_survive_a_holder, max_connections_shared,
      draining_refuses, alt_svc_h1_h2, alt_svc_handler_wins, no_alt_svc_without_http3,
-     options_refused].
+     options_refused, no_connection_module, connection_start_fails].
 
 init_per_suite(Config) ->
     ok = ?L:start_tls_app(),
@@ -255,3 +257,26 @@ options_refused(_Config) ->
                  Start(Tls#{h3_alt_svc_max_age => -1})),
     ?assertEqual({error, {unknown_option, h3_nonsense}}, Start(Tls#{h3_nonsense => 1})),
     ?assertEqual({error, not_found}, falco:port(?NAME)).
+
+%% Without a connection module (falco_http3_conn before it lands), the
+%% listener does not start: it would admit clients nothing serves.
+no_connection_module(_Config) ->
+    ?assertMatch({error, {invalid_option, http3, {unavailable, no_such_conn_xyz, _}}},
+                 falco:start_listener(?NAME, ?L:tls(#{handler => fun handler/1, port => 0,
+                                                      ip => {127, 0, 0, 1}, http3 => true,
+                                                      h3_conn_module => no_such_conn_xyz}))),
+    ?assertEqual({error, not_found}, falco:port(?NAME)).
+
+%% A connection that fails to start is a refusal; the holder goes on.
+connection_start_fails(_Config) ->
+    {_, Port} = start(#{h3_conn_module => ?MODULE}),
+    [H] = holders(?NAME),
+    C = client(),
+    send(C, Port, initial(<<9:64>>)),
+    wait(fun() -> maps:get(refused, falco_quic_socket:info(H)) =:= 1 end),
+    ?assertEqual([H], holders(?NAME)),
+    ?assertEqual({ok, 0}, falco:connections(?NAME)).
+
+%% The connection module of connection_start_fails.
+start_link(_Args, _Info) ->
+    error(cannot_start).

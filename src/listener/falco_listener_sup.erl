@@ -234,7 +234,8 @@ http3_sockets_count(_) -> 0.
 %% parameters, a connection's own), from the listener's `tls_opts': its
 %% certificates and keys loaded once, and the client certificates it asks
 %% for, if it does.
-http3_tls(#{http3 := true, tls_opts := TlsOpts}) ->
+http3_tls(#{http3 := true, tls_opts := TlsOpts, h3_conn_module := Mod}) ->
+    ok = conn_module(Mod),
     case falco_tls13_cert:load(TlsOpts) of
         {ok, Credentials} ->
             Verify = proplists:get_value(verify, TlsOpts, verify_none),
@@ -252,6 +253,21 @@ http3_tls(#{http3 := true, tls_opts := TlsOpts}) ->
     end;
 http3_tls(_Conf) ->
     undefined.
+
+%% The QUIC connection process must be there: without it every Initial
+%% would be admitted for nothing (`falco_http3_conn' lands after the
+%% listener side).
+conn_module(Mod) ->
+    case code:ensure_loaded(Mod) =:= {module, Mod}
+        andalso erlang:function_exported(Mod, start_link, 2) of
+        true ->
+            ok;
+        false ->
+            exit({shutdown, {falco_listener,
+                             {invalid_option, http3,
+                              {unavailable, Mod, "this falco has no QUIC connection process yet: "
+                               "leave http3 off"}}}})
+    end.
 
 %% The `alt-svc' field of the listener's HTTP/1.1 and HTTP/2 responses
 %% (RFC 7838 §3): HTTP/3 on the same port, for `h3_alt_svc_max_age' s.

@@ -207,8 +207,8 @@ start_conn(Peer = {Ip, _}, Datagram, Info = #{dcid := Dcid},
            S = #s{socket = Sock, routes = Routes, conn = {Mod, Args}, handshaking = H,
                   by_address = ByAddr, conns = Conns}) ->
     Cell = falco_stats:cell(),
-    case Mod:start_link(Args, Info#{holder => self(), socket => Sock, peer => Peer,
-                                    routes => Routes, datagram => Datagram, cell => Cell}) of
+    case start_link(Mod, Args, Info#{holder => self(), socket => Sock, peer => Peer,
+                                     routes => Routes, datagram => Datagram, cell => Cell}) of
         {ok, Pid} ->
             true = ets:insert(Routes, {Dcid, Pid}),
             Now = erlang:monotonic_time(),
@@ -219,6 +219,13 @@ start_conn(Peer = {Ip, _}, Datagram, Info = #{dcid := Dcid},
         _ ->
             ok = release(S),
             count(refused, S)
+    end.
+
+%% A connection module that fails to start one refuses that client; it
+%% does not take the holder, and the other connections, down.
+start_link(Mod, Args, Info) ->
+    try Mod:start_link(Args, Info)
+    catch Class:Reason -> {error, {Class, Reason}}
     end.
 
 %% A connection slot of the listener's, shared with its TCP acceptors.
