@@ -95,6 +95,7 @@ stop_ours(Name, How) ->
             ok = falco_router:uninstall(Name),
             ok = falco_telemetry:forget(Name),
             ok = falco_stats:forget(Name),
+            ok = falco_pipeline:alt_svc(Name, undefined),
             ok;
         {error, _} ->
             {error, not_found}
@@ -219,7 +220,7 @@ connections(Name) ->
 %% over max_requests_in_flight; `limits': requests refused over a limit
 %% or as malformed; `flood': HTTP/2 connections closed for a flood).
 %% A listener with `http3 => true' adds `http3': its UDP `sockets' and,
-%% summed over them, what {@link falco_quic_socket:info/1} counts
+%% summed over them, what their `falco_quic_socket:info/1' counts
 %% (`started' connections, `connections' open, `handshakes' in progress,
 %% datagrams `routed', `refused', `dropped', `version_negotiation').
 -spec info(atom()) -> {ok, map()} | {error, not_found}.

@@ -169,9 +169,7 @@ validate(Opts) when is_map(Opts) ->
                         [] -> case check_proxy(Conf) =:= ok andalso check_http3(Conf) of
                                   false ->
                                       {error, {conflicting_options, proxy_protocol, transport}};
-                                  {error, _} = Error -> Error;
-                                  {ok, Conf1} -> {ok, Conf1};
-                                  Error -> Error
+                                  Result -> Result
                               end;
                         [{K, V} | _] -> {error, {invalid_option, K, V}}
                     end
