@@ -108,3 +108,29 @@ websocket_over_h3_test() ->
 testing_h3_test() ->
     Handler = fun(Req) -> {200, [], io_lib:format("~p", [falco_req:version(Req)])} end,
     ?assertMatch({200, _, <<"{3,0}">>}, falco_testing:request(Handler, get, "/", #{version => {3, 0}})).
+
+%% The listener's Alt-Svc (falco_pipeline:alt_svc/2) is added to every
+%% response of that listener, falco's error replies too, unless the
+%% handler gives its own; other listeners get none.
+alt_svc_test() ->
+    ok = falco_pipeline:alt_svc(h3_opts_tests, <<"h3=\":4433\"; ma=60">>),
+    try
+        Plain = fun(_) -> {200, [], <<"x">>} end,
+        Own = fun(_) -> {200, [{<<"Alt-Svc">>, <<"clear">>}], <<"x">>} end,
+        Opts = #{listener => h3_opts_tests},
+        {200, F1, _} = falco_testing:request(Plain, get, "/", Opts),
+        ?assertEqual([<<"h3=\":4433\"; ma=60">>], [V || {<<"alt-svc">>, V} <- F1]),
+        {200, F2, _} = falco_testing:request(Own, get, "/", Opts),
+        ?assertEqual([<<"clear">>], [V || {<<"alt-svc">>, V} <- F2]),
+        {200, F3, _} = falco_testing:request(Plain, get, "/", #{listener => other_listener}),
+        ?assertEqual([], [V || {<<"alt-svc">>, V} <- F3]),
+        %% a streamed reply too
+        Stream = fun(_) -> {stream, 200, [], fun(Send) -> Send(<<"s">>) end} end,
+        {200, F4, _} = falco_testing:request(Stream, get, "/", Opts),
+        ?assertEqual([<<"h3=\":4433\"; ma=60">>], [V || {<<"alt-svc">>, V} <- F4])
+    after
+        ok = falco_pipeline:alt_svc(h3_opts_tests, undefined)
+    end,
+    {200, F5, _} = falco_testing:request(fun(_) -> {200, [], <<"x">>} end, get, "/",
+                                         #{listener => h3_opts_tests}),
+    ?assertEqual([], [V || {<<"alt-svc">>, V} <- F5]).

@@ -16,7 +16,7 @@
 -export([udp_on_the_tcp_port/1, several_sockets/1, routes_survive_a_holder/1,
          max_connections_shared/1, draining_refuses/1, alt_svc_h1_h2/1, alt_svc_handler_wins/1,
          no_alt_svc_without_http3/1, options_refused/1, no_connection_module/1,
-         connection_start_fails/1]).
+         connection_start_fails/1, client_certificates/1, credentials_refused/1]).
 -export([start_link/2]).
 
 -define(L, falco_test_listener).
@@ -27,7 +27,8 @@
 all() ->
     [udp_on_the_tcp_port, several_sockets, routes_survive_a_holder, max_connections_shared,
      draining_refuses, alt_svc_h1_h2, alt_svc_handler_wins, no_alt_svc_without_http3,
-     options_refused, no_connection_module, connection_start_fails].
+     options_refused, no_connection_module, connection_start_fails, client_certificates,
+     credentials_refused].
 
 init_per_suite(Config) ->
     ok = ?L:start_tls_app(),
@@ -280,3 +281,28 @@ connection_start_fails(_Config) ->
 %% The connection module of connection_start_fails.
 start_link(_Args, _Info) ->
     error(cannot_start).
+
+%% A listener that asks for client certificates asks for them over QUIC
+%% too: the TLS options of the connection say so, with its trust anchors.
+client_certificates(_Config) ->
+    Server = falco_test_tls:server_opts(),
+    {cert, Der} = lists:keyfind(cert, 1, Server),
+    {_, Port} = start(#{tls_opts => Server ++ [{verify, verify_peer}, {fail_if_no_peer_cert, true},
+                                               {cacerts, [Der]}]}),
+    C = client(),
+    send(C, Port, initial(<<10:64>>)),
+    {Pid, #{args := #{tls := Tls}}} = started(),
+    ?assertMatch(#{verify := verify_peer, fail_if_no_peer_cert := true, trusted := [Der],
+                   credentials := [_], alpn := [<<"h3">>]}, Tls),
+    Pid ! stop.
+
+%% Credentials falco's TLS 1.3 cannot load fail the listener's start.
+credentials_refused(_Config) ->
+    Result = falco:start_listener(?NAME, #{handler => fun handler/1, port => 0,
+                                           ip => {127, 0, 0, 1}, transport => tls, http3 => true,
+                                           h3_conn_module => falco_test_quic_conn,
+                                           tls_opts => [{cert, <<"not a certificate">>},
+                                                        {key, {'ECPrivateKey', <<"junk">>}}]}),
+    ct:log("~p", [Result]),
+    ?assertMatch({error, {invalid_option, tls_opts, {http3, _}}}, Result),
+    ?assertEqual({error, not_found}, falco:port(?NAME)).
