@@ -37,7 +37,7 @@
 %% (`[falco, connection, accepted]', `[falco, connection, closed]', with
 %% `protocol => h3'). The route table outlives a holder (the listener's
 %% supervisor owns it): a holder that starts drops the routes of
-%% connections that are gone.
+%% connections that are gone, or as they go.
 %%
 %% The connection module is given (`conn => {Module, Args}'):
 %% `Module:start_link(Args, Info)' with Info `#{holder, socket, peer,
@@ -148,6 +148,9 @@ handle_info({quic_established, Pid}, S) ->
 handle_info({'EXIT', Pid, Reason}, S = #s{routes = Routes}) ->
     true = ets:match_delete(Routes, {'_', Pid}),
     {noreply, closed(Pid, Reason, handshake_done(Pid, S))};
+handle_info({'DOWN', _, process, Pid, _}, S = #s{routes = Routes}) ->
+    true = ets:match_delete(Routes, {'_', Pid}),
+    {noreply, S};
 handle_info(_Other, S) ->
     {noreply, S}.
 
@@ -157,11 +160,15 @@ terminate(_Reason, #s{socket = Sock}) ->
     _ = gen_udp:close(Sock),
     ok.
 
-%% The routes of connections that are gone (those of a previous holder,
-%% which took its connections with it).
+%% The routes of connections that are gone or going (those of a previous
+%% holder, which takes its connections with it: their exit signals may
+%% still be on their way when this one starts). Every connection in the
+%% table is watched, and one that ends has its routes dropped (another
+%% holder's too, which drops them as well: once at a restart, a monitor
+%% per connection).
 sweep(Routes) ->
-    Gone = lists:usort([Pid || {_, Pid} <- ets:tab2list(Routes), not is_process_alive(Pid)]),
-    lists:foreach(fun(Pid) -> true = ets:match_delete(Routes, {'_', Pid}) end, Gone).
+    Pids = lists:usort([Pid || {_, Pid} <- ets:tab2list(Routes)]),
+    lists:foreach(fun(Pid) -> _ = erlang:monitor(process, Pid) end, Pids).
 
 %% -- datagrams ----------------------------------------------------------------
 
