@@ -76,8 +76,11 @@ dialyzer:
 
 ## FALCO_REQUIRE_TOOLS=1: a missing h2spec, curl, nghttp... fails the run
 ## (bootstrap installed them) instead of skipping those cases.
+## On a failure, scripts/ct_failures names the failed cases last.
 tests:
-	@FALCO_REQUIRE_TOOLS=1 $(REBAR) do eunit --cover, ct --cover
+	@mkdir -p _build && touch _build/.tests_started
+	@FALCO_REQUIRE_TOOLS=1 $(REBAR) do eunit --cover, ct --cover \
+	  || { scripts/ct_failures _build/.tests_started; exit 1; }
 
 cover:
 	@$(REBAR) cover --verbose --min_coverage 90

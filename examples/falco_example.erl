@@ -85,7 +85,14 @@ start_tls(Dir, Opts) ->
                          maps:merge(#{ip => {127, 0, 0, 1}, port => 8443,
                                       routes => routes(), middleware => middleware(),
                                       transport => tls,
-                                      tls_opts => [{certfile, Cert}, {keyfile, Key}]}, Opts)).
+                                      tls_opts => [{certfile, Cert}, {keyfile, Key}],
+                                      http3 => http3_available()}, Opts)).
+
+%% HTTP/3 (UDP on the TLS port, docs/guide/http3.md) once falco has its
+%% connection process: until falco_http3_conn lands, the TLS listener
+%% serves HTTP/2 and HTTP/1.1 only.
+http3_available() ->
+    code:which(falco_http3_conn) =/= non_existing.
 
 self_signed(Dir) ->
     Cert = filename:join(Dir, "example-cert.pem"),
@@ -121,10 +128,13 @@ main() ->
             {ok, Port} = falco:port(falco_example),
             {ok, TlsPort} = falco:port(falco_example_tls),
             io:format("falco example listening on http://127.0.0.1:~b/ (HTTP/1.1, h2c) and~n"
-                      "https://127.0.0.1:~b/ (HTTP/2 and HTTP/1.1, self-signed: curl -k);~n"
+                      "https://127.0.0.1:~b/ (~sHTTP/2 and HTTP/1.1, self-signed: curl -k);~n"
                       "open either in a browser: the index page links every demo~n"
                       "(Ctrl-C to stop)~n",
-                      [Port, TlsPort]),
+                      [Port, TlsPort, case http3_available() of
+                                          true -> "HTTP/3 over UDP, ";
+                                          false -> ""
+                                      end]),
             receive after infinity -> ok end;
         Failed ->
             io:format(standard_error, "falco example failed to start: ~p~n", [Failed]),
@@ -179,9 +189,17 @@ routes() ->
      {<<"/events">>, fun falco_example_files:events/1, ?GET},
      {<<"/ws">>, fun falco_example_ws:upgrade/1, ?GET}].
 
-%% The index page: a link to each demo.
-index(_Req) ->
-    {200, [{<<"content-type">>, <<"text/html; charset=utf-8">>}], ?INDEX}.
+%% The index page: a link to each demo, and the protocol that carried it.
+index(Req) ->
+    [Head, Tail] = binary:split(?INDEX, <<"</h1>\n">>),
+    {200, [{<<"content-type">>, <<"text/html; charset=utf-8">>}],
+     [Head, <<"</h1>\n  <p>This page came over <strong>">>, protocol_name(falco_req:version(Req)),
+      <<"</strong>.</p>\n">>, Tail]}.
+
+protocol_name({1, 0}) -> <<"HTTP/1.0">>;
+protocol_name({1, 1}) -> <<"HTTP/1.1">>;
+protocol_name({2, 0}) -> <<"HTTP/2">>;
+protocol_name({3, 0}) -> <<"HTTP/3">>.
 
 echo(Req) ->
     {ok, Body, _} = falco_req:read_body(Req),

@@ -95,6 +95,7 @@ stop_ours(Name, How) ->
             ok = falco_router:uninstall(Name),
             ok = falco_telemetry:forget(Name),
             ok = falco_stats:forget(Name),
+            ok = falco_pipeline:alt_svc(Name, undefined),
             ok;
         {error, _} ->
             {error, not_found}
@@ -218,6 +219,10 @@ connections(Name) ->
 %% HTTP/2 is a stream of an `h2' connection) and `rejected' (`shed': 503
 %% over max_requests_in_flight; `limits': requests refused over a limit
 %% or as malformed; `flood': HTTP/2 connections closed for a flood).
+%% A listener with `http3 => true' adds `http3': its UDP `sockets' and,
+%% summed over them, what their `falco_quic_socket:info/1' counts
+%% (`started' connections, `connections' open, `handshakes' in progress,
+%% datagrams `routed', `refused', `dropped', `version_negotiation').
 -spec info(atom()) -> {ok, map()} | {error, not_found}.
 info(Name) ->
     case {falco_listener_sup:info(Name), falco_listener_sup:acceptors(Name)} of
@@ -232,7 +237,8 @@ info(Name) ->
                            undefined -> #{};
                            Stats -> falco_stats:info(Stats)
                        end,
-            {ok, Counters#{port => Port,
+            Http3 = http3_info(Name, Counters),
+            {ok, Http3#{port => Port,
                            state => case falco_drain:mode(Flag) of
                                         immediate -> stopping;
                                         Mode -> Mode
@@ -244,6 +250,24 @@ info(Name) ->
                            per_acceptor => [maps:get(connections, S) || S <- States]}};
         _ ->
             {error, not_found}
+    end.
+
+%% The listener's counters, and its UDP sockets' under `http3' if any.
+http3_info(Name, Counters) ->
+    case falco_listener_sup:http3_sockets(Name) of
+        {ok, [_ | _] = Holders} ->
+            Infos = [I || H <- Holders, I <- [quic_socket_info(H)], I =/= none],
+            Keys = [started, connections, handshakes, routed, refused, dropped,
+                    version_negotiation],
+            Sum = maps:from_list([{K, lists:sum([maps:get(K, I, 0) || I <- Infos])} || K <- Keys]),
+            Counters#{http3 => Sum#{sockets => length(Holders)}};
+        _ ->
+            Counters
+    end.
+
+quic_socket_info(H) ->
+    try falco_quic_socket:info(H)
+    catch exit:_ -> none
     end.
 
 acceptor_state(A) ->

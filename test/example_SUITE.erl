@@ -62,6 +62,8 @@ root_hello(Config) ->
     ?assertEqual(<<"text/html; charset=utf-8">>, ?C:header(<<"content-type">>, R)),
     ?assertEqual(integer_to_binary(byte_size(Body)), ?C:header(<<"content-length">>, R)),
     ?assertNotEqual(nomatch, binary:match(Body, <<"href=\"/static/\"">>)),
+    %% the protocol that carried it
+    ?assertNotEqual(nomatch, binary:match(Body, <<"came over <strong>HTTP/1.1</strong>">>)),
     ?assertNotEqual(undefined, ?C:header(<<"date">>, R)).
 
 %% HEAD /: the same fields, no body (RFC 9110 §9.3.2).

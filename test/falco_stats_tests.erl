@@ -9,7 +9,7 @@ in_flight(S) -> maps:get(requests_in_flight, falco_stats:info(S)).
 new_is_zero_test() ->
     S = falco_stats:new(),
     ?assertEqual(#{accepted => 0, requests_in_flight => 0,
-                   connections_by_protocol => #{http1 => 0, h2 => 0, websocket => 0},
+                   connections_by_protocol => #{http1 => 0, h2 => 0, h3 => 0, websocket => 0},
                    rejected => #{shed => 0, rate_limit => 0, limits => 0, flood => 0}},
                  falco_stats:info(S)).
 
@@ -48,7 +48,7 @@ settle_test() ->
     ?assertEqual(3, in_flight(S)),
     ok = falco_stats:settle(S, B),
     ?assertEqual(1, in_flight(S)),
-    ?assertEqual(#{http1 => 1, h2 => 0, websocket => 0},
+    ?assertEqual(#{http1 => 1, h2 => 0, h3 => 0, websocket => 0},
                  maps:get(connections_by_protocol, falco_stats:info(S))),
     %% settling twice gives nothing back twice
     ok = falco_stats:settle(S, B),
@@ -56,7 +56,7 @@ settle_test() ->
     ok = falco_stats:request_end(S, A),
     ok = falco_stats:settle(S, A),
     ?assertEqual(#{accepted => 0, requests_in_flight => 0,
-                   connections_by_protocol => #{http1 => 0, h2 => 0, websocket => 0},
+                   connections_by_protocol => #{http1 => 0, h2 => 0, h3 => 0, websocket => 0},
                    rejected => #{shed => 0, rate_limit => 0, limits => 0, flood => 0}},
                  falco_stats:info(S)).
 
@@ -66,10 +66,10 @@ protocol_switch_test() ->
     C = falco_stats:cell(),
     ok = falco_stats:protocol(S, C, http1),
     ok = falco_stats:protocol(S, C, websocket),
-    ?assertEqual(#{http1 => 0, h2 => 0, websocket => 1},
+    ?assertEqual(#{http1 => 0, h2 => 0, h3 => 0, websocket => 1},
                  maps:get(connections_by_protocol, falco_stats:info(S))),
     ok = falco_stats:settle(S, C),
-    ?assertEqual(#{http1 => 0, h2 => 0, websocket => 0},
+    ?assertEqual(#{http1 => 0, h2 => 0, h3 => 0, websocket => 0},
                  maps:get(connections_by_protocol, falco_stats:info(S))).
 
 accepted_rejected_test() ->

@@ -3,10 +3,16 @@
 %% started (with the holder's Info) and every datagram routed to it, and
 %% does what the test asks: route another CID to itself, report its
 %% handshake done to the holder, answer on the socket, stop.
+%% Also the stand-in of falco_http3_conn for a listener (h3_listener_SUITE).
 -module(falco_test_quic_conn).
 
 -export([start_link/2]).
 
+%% As a listener's connection module (its hidden option `h3_conn_module',
+%% h3_listener_SUITE): Args is the listener's map, given to the test
+%% registered as `h3_listener_test' under `args' in Info.
+start_link(Args, Info) when is_map(Args) ->
+    start_link(whereis(h3_listener_test), Info#{args => Args});
 start_link(Test, Info) ->
     Pid = proc_lib:spawn_link(fun() -> init(Test, Info) end),
     {ok, Pid}.

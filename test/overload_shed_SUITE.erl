@@ -227,7 +227,7 @@ counters_by_protocol(_Config) ->
     {ok, #{status := 413}} = ?C:recv_response(Big),
     ok = ?C:wait_until(fun() ->
                                maps:get(connections_by_protocol, info(Name)) =:=
-                                   #{http1 => 1, h2 => 1, websocket => 1}
+                                   #{http1 => 1, h2 => 1, h3 => 0, websocket => 1}
                        end, 5000),
     Info = info(Name),
     ct:log("~p", [Info]),
@@ -238,7 +238,7 @@ counters_by_protocol(_Config) ->
     ?C:close(Ws),
     ok = ?C:wait_until(fun() ->
                                maps:get(connections_by_protocol, info(Name)) =:=
-                                   #{http1 => 0, h2 => 0, websocket => 0}
+                                   #{http1 => 0, h2 => 0, h3 => 0, websocket => 0}
                        end, 5000).
 
 %% `[falco, request, rejected]' names the limit.

@@ -17,7 +17,7 @@
 %% the bytes its function sent; a streamed reply is complete when its
 %% function returns. A whole-file reply's size is not looked up. A
 %% WebSocket upgrade is complete at the handshake, with the status of a
-%% successful one: 101, or 200 over HTTP/2.
+%% successful one: 101, or 200 over HTTP/2 and HTTP/3.
 %%
 %% @private internal to falco
 -module(falco_outcome).
@@ -96,6 +96,8 @@ counted(Fun, Req, Status, Start, Report) ->
     end.
 
 upgrade_status(#{version := {2, 0}}) -> 200;
+%% RFC 9220: an extended CONNECT over HTTP/3 is answered as over HTTP/2
+upgrade_status(#{version := {3, 0}}) -> 200;
 upgrade_status(_) -> 101.
 
 bytes(none, _Req) -> 0;

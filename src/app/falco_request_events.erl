@@ -51,6 +51,7 @@ request_meta(Req) ->
       req_body_bytes => declared_length(Req)}.
 
 protocol({2, 0}) -> h2;
+protocol({3, 0}) -> h3;
 protocol(_) -> http1.
 
 declared_length(#{body := {length, N}}) -> N;

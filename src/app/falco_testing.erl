@@ -68,7 +68,7 @@
                       peer => {inet:ip_address(), inet:port_number()},
                       bindings => #{atom() => binary() | [binary()]},
                       scheme => http | https,
-                      version => {1, 0} | {1, 1} | {2, 0},
+                      version => {1, 0} | {1, 1} | {2, 0} | {3, 0},
                       listener => atom(),
                       piece => pos_integer(),
                       atom() => term()}.

@@ -14,12 +14,18 @@
 %% §6.5.2 settings we advertise, and the limits of
 %% `falco_http2_machine').
 %%
+%% HTTP/3 (docs/guide/http3.md): `http3 => true' on a TLS listener opens
+%% UDP on the TCP listener's port too (falco_listener_sup); the `h3_*'
+%% options are QUIC's transport parameters and limits ({@link quic/1})
+%% and `h3_alt_svc_max_age' the lifetime of the Alt-Svc advertisement.
+%%
 %% A listener needs either a `handler' or `routes'; this module checks
 %% that one is there and its shape, and `falco_config:validate/1'
 %% (above it, where the router and middleware are) checks the rest.
 -module(falco_opts).
 
--export([validate/1, defaults/0, http1_limits/1, http2_machine/1, websocket_defaults/0]).
+-export([validate/1, defaults/0, http1_limits/1, http2_machine/1, http3_machine/1, quic/1,
+         websocket_defaults/0]).
 
 -type opts() :: #{handler => falco_handler:handler(),
                   routes => falco_router:routes(),
@@ -113,6 +119,30 @@ defaults() ->
       %% is answered 503 with Retry-After: shed_retry_after (seconds).
       max_requests_in_flight => infinity,
       shed_retry_after => 1,
+      %% HTTP/3 over QUIC on the same port, UDP (TLS listeners only)
+      http3 => false,
+      %% ms without a packet before a QUIC connection is closed (RFC 9000
+      %% §10.1, the max_idle_timeout we advertise), and for its handshake
+      h3_idle_timeout => 30000,
+      h3_handshake_timeout => 10000,
+      %% QUIC connections in their handshake at once, per UDP socket and
+      %% per client address: what a spoofed Initial flood can cost
+      h3_max_handshakes => 1000,
+      h3_max_handshakes_per_address => 100,
+      %% UDP sockets on the port (SO_REUSEPORT: the kernel spreads clients)
+      h3_sockets => 1,
+      %% flow control windows (initial_max_data, initial_max_stream_data_*)
+      h3_initial_max_data => 1048576,
+      h3_initial_max_stream_data => 262144,
+      %% streams a client may open: requests, and unidirectional (its
+      %% control and QPACK streams are 3 of those, RFC 9114 §6.2)
+      h3_max_streams_bidi => 100,
+      h3_max_streams_uni => 8,
+      %% the `ma' of the Alt-Svc field advertising HTTP/3, seconds
+      h3_alt_svc_max_age => 86400,
+      %% Internal, for falco's tests: the module of a QUIC connection
+      %% process (`Module:start_link(Args, Info)', falco_quic_socket).
+      h3_conn_module => falco_http3_conn,
       middleware => [],
       router_opts => #{},
       %% falco_telemetry: a fun/3 or {Module, Function} given every event
@@ -136,11 +166,10 @@ validate(Opts) when is_map(Opts) ->
                 _ ->
                     Conf = maps:merge(Defaults, Opts),
                     case [{K, V} || {K, V} <- lists:sort(maps:to_list(Conf)), not valid(K, V)] of
-                        [] -> case check_proxy(Conf) =:= ok andalso check_tls(Conf) of
+                        [] -> case check_proxy(Conf) =:= ok andalso check_http3(Conf) of
                                   false ->
                                       {error, {conflicting_options, proxy_protocol, transport}};
-                                  {ok, Conf1} -> {ok, Conf1};
-                                  Error -> Error
+                                  Result -> Result
                               end;
                         [{K, V} | _] -> {error, {invalid_option, K, V}}
                     end
@@ -158,6 +187,18 @@ validate(Opts) ->
 %% header as `required' or not at all.
 check_proxy(#{proxy_protocol := optional, transport := tls}) -> error;
 check_proxy(_) -> ok.
+
+%% HTTP/3 is QUIC, TLS 1.3 inside: a clear-text listener has no
+%% certificate for it. Several UDP sockets share the port by SO_REUSEPORT.
+check_http3(#{http3 := true, transport := tcp}) ->
+    {error, {invalid_option, http3, needs_transport_tls}};
+check_http3(Conf = #{http3 := true, h3_sockets := N}) when N > 1 ->
+    case falco_transport:reuseport() of
+        unsupported -> {error, {invalid_option, h3_sockets, {N, reuseport_unsupported}}};
+        _ -> check_tls(Conf)
+    end;
+check_http3(Conf) ->
+    check_tls(Conf).
 
 %% A TLS listener needs a certificate and its key. The rest of `tls_opts'
 %% is checked by ssl itself when the listen socket opens (ssl:listen/2 in
@@ -262,6 +303,37 @@ http2_machine(Conf) ->
       %% limits are per 10 s, as cowboy's are)
       flood_window => 10000}.
 
+%% @doc The options of `falco_http3_machine' from a listener's
+%% configuration: its field section limits are the listener's
+%% (`max_header_block', `max_header_count'), the rest fixed here, the one
+%% place of their defaults. `control_stream' (our control stream's ID) and
+%% `grease' (the N of the reserved setting sent) are a connection's own.
+-spec http3_machine(map()) -> #{atom() => term()}.
+http3_machine(Conf) ->
+    #{max_field_section_size => maps:get(max_header_block, Conf),
+      max_header_count => maps:get(max_header_count, Conf),
+      %% a control frame (SETTINGS, GOAWAY...) larger than this is an error
+      max_control_frame => 16384,
+      %% frames of unknown or reserved types a connection may be sent
+      max_ignored_frames => 1000,
+      control_stream => 3,
+      grease => 0}.
+
+%% @doc The QUIC transport parameters and limits of a listener's
+%% configuration (the `h3_' options, without their prefix).
+-spec quic(map()) -> #{idle_timeout := pos_integer(), handshake_timeout := pos_integer(),
+                       max_handshakes := pos_integer(),
+                       max_handshakes_per_address := pos_integer(),
+                       initial_max_data := pos_integer(),
+                       initial_max_stream_data := pos_integer(),
+                       max_streams_bidi := non_neg_integer(),
+                       max_streams_uni := pos_integer()}.
+quic(Conf) ->
+    maps:from_list([{K, maps:get(list_to_atom("h3_" ++ atom_to_list(K)), Conf)}
+                    || K <- [idle_timeout, handshake_timeout, max_handshakes,
+                             max_handshakes_per_address, initial_max_data,
+                             initial_max_stream_data, max_streams_bidi, max_streams_uni]]).
+
 %% @doc The options of a WebSocket handler that it may leave out
 %% (falco_ws_handler; checked by falco_ws_handshake:check_opts/1).
 -spec websocket_defaults() -> #{atom() => term()}.
@@ -283,7 +355,16 @@ valid(handler, F) -> is_function(F, 1);
 valid(port, P) -> is_integer(P) andalso P >= 0 andalso P =< 65535;
 valid(ip, Ip) -> is_tuple(Ip) andalso (tuple_size(Ip) =:= 4 orelse tuple_size(Ip) =:= 8)
                      andalso inet:ntoa(Ip) =/= {error, einval};
-valid(K, B) when K =:= nodelay; K =:= h2_enable_connect_protocol -> is_boolean(B);
+valid(K, B) when K =:= nodelay; K =:= h2_enable_connect_protocol; K =:= http3 -> is_boolean(B);
+%% RFC 9000 §18.2: a varint (2^62 - 1) for windows, 2^60 for stream counts;
+%% RFC 9114 §6.2: a client needs 3 unidirectional streams.
+valid(K, V) when K =:= h3_initial_max_data; K =:= h3_initial_max_stream_data ->
+    is_integer(V) andalso V > 0 andalso V < 1 bsl 62;
+valid(h3_max_streams_bidi, V) -> is_integer(V) andalso V >= 0 andalso V =< 1 bsl 60;
+valid(h3_max_streams_uni, V) -> is_integer(V) andalso V >= 3 andalso V =< 1 bsl 60;
+valid(h3_alt_svc_max_age, V) -> is_integer(V) andalso V >= 0;
+valid(h3_sockets, V) -> is_integer(V) andalso V >= 1 andalso V =< 1024;
+valid(h3_conn_module, V) -> is_atom(V);
 valid(inet_backend, B) -> B =:= socket orelse B =:= inet;
 valid(reuseport, V) -> V =:= false orelse (V =:= true andalso falco_transport:reuseport() =/= unsupported);
 valid(K, V) when K =:= max_connections; K =:= max_keep_alive_requests ->

@@ -23,7 +23,7 @@
 -type req() :: #{method := binary(),
                  path := binary(),
                  qs := binary(),
-                 version := {1, 0} | {1, 1} | {2, 0},
+                 version := {1, 0} | {1, 1} | {2, 0} | {3, 0},
                  headers := [{binary(), binary()}],
                  host := binary(),
                  port := inet:port_number() | undefined,
@@ -48,7 +48,7 @@ path(#{path := P}) -> P.
 qs(#{qs := Q}) -> Q.
 
 %% @doc The protocol version of the request.
--spec version(req()) -> {1, 0} | {1, 1} | {2, 0}.
+-spec version(req()) -> {1, 0} | {1, 1} | {2, 0} | {3, 0}.
 version(#{version := V}) -> V.
 
 %% @doc All header fields in arrival order.

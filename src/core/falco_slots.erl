@@ -18,7 +18,8 @@
 %% @private internal to falco
 -module(falco_slots).
 
--export([new/1, reset/2, claim/3, accepted/2, release/3, connections/1, waiting/1]).
+-export([new/1, reset/2, claim/3, claim_connection/3, accepted/2, release/3, connections/1,
+         waiting/1]).
 
 -opaque slots() :: counters:counters_ref().
 -export_type([slots/0]).
@@ -60,6 +61,27 @@ claim(C, I, Max) ->
             ok = counters:add(C, ?WAITING, 1),
             ok = counters:add(C, ?OWN(I), 1),
             ok = counters:add(C, ?OWN_WAITING(I), 1),
+            true
+    end.
+
+%% @doc Takes a slot for a connection that is there already (a QUIC
+%% connection, whose first datagram came: {@link falco_quic_socket} is its
+%% `I'), if fewer than `Max' connections are open. The processes waiting
+%% in accept are not counted: a TCP acceptor always waits with a slot
+%% taken, and a QUIC client would otherwise never get the one a closed TCP
+%% connection gave back. So the connections may be over `Max' by those of
+%% the waiting processes that accept meanwhile (at most one per acceptor);
+%% no acceptor takes a new slot while they are.
+-spec claim_connection(slots(), pos_integer(), pos_integer() | infinity) -> boolean().
+claim_connection(C, I, Max) ->
+    ok = counters:add(C, ?TOTAL, 1),
+    case counters:get(C, ?TOTAL) - counters:get(C, ?WAITING) > Max of
+        true ->
+            ok = counters:sub(C, ?TOTAL, 1),
+            false;
+        false ->
+            ok = counters:add(C, ?CONNS, 1),
+            ok = counters:add(C, ?OWN(I), 1),
             true
     end.
 

@@ -46,7 +46,8 @@
 -define(LIMITS, 7).
 -define(FLOOD, 8).
 -define(RATE_LIMIT, 9).
--define(SIZE, 9).
+-define(H3, 10).
+-define(SIZE, 10).
 
 %% in a cell
 -define(CELL_IN_FLIGHT, 1).
@@ -91,7 +92,7 @@ accepted(Stats) ->
 
 %% @doc The connection of `Cell' speaks `Protocol' now (it counted under
 %% its former protocol until now, if any).
--spec protocol(stats(), cell(), http1 | h2 | websocket) -> ok.
+-spec protocol(stats(), cell(), http1 | h2 | h3 | websocket) -> ok.
 protocol(Stats, Cell, Protocol) ->
     Ix = protocol_index(Protocol),
     case atomics:exchange(Cell, ?CELL_PROTOCOL, Ix) of
@@ -102,6 +103,7 @@ protocol(Stats, Cell, Protocol) ->
 
 protocol_index(http1) -> ?HTTP1;
 protocol_index(h2) -> ?H2;
+protocol_index(h3) -> ?H3;
 protocol_index(websocket) -> ?WEBSOCKET.
 
 %% @doc Counts a request in on the connection of `Cell', unless that makes
@@ -158,13 +160,14 @@ rejected(Stats, flood) -> counters:add(Stats, ?FLOOD, 1).
 %% @doc What the counters say now.
 -spec info(stats()) -> #{accepted := non_neg_integer(),
                          requests_in_flight := non_neg_integer(),
-                         connections_by_protocol := #{http1 | h2 | websocket => non_neg_integer()},
+                         connections_by_protocol := #{http1 | h2 | h3 | websocket => non_neg_integer()},
                          rejected := #{rejection() => non_neg_integer()}}.
 info(Stats) ->
     G = fun(Ix) -> max(0, counters:get(Stats, Ix)) end,
     #{accepted => G(?ACCEPTED),
       requests_in_flight => G(?IN_FLIGHT),
-      connections_by_protocol => #{http1 => G(?HTTP1), h2 => G(?H2), websocket => G(?WEBSOCKET)},
+      connections_by_protocol => #{http1 => G(?HTTP1), h2 => G(?H2), h3 => G(?H3),
+                                  websocket => G(?WEBSOCKET)},
       rejected => #{shed => G(?SHED), rate_limit => G(?RATE_LIMIT), limits => G(?LIMITS), flood => G(?FLOOD)}}.
 
 %% -- the request in progress -------------------------------------------------

@@ -149,11 +149,12 @@
              out = [] :: [action()]}).
 -opaque state() :: #h3{}.
 
-%% @doc The machine's options and their defaults.
+%% @doc The machine's options and their defaults: those of a listener
+%% with falco's default options ({@link falco_opts:http3_machine/1}, the
+%% one place of them).
 -spec default_opts() -> opts().
 default_opts() ->
-    #{max_field_section_size => 16384, max_header_count => 100, max_control_frame => 16384,
-      max_ignored_frames => 1000, control_stream => 3, grease => 0}.
+    falco_opts:http3_machine(falco_opts:defaults()).
 
 %% @doc A new connection: our control stream and its SETTINGS go out at once
 %% (§6.2.1, §7.2.4.2: nothing received is waited for). `grease' is the N of

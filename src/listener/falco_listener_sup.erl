@@ -20,6 +20,18 @@
 %% giving up) and the listener stops, alone: falco's supervisor does not
 %% restart it ({@link falco:start_listener/2}).
 %%
+%% With `http3 => true' (a TLS listener) the UDP branch comes along
+%% (docs/guide/http3.md): the route table of its QUIC connections is made
+%% and owned here (public, so every UDP socket holder reads and the
+%% connections write it; owned here, so a holder restarted keeps it), and
+%% `h3_sockets' holders ({@link falco_quic_socket}), after the acceptors and before
+%% the guard, bind the listener's ip and the port the TCP socket got. The
+%% TLS credentials of the QUIC handshake are loaded once, here, from
+%% `tls_opts' (a bad one fails the start with `{invalid_option, tls_opts,
+%% Reason}'). QUIC connections take the listener's connection slots as its
+%% TCP ones do, and the responses of HTTP/1.1 and HTTP/2 advertise HTTP/3
+%% with an Alt-Svc field, made here once ({@link falco_pipeline:alt_svc/2}).
+%%
 %% The listener's handler is settled here, once: with `routes' the compiled
 %% router is installed under the listener's name
 %% ({@link falco_router:install_start/2}) and the handler dispatches with
@@ -33,7 +45,7 @@
 -module(falco_listener_sup).
 -behaviour(supervisor).
 
--export([start_link/2, info/1, acceptors/1, drain_flag/1]).
+-export([start_link/2, info/1, acceptors/1, drain_flag/1, http3_sockets/1]).
 -export([init/1, socket_options/1]).
 
 -define(TABLE, falco_listeners).
@@ -111,6 +123,22 @@ acceptors(Name) ->
             Error
     end.
 
+%% @doc The UDP socket holders of a running listener with `http3 => true'
+%% (none without).
+-spec http3_sockets(atom()) -> {ok, [pid()]} | {error, not_found}.
+http3_sockets(Name) ->
+    case row(Name) of
+        {ok, {_, _, _, Sup, _}} ->
+            try
+                {ok, [Pid || {{quic_socket, _}, Pid, _, _} <- supervisor:which_children(Sup),
+                             is_pid(Pid)]}
+            catch
+                exit:_ -> {error, not_found}
+            end;
+        Error ->
+            Error
+    end.
+
 row(Name) ->
     try ets:lookup(?TABLE, Name) of
         [{_, _, _, Sup, _} = Row] ->
@@ -155,10 +183,12 @@ init({Name, Conf0}) ->
     #{port := Port, num_acceptors := N} = Conf,
     SockOpts = socket_options(Conf),
     Kind = maps:get(transport, Conf),
+    Tls3 = http3_tls(Conf),
     case falco_transport:listen(Kind, Port, SockOpts, maps:get(tls_server_opts, Conf, [])) of
         {ok, LSock} ->
             {ok, Actual} = sockport(Kind, LSock),
-            Slots = falco_slots:new(N),
+            %% the UDP socket holders' shares follow the acceptors'
+            Slots = falco_slots:new(N + http3_sockets_count(Conf)),
             Drain = falco_drain:new(maps:get(drain_notice, Conf)),
             true = ets:insert(?TABLE, {Name, Actual, Slots, self(), Drain}),
             Events = falco_telemetry:emitter(Name, Conf),
@@ -169,6 +199,7 @@ init({Name, Conf0}) ->
                           %% how many times the acceptors' supervisor started
                           acceptor_starts => atomics:new(1, [])},
             ok = falco_acceptor:share_conf(Name, Conf1),
+            ok = falco_pipeline:alt_svc(Name, alt_svc(Conf, Actual)),
             %% First child: on shutdown it goes last and closes the socket.
             Holder = #{id => listen_socket,
                        start => {falco_listen_socket, start_link, [Kind, LSock]},
@@ -181,8 +212,9 @@ init({Name, Conf0}) ->
             %% as stopping, so that the acceptors drain and close the socket.
             Guard = #{id => guard, start => {falco_listener_guard, start_link, [Drain]},
                       shutdown => 5000},
+            Quic = quic_sockets(Name, Conf1, Actual, Slots, Tls3),
             {ok, {#{strategy => one_for_one, intensity => 10, period => 10},
-                  [Holder, Acceptors, Guard]}};
+                  [Holder, Acceptors] ++ Quic ++ [Guard]}};
         {error, {tls_opts, Reason}} ->
             %% ssl refused the options: the listener cannot serve anyone.
             %% ({shutdown, _}: an error for the caller, not a crash report)
@@ -192,6 +224,81 @@ init({Name, Conf0}) ->
             %% eacces..., with the address it could not listen on
             exit({shutdown, {falco_listener, {Reason, #{ip => maps:get(ip, Conf), port => Port}}}})
     end.
+
+%% -- HTTP/3 ---------------------------------------------------------------------
+
+http3_sockets_count(#{http3 := true, h3_sockets := H}) -> H;
+http3_sockets_count(_) -> 0.
+
+%% The TLS options of falco_tls13_server:new/1 (without the transport
+%% parameters, a connection's own), from the listener's `tls_opts': its
+%% certificates and keys loaded once, and the client certificates it asks
+%% for, if it does.
+http3_tls(#{http3 := true, tls_opts := TlsOpts, h3_conn_module := Mod}) ->
+    ok = conn_module(Mod),
+    case falco_tls13_cert:load(TlsOpts) of
+        {ok, Credentials} ->
+            Verify = proplists:get_value(verify, TlsOpts, verify_none),
+            Client = case Verify of
+                         verify_peer ->
+                             #{verify => verify_peer,
+                               fail_if_no_peer_cert =>
+                                   proplists:get_value(fail_if_no_peer_cert, TlsOpts, false),
+                               trusted => falco_tls13_cert:trusted(TlsOpts)};
+                         _ -> #{}
+                     end,
+            Client#{credentials => Credentials, alpn => [<<"h3">>]};
+        {error, Reason} ->
+            exit({shutdown, {falco_listener, {invalid_option, tls_opts, {http3, Reason}}}})
+    end;
+http3_tls(_Conf) ->
+    undefined.
+
+%% The QUIC connection process must be there: without it every Initial
+%% would be admitted for nothing (`falco_http3_conn' lands after the
+%% listener side).
+conn_module(Mod) ->
+    case code:ensure_loaded(Mod) =:= {module, Mod}
+        andalso erlang:function_exported(Mod, start_link, 2) of
+        true ->
+            ok;
+        false ->
+            exit({shutdown, {falco_listener,
+                             {invalid_option, http3,
+                              {unavailable, Mod, "this falco has no QUIC connection process yet: "
+                               "leave http3 off"}}}})
+    end.
+
+%% The `alt-svc' field of the listener's HTTP/1.1 and HTTP/2 responses
+%% (RFC 7838 §3): HTTP/3 on the same port, for `h3_alt_svc_max_age' s.
+alt_svc(#{http3 := true, h3_alt_svc_max_age := MaxAge}, Port) ->
+    iolist_to_binary(["h3=\":", integer_to_list(Port), "\"; ma=", integer_to_list(MaxAge)]);
+alt_svc(_Conf, _Port) ->
+    undefined.
+
+%% The UDP socket holders, with the route table they share (made and
+%% owned here: it outlives a holder).
+quic_sockets(Name, Conf = #{http3 := true, h3_sockets := H, num_acceptors := N, ip := Ip,
+                            max_connections := Max, drain := Drain, telemetry := Events,
+                            stats := Stats, handler := Handler},
+             Port, Slots, Tls) ->
+    Routes = ets:new(falco_quic_routes, [set, public, {read_concurrency, true},
+                                          {write_concurrency, true}]),
+    Args = #{listener => Name, handler => Handler, conf => Conf, tls => Tls},
+    Quic = falco_opts:quic(Conf),
+    Draining = fun() -> falco_drain:draining(Drain) orelse falco_drain:stopping(Drain) end,
+    [#{id => {quic_socket, I},
+       start => {falco_quic_socket, start_link,
+                 [#{ip => Ip, port => Port, routes => Routes,
+                    conn => {maps:get(h3_conn_module, Conf), Args},
+                    max_handshakes => maps:get(max_handshakes, Quic),
+                    max_handshakes_per_address => maps:get(max_handshakes_per_address, Quic),
+                    draining => Draining, listener => Name, slots => {Slots, N + I, Max},
+                    stats => Stats, events => Events}]},
+       shutdown => 5000}
+     || I <- lists:seq(1, H)];
+quic_sockets(_Name, _Conf, _Port, _Slots, _Tls) ->
+    [].
 
 sockport(tcp, LSock) -> inet:port(LSock);
 sockport(tls, LSock) ->

@@ -26,6 +26,19 @@
 %% place among the handshakes in progress. Connections send on the socket
 %% themselves (gen_udp allows a non-owner to send).
 %%
+%% A listener's holders share its connection slots with its TCP
+%% acceptors (`slots => {Slots, Index, Max}', {@link falco_slots}: this
+%% holder's own share is `Index', past the acceptors'): an admitted Initial
+%% takes one ({@link falco_slots:claim_connection/3}) before its process
+%% starts, none left is a refusal, and its exit gives it back. The
+%% connection is counted as the listener's TCP connections are
+%% (`stats', {@link falco_stats}: accepted, and open under `h3', its cell
+%% given in Info as `cell') and told to telemetry as they are
+%% (`[falco, connection, accepted]', `[falco, connection, closed]', with
+%% `protocol => h3'). The route table outlives a holder (the listener's
+%% supervisor owns it): a holder that starts drops the routes of
+%% connections that are gone, or as they go.
+%%
 %% The connection module is given (`conn => {Module, Args}'):
 %% `Module:start_link(Args, Info)' with Info `#{holder, socket, peer,
 %% routes, dcid, scid, token, datagram}' returns `{ok, Pid}'.
@@ -49,13 +62,21 @@
             %% connections still in their handshake, and by address
             handshaking = #{} :: #{pid() => inet:ip_address()},
             by_address = #{} :: #{inet:ip_address() => pos_integer()},
-            counts = #{} :: #{atom() => non_neg_integer()}}).
+            counts = #{} :: #{atom() => non_neg_integer()},
+            listener :: atom(),
+            slots :: undefined | {falco_slots:slots(), pos_integer(), pos_integer() | infinity},
+            stats :: undefined | falco_stats:stats(),
+            events = none :: falco_telemetry:emitter(),
+            %% every connection started: since when, its falco_stats cell
+            conns = #{} :: #{pid() => {integer(), falco_stats:cell()}}}).
 
 -type opts() :: #{ip := inet:ip_address(), port := inet:port_number(),
                   routes := ets:tid() | atom(), conn := {module(), term()},
                   active_n => pos_integer(), max_handshakes => non_neg_integer(),
                   max_handshakes_per_address => non_neg_integer(),
-                  draining => fun(() -> boolean()),
+                  draining => fun(() -> boolean()), listener => atom(),
+                  slots => {falco_slots:slots(), pos_integer(), pos_integer() | infinity},
+                  stats => falco_stats:stats(), events => falco_telemetry:emitter(),
                   recbuf => pos_integer(), sndbuf => pos_integer()}.
 
 %% @doc Opens the socket and starts holding it; `{error, Reason}' when the
@@ -66,7 +87,7 @@ start_link(Opts) ->
 
 %% @doc The socket's port and what became of the datagrams so far:
 %% `#{port, routed, started, version_negotiation, refused, dropped,
-%% handshakes}'.
+%% handshakes, connections}' (connections: those started still running).
 -spec info(pid()) -> map().
 info(Pid) ->
     gen_server:call(Pid, info).
@@ -83,21 +104,32 @@ init(Opts = #{ip := Ip, port := Port, routes := Routes, conn := Conn}) ->
         ++ [R || R <- [falco_transport:reuseport()], R =/= unsupported],
     case gen_udp:open(Port, SockOpts) of
         {ok, Sock} ->
+            Slots = maps:get(slots, Opts, undefined),
+            ok = case Slots of
+                     %% what this holder's previous life held went with it
+                     {C, Index, _} -> falco_slots:reset(C, Index);
+                     undefined -> ok
+                 end,
+            ok = sweep(Routes),
             {ok, #s{socket = Sock, routes = Routes, conn = Conn, active = Active,
                     max_handshakes = maps:get(max_handshakes, Opts, 1000),
                     max_per_address = maps:get(max_handshakes_per_address, Opts, 100),
-                    draining = maps:get(draining, Opts, fun() -> false end)}};
+                    draining = maps:get(draining, Opts, fun() -> false end),
+                    listener = maps:get(listener, Opts, undefined), slots = Slots,
+                    stats = maps:get(stats, Opts, undefined),
+                    events = maps:get(events, Opts, none)}};
         {error, Reason} ->
             {stop, Reason}
     end.
 
 %% @private
 -spec handle_call(info, gen_server:from(), #s{}) -> {reply, map(), #s{}}.
-handle_call(info, _From, S = #s{socket = Sock, counts = Counts, handshaking = H}) ->
+handle_call(info, _From, S = #s{socket = Sock, counts = Counts, handshaking = H, conns = C}) ->
     {ok, Port} = inet:port(Sock),
     Zero = maps:from_list([{K, 0} || K <- [routed, started, version_negotiation, refused,
                                             dropped]]),
-    {reply, maps:merge(Zero, Counts#{port => Port, handshakes => map_size(H)}), S}.
+    {reply, maps:merge(Zero, Counts#{port => Port, handshakes => map_size(H),
+                                     connections => map_size(C)}), S}.
 
 %% @private
 -spec handle_cast(term(), #s{}) -> {noreply, #s{}}.
@@ -113,9 +145,12 @@ handle_info({udp_passive, Sock}, S = #s{socket = Sock, active = N}) ->
     {noreply, S};
 handle_info({quic_established, Pid}, S) ->
     {noreply, handshake_done(Pid, S)};
-handle_info({'EXIT', Pid, _}, S = #s{routes = Routes}) ->
+handle_info({'EXIT', Pid, Reason}, S = #s{routes = Routes}) ->
     true = ets:match_delete(Routes, {'_', Pid}),
-    {noreply, handshake_done(Pid, S)};
+    {noreply, closed(Pid, Reason, handshake_done(Pid, S))};
+handle_info({'DOWN', _, process, Pid, _}, S = #s{routes = Routes}) ->
+    true = ets:match_delete(Routes, {'_', Pid}),
+    {noreply, S};
 handle_info(_Other, S) ->
     {noreply, S}.
 
@@ -124,6 +159,16 @@ handle_info(_Other, S) ->
 terminate(_Reason, #s{socket = Sock}) ->
     _ = gen_udp:close(Sock),
     ok.
+
+%% The routes of connections that are gone or going (those of a previous
+%% holder, which takes its connections with it: their exit signals may
+%% still be on their way when this one starts). Every connection in the
+%% table is watched, and one that ends has its routes dropped (another
+%% holder's too, which drops them as well: once at a restart, a monitor
+%% per connection).
+sweep(Routes) ->
+    Pids = lists:usort([Pid || {_, Pid} <- ets:tab2list(Routes)]),
+    lists:foreach(fun(Pid) -> _ = erlang:monitor(process, Pid) end, Pids).
 
 %% -- datagrams ----------------------------------------------------------------
 
@@ -159,17 +204,75 @@ admissible(Ip, #s{handshaking = H, by_address = ByAddr, max_handshakes = Max,
                   max_per_address = MaxAddr, draining = Draining}) ->
     map_size(H) < Max andalso maps:get(Ip, ByAddr, 0) < MaxAddr andalso not Draining().
 
-start(Peer = {Ip, _}, Datagram, Info = #{dcid := Dcid},
-      S = #s{socket = Sock, routes = Routes, conn = {Mod, Args}, handshaking = H,
-             by_address = ByAddr}) ->
-    case Mod:start_link(Args, Info#{holder => self(), socket => Sock, peer => Peer,
-                                    routes => Routes, datagram => Datagram}) of
+start(Peer, Datagram, Info, S) ->
+    case claim(S) of
+        true -> start_conn(Peer, Datagram, Info, S);
+        false -> count(refused, S)
+    end.
+
+start_conn(Peer = {Ip, _}, Datagram, Info = #{dcid := Dcid},
+           S = #s{socket = Sock, routes = Routes, conn = {Mod, Args}, handshaking = H,
+                  by_address = ByAddr, conns = Conns}) ->
+    Cell = falco_stats:cell(),
+    case start_link(Mod, Args, Info#{holder => self(), socket => Sock, peer => Peer,
+                                     routes => Routes, datagram => Datagram, cell => Cell}) of
         {ok, Pid} ->
             true = ets:insert(Routes, {Dcid, Pid}),
+            Now = erlang:monotonic_time(),
+            ok = opened(Pid, Now, Cell, S),
             count(started, S#s{handshaking = H#{Pid => Ip},
-                               by_address = maps:update_with(Ip, fun(N) -> N + 1 end, 1, ByAddr)});
+                               by_address = maps:update_with(Ip, fun(N) -> N + 1 end, 1, ByAddr),
+                               conns = Conns#{Pid => {Now, Cell}}});
         _ ->
+            ok = release(S),
             count(refused, S)
+    end.
+
+%% A connection module that fails to start one refuses that client; it
+%% does not take the holder, and the other connections, down.
+start_link(Mod, Args, Info) ->
+    try Mod:start_link(Args, Info)
+    catch Class:Reason -> {error, {Class, Reason}}
+    end.
+
+%% A connection slot of the listener's, shared with its TCP acceptors.
+claim(#s{slots = undefined}) -> true;
+claim(#s{slots = {Slots, I, Max}}) -> falco_slots:claim_connection(Slots, I, Max).
+
+release(#s{slots = undefined}) -> ok;
+release(#s{slots = {Slots, I, _}}) -> falco_slots:release(Slots, I, connection).
+
+opened(Pid, Now, Cell, #s{stats = Stats, events = E, listener = Name}) ->
+    ok = case Stats of
+             undefined -> ok;
+             _ -> ok = falco_stats:accepted(Stats),
+                  falco_stats:protocol(Stats, Cell, h3)
+         end,
+    falco_telemetry:emit(E, [falco, connection, accepted],
+                         fun() -> {#{monotonic_time => Now, system_time => erlang:system_time()},
+                                   #{listener => Name, pid => Pid, protocol => h3}}
+                         end).
+
+%% A connection process ended: its slot, and what its cell holds, are
+%% given back.
+closed(Pid, Reason, S = #s{conns = Conns, stats = Stats, events = E, listener = Name}) ->
+    case maps:take(Pid, Conns) of
+        {{Since, Cell}, Rest} ->
+            ok = release(S),
+            ok = case Stats of
+                     undefined -> ok;
+                     _ -> falco_stats:settle(Stats, Cell)
+                 end,
+            ok = falco_telemetry:emit(
+                   E, [falco, connection, closed],
+                   fun() ->
+                           Now = erlang:monotonic_time(),
+                           {#{duration => Now - Since, monotonic_time => Now},
+                            #{listener => Name, pid => Pid, reason => Reason, protocol => h3}}
+                   end),
+            S#s{conns = Rest};
+        error ->
+            S
     end.
 
 %% A connection left the handshakes in progress (established, or gone).

@@ -13,8 +13,11 @@
 -module(falco_pipeline).
 
 -export([serve/5, run/4, run/5, precheck/2, error_reply/4, rejected/3, shed/4, check_response/1, check_fields/1,
-         body_size/1]).
+         body_size/1, alt_svc/2]).
 -export_type([checked/0, checked_body/0]).
+
+%% The Alt-Svc field value of a listener's responses, if it serves HTTP/3.
+-define(ALT_SVC(Listener), {?MODULE, alt_svc, Listener}).
 
 %% A response term as check_response/1 accepted it: fields checked and
 %% lowercased (with whether a Date was among them), the full body's size
@@ -107,10 +110,38 @@ error_reply(Reason, Req, Mod, S) ->
     {Status, Fields, Body} = falco_errors:response(Reason),
     ok = rejected(Reason, Status, Req),
     Mod:send_response(Status,
-                      Fields ++ [{<<"content-length">>, integer_to_binary(byte_size(Body))},
-                                 {<<"date">>, falco_clock:date()},
-                                 {<<"connection">>, <<"close">>}],
+                      with_alt_svc(Fields ++ [{<<"content-length">>, integer_to_binary(byte_size(Body))},
+                                              {<<"date">>, falco_clock:date()},
+                                              {<<"connection">>, <<"close">>}], Req),
                       content(Req, Body), S).
+
+%% @doc Sets the Alt-Svc field that every response of listener `Listener'
+%% carries (`undefined': none), unless its handler gives one. Called by the
+%% listener's supervisor when it starts; kept in `persistent_term', read
+%% once per response (RFC 7838: a listener with HTTP/3 advertises it).
+-spec alt_svc(atom(), binary() | undefined) -> ok.
+alt_svc(Listener, undefined) ->
+    _ = persistent_term:erase(?ALT_SVC(Listener)),
+    ok;
+alt_svc(Listener, Value) when is_binary(Value) ->
+    case persistent_term:get(?ALT_SVC(Listener), undefined) of
+        Value -> ok;
+        _ -> persistent_term:put(?ALT_SVC(Listener), Value)
+    end.
+
+%% The listener's Alt-Svc, unless the handler set its own (fields are
+%% lowercased by now).
+with_alt_svc(Fields, #{listener := Listener}) when Listener =/= undefined ->
+    case persistent_term:get(?ALT_SVC(Listener), undefined) of
+        undefined -> Fields;
+        Value ->
+            case lists:keymember(<<"alt-svc">>, 1, Fields) of
+                true -> Fields;
+                false -> [{<<"alt-svc">>, Value} | Fields]
+            end
+    end;
+with_alt_svc(Fields, _Req) ->
+    Fields.
 
 %% @doc Answers a request shed by load shedding (`{max_requests_in_flight,
 %% RetryAfter}', {@link falco_stats}) with falco_errors' 503 and its
@@ -159,9 +190,9 @@ respond(Resp, Req, Mod, S, Who) ->
         not_accepted ->
             error_reply({not_implemented, tunnel_not_accepted}, Req, Mod, S);
         {ok, {full, Status, Fields, HasDate, Body}} ->
-            send_full(Status, with_date(Fields, HasDate), Body, Req, Mod, S);
+            send_full(Status, with_alt_svc(with_date(Fields, HasDate), Req), Body, Req, Mod, S);
         {ok, {stream, Status, Fields, HasDate, Fun}} ->
-            send_stream(Status, with_date(Fields, HasDate), Fun, Req, Mod, S);
+            send_stream(Status, with_alt_svc(with_date(Fields, HasDate), Req), Fun, Req, Mod, S);
         {ok, {websocket, Handler, HState, Opts}} ->
             websocket(Handler, HState, Opts, Req, Mod, S);
         {error, Why} ->

@@ -39,9 +39,10 @@ accept(Req, Opts) ->
         {error, _} = Error -> Error
     end.
 
-check(Req = #{version := {2, 0}}) ->
+check(Req = #{version := V}) when V =:= {2, 0}; V =:= {3, 0} ->
     %% falco_http2_request sets `protocol' only for an extended CONNECT
-    %% with `:protocol websocket' (RFC 8441 §4), presented as a GET.
+    %% with `:protocol websocket' (RFC 8441 §4, over HTTP/3 RFC 9220),
+    %% presented as a GET.
     case maps:get(protocol, Req, undefined) of
         <<"websocket">> -> version(Req, {ok, 200, []});
         _ -> upgrade_required()
