@@ -39,7 +39,8 @@
 -spec get(inet:port_number(), binary(), map()) -> {ok, map()} | {error, term()}.
 get(Port, Path, Opts) ->
     Deadline = erlang:monotonic_time(millisecond) + maps:get(timeout, Opts, 5000),
-    {ok, Sock} = gen_udp:open(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    {ok, Sock} = gen_udp:open(0, [binary, {active, false}, {ip, {127, 0, 0, 1}},
+                                     {recbuf, 4194304}]),
     try
         C0 = start(Sock, Port, maps:get(suites, Opts, [16#1301, 16#1302, 16#1303])),
         case handshake(C0, Deadline) of
@@ -172,9 +173,16 @@ frame(one_rtt, {stream, Id, Off, Fin, Data}, C = #c{streams = S}) ->
             {ok, Ready, R} = falco_quic_reasm:add(Off, Data, R0),
             {ok, Items, Buf} = falco_http3_frame:read(iolist_to_binary(Ready), Buf0),
             Acc = maps:get({items, Id}, S, []) ++ Items,
-            case Fin =:= fin andalso falco_quic_reasm:offset(R) =:= Off + byte_size(Data) of
+            %% the stream is whole once everything up to its final size is
+            %% in, whichever frame came last (a lost piece is sent again
+            %% after the FIN)
+            Final = case Fin of
+                        fin -> Off + byte_size(Data);
+                        nofin -> maps:get({final, Id}, S, undefined)
+                    end,
+            case falco_quic_reasm:offset(R) =:= Final of
                 true -> C#c{streams = S#{Id => {done, Acc}}};
-                false -> C#c{streams = S#{Id => {R, Buf}, {items, Id} => Acc}}
+                false -> C#c{streams = S#{Id => {R, Buf}, {items, Id} => Acc, {final, Id} => Final}}
             end
     end;
 frame(_, _, C) ->

@@ -9,21 +9,19 @@
 %% of every body, trailers, the ALPN and HTTP version) that the cases
 %% assert on. scripts/bootstrap installs all of them (_build/tools).
 %%
-%% The target. falco has no HTTP/3 listener yet, so without
-%% FALCO_H3_TEST_URL the suite is skipped, saying so. With
-%% FALCO_H3_TEST_URL=https://127.0.0.1:PORT it drives the clients against
-%% that server, which must serve handle/1's routes on that loopback port
-%% (GET /hello, GET /bytes/N with "0123456789" repeated and cut at N,
-%% POST /echo with the request's trailers sent back as trailers, GET
-%% /trailers, GET /page); FALCO_H3_TEST_CERT=cert.pem gives its
-%% certificate, whose key Chromium is told to accept (without it the
-%% Chromium case skips). Once falco serves HTTP/3, init_per_suite/1 is to
-%% start a listener with handle/1 instead (falco_h3_target/1).
+%% The target: a falco TLS listener with http3 => true serving handle/1
+%% (falco_h3_target/1). With FALCO_H3_TEST_URL=https://127.0.0.1:PORT the
+%% clients are driven against that server instead, which must serve
+%% handle/1's routes on that loopback port (GET /hello, GET /bytes/N with
+%% "0123456789" repeated and cut at N, /echo with the request's trailers
+%% sent back as trailers, GET /trailers, GET /page);
+%% FALCO_H3_TEST_CERT=cert.pem gives its certificate, whose key Chromium
+%% is told to accept (without it the Chromium case skips).
 %%
 %% Tools: a missing client skips its group, unless FALCO_REQUIRE_TOOLS=1
 %% (as `make test' sets after scripts/bootstrap) makes it a failure; then
 %% every tool is checked in init_per_suite/1, before the target, so a
-%% broken install fails `make test' even while the suite has no target.
+%% broken install fails `make test' before any listener starts.
 -module(h3_clients_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
@@ -85,6 +83,10 @@ init_per_suite(Config) ->
     end.
 
 end_per_suite(Config) ->
+    _ = case ?config(falco_listener, Config) of
+            undefined -> ok;
+            Name -> falco:stop_listener(Name)
+        end,
     Config.
 
 init_per_group(Group, Config) ->
@@ -111,13 +113,25 @@ target(Config) ->
         _ -> falco_h3_target(Config)
     end.
 
-%% falco's own HTTP/3 listener, serving handle/1 with a falco_test_tls
-%% certificate on 127.0.0.1. Not there yet: when it is, start it here and
-%% return [{port, Port}, {spki, spki(CertDer)} | Config].
-falco_h3_target(_Config) ->
-    {skip, "falco has no HTTP/3 listener yet; set FALCO_H3_TEST_URL=https://127.0.0.1:PORT "
-           "(and FALCO_H3_TEST_CERT=cert.pem) to drive these clients against a server "
-           "that serves handle/1's routes"}.
+%% falco's own HTTP/3 listener, serving handle/1 on 127.0.0.1 with a
+%% certificate every client parses: made by make_cert.py with the
+%% cryptography package of the venv (aioquic refuses the ECDSA
+%% certificates OTP's public_key makes: NULL parameters in their
+%% signature algorithm), the script quic_interop_SUITE uses.
+falco_h3_target(Config) ->
+    Priv = ?config(priv_dir, Config),
+    Cert = filename:join(Priv, "cert.pem"),
+    Key = filename:join(Priv, "key.pem"),
+    Script = filename:join([?config(data_dir, Config), "..", "quic_interop_SUITE_data",
+                            "make_cert.py"]),
+    {0, _} = falco_test_run:run(python(), [Script, Cert, Key], #{timeout => 30000}),
+    {ok, _} = application:ensure_all_started(falco),
+    {ok, _} = falco:start_listener(h3_clients, #{ip => {127, 0, 0, 1}, port => 0, transport => tls,
+                                                tls_opts => [{certfile, Cert}, {keyfile, Key}],
+                                                http3 => true,
+                                                handler => fun ?MODULE:handle/1}),
+    {ok, Port} = falco:port(h3_clients),
+    [{port, Port}, {spki, spki_of_pem(Cert)}, {falco_listener, h3_clients} | Config].
 
 external_target(Url, Config) ->
     case uri_string:parse(Url) of

@@ -21,7 +21,7 @@ all() ->
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
     {ok, _} = falco:start_listener(h3_conn, #{ip => {127, 0, 0, 1}, port => 0,
-                                             tls => true,
+                                             transport => tls,
                                              tls_opts => falco_test_tls:server_opts(),
                                              http3 => true, h3_idle_timeout => 2000,
                                              handler => fun ?MODULE:handle/1}),
@@ -34,13 +34,13 @@ end_per_suite(_Config) ->
 
 handle(#{path := <<"/size/", N/binary>>}) ->
     Size = binary_to_integer(N),
-    {200, #{}, binary:part(binary:copy(<<"0123456789">>, Size div 10 + 1), 0, Size)};
+    {200, [], binary:part(binary:copy(<<"0123456789">>, Size div 10 + 1), 0, Size)};
 handle(#{path := <<"/version">>, version := {Major, Minor}}) ->
-    {200, #{}, iolist_to_binary(io_lib:format("~b.~b", [Major, Minor]))};
+    {200, [], iolist_to_binary(io_lib:format("~b.~b", [Major, Minor]))};
 handle(#{path := <<"/echo-path">>, path := Path}) ->
-    {200, #{}, Path};
+    {200, [], Path};
 handle(_) ->
-    {404, #{}, <<"not found">>}.
+    {404, [], <<"not found">>}.
 
 get(Config, Path, Opts) ->
     falco_test_quic_client:get(?config(port, Config), Path, Opts).

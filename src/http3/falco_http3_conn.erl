@@ -68,7 +68,7 @@
 %% @doc Starts the connection for an admitted Initial: `Args' from the
 %% listener (`listener', `handler', `conf', `tls'), `Info' from the
 %% holder (`holder', `socket', `peer', `routes', `dcid', `scid', `token',
-%% `datagram').
+%% `datagram', `cell').
 -spec start_link(map(), map()) -> {ok, pid()}.
 start_link(Args, Info) ->
     {ok, proc_lib:spawn_link(?MODULE, init, [self(), Args, Info])}.
@@ -90,7 +90,8 @@ init(Parent, Args = #{conf := Conf, tls := Tls},
                   send_buffer => maps:get(h2_send_buffer, Conf)},
     C0 = #c{holder = Holder, socket = Sock, routes = Routes, args = Args,
             stream_ctx = StreamCtx, stats = maps:get(stats, Conf, undefined),
-            cell = falco_stats:cell(),
+            %% the holder's cell for this connection (it settles it)
+            cell = maps:get(cell, Info, falco_stats:cell()),
             send_buffer = maps:get(h2_send_buffer, Conf),
             send_timeout = maps:get(send_timeout, Conf),
             max_in_flight = maps:get(max_requests_in_flight, Conf),
