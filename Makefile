@@ -95,6 +95,7 @@ FUZZ_N ?= 100000
 FUZZ_MODS := falco_fuzz_prop falco_http1_prop falco_http2_prop falco_hpack_prop \
              falco_codecs_prop falco_app_prop falco_proxy_protocol_prop falco_ws_prop \
              falco_quic_packet_prop falco_http3_prop falco_quic_frame_prop falco_tls13_prop \
+             falco_quic_machine_prop \
              falco_test_tls13
 fuzz: bootstrap compile
 	@mkdir -p _build/fuzz

@@ -114,6 +114,7 @@ codecs() ->
      {falco_quic_packet, [{falco_quic_packet_prop, prop_parse_fuzz}]},
      {falco_quic_frame, [{falco_quic_frame_prop, prop_parse_fuzz}]},
      {falco_quic_tparams, [{falco_quic_frame_prop, prop_tparams_fuzz}]},
+     {falco_quic_machine, [{falco_quic_machine_prop, prop_datagram_fuzz}]},
      {falco_tls13_msg, [{falco_tls13_prop, prop_client_hello_fuzz}, {falco_tls13_prop, prop_mutated_hello}]}].
 
 %% EUnit's count for a property of Module: 1000 for a fuzz property,

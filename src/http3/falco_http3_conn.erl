@@ -134,6 +134,7 @@ next(C, Parent) ->
         _ -> loop(C, Parent)
     end.
 
+-spec stop(term(), #c{}) -> no_return().
 stop(Reason, C) ->
     kill_streams(C),
     exit(case Reason of

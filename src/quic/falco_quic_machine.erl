@@ -134,12 +134,20 @@ default_quic() ->
 -spec datagram(time(), peer(), binary(), state()) -> {state(), [action()]}.
 datagram(_Now, _Peer, _Bin, Q = #q{phase = Phase}) when Phase =:= closed; Phase =:= draining ->
     {Q, []};
-datagram(_Now, Peer, _Bin, Q = #q{phase = closing, close_packet = Pkt, close_count = N}) ->
-    %% §10.2.1: the close again, ever more rarely
-    Q1 = Q#q{close_count = N + 1},
+datagram(_Now, Peer, Bin, Q = #q{phase = closing, close_packet = Pkt, close_count = N,
+                                  received_bytes = R, sent_bytes = S}) ->
+    %% §10.2.1: the close again, ever more rarely, and within the address
+    %% limit (§8.1) while the address is not validated
+    Q1 = Q#q{close_count = N + 1, received_bytes = R + byte_size(Bin)},
     case (N + 1) band N of
-        0 when Pkt =/= undefined -> {Q1, [{send, Peer, Pkt}]};
-        _ -> {Q1, []}
+        0 when Pkt =/= undefined ->
+            Size = iolist_size(Pkt),
+            case Q#q.validated orelse S + Size =< 3 * (R + byte_size(Bin)) of
+                true -> {Q1#q{sent_bytes = S + Size}, [{send, Peer, Pkt}]};
+                false -> {Q1, []}
+            end;
+        _ ->
+            {Q1, []}
     end;
 datagram(Now, Peer, Bin, Q0 = #q{received_bytes = R}) ->
     Q = Q0#q{received_bytes = R + byte_size(Bin)},
@@ -159,8 +167,8 @@ packets([P | Ps], Now, Peer, Q, Acts) ->
 
 %% The CONNECTION_CLOSE just made, to send (actions are kept newest first
 %% until packets/5 returns).
-close_sent(#q{close_packet = undefined}) -> [];
-close_sent(#q{close_packet = Pkt, peer = Peer}) -> [{send, Peer, Pkt}].
+close_sent(#q{close_packet = Pkt, close_now = true, peer = Peer}) -> [{send, Peer, Pkt}];
+close_sent(_) -> [].
 
 packet(P = #{type := Type}, Now, Peer, Q) ->
     case level(Type) of
@@ -511,7 +519,7 @@ deadline(#q{idle_at = Idle, handshake_at = Hs, loss = L, acks = Acks}) ->
 %% @doc The probe timeout now (RFC 9002 §6.2.1), µs.
 -spec pto(state()) -> pos_integer().
 pto(#q{loss = L, peer_params = P}) ->
-    falco_quic_rtt:pto_period(falco_quic_loss:rtt(L)) + 1000 * peer_param(max_ack_delay, P, 25).
+    round(falco_quic_rtt:pto_period(falco_quic_loss:rtt(L)) + 1000 * peer_param(max_ack_delay, P, 25)).
 
 %% -- closing -----------------------------------------------------------------------
 
@@ -539,8 +547,12 @@ close(Now, Code, Why, Q0) ->
     {Q, close_sent(Q) ++ [{timer, Q#q.close_at}]}.
 
 closing(AppFrame, EarlyFrame, Why, Now, Q0) ->
-    {Pkt, Q} = falco_quic_send:close_packet(AppFrame, EarlyFrame, Q0),
+    {Pkt, Q = #q{sent_bytes = S, received_bytes = R}} =
+        falco_quic_send:close_packet(AppFrame, EarlyFrame, Q0),
+    Size = case Pkt of undefined -> 0; _ -> iolist_size(Pkt) end,
+    Now1 = Pkt =/= undefined andalso (Q#q.validated orelse S + Size =< 3 * R),
     Q#q{phase = closing, close_packet = Pkt, close_count = 0, close_reason = Why,
+        close_now = Now1, sent_bytes = case Now1 of true -> S + Size; false -> S end,
         close_at = Now + 3 * pto(Q)}.
 
 reason(Why) when is_atom(Why) -> atom_to_binary(Why);

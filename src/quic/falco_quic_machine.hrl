@@ -58,6 +58,9 @@
             %% and how many packets came since (§10.2.1)
             close_packet = undefined :: undefined | iodata(),
             close_count = 0 :: non_neg_integer(),
+            %% whether the close just made goes out now (within the address
+            %% limit)
+            close_now = false :: boolean(),
             close_reason = undefined :: term(),
             %% the client's other connection IDs (NEW_CONNECTION_ID)
             peer_cids = #{} :: #{non_neg_integer() => binary()},
