@@ -259,8 +259,17 @@ h3_actions([{close, {Code, _Why}} | _], C = #c{quic = Q0}) ->
     {Q, Acts} = falco_quic_machine:close(now_us(), falco_http3_error:code(Code), <<>>, Q0),
     quic_actions(Acts, C#c{quic = Q}).
 
-forget(Id, C = #c{bodies = Bodies, waiting = Waiting}) ->
-    C#c{bodies = maps:remove(Id, Bodies), waiting = maps:remove(Id, Waiting)}.
+%% A stream's state goes; request body it held and nobody will read is
+%% the client's credit again (else the connection's window would shrink
+%% with every request that ended unread).
+forget(Id, C = #c{bodies = Bodies, waiting = Waiting, quic = Q}) ->
+    Q1 = case Bodies of
+             #{Id := #b{size = Size}} when Size > 0 ->
+                 falco_quic_machine:consumed(Id, Size, now_us(), Q);
+             #{} ->
+                 Q
+         end,
+    C#c{bodies = maps:remove(Id, Bodies), waiting = maps:remove(Id, Waiting), quic = Q1}.
 
 %% -- streams ------------------------------------------------------------------------
 
