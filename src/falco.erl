@@ -134,7 +134,7 @@ drain(Name, Timeout) ->
     end.
 
 drain_now(Name, Timeout) ->
-    case falco_listener_sup:acceptors(Name) of
+    case falco_listener_sup:drain_targets(Name) of
         {ok, Flag, Acceptors} ->
             ok = falco_drain:set(Flag, draining),
             Deadline = falco_transport:deadline(Timeout),

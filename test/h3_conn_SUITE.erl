@@ -13,10 +13,11 @@
 -export([all/0, init_per_suite/1, end_per_suite/1]).
 -export([handle/1]).
 -export([get_each_suite/1, get_sizes/1, connections_in_a_row/1, not_found/1,
-         version_seen/1, connection_ends/1]).
+         version_seen/1, connection_ends/1, drain_finishes_request/1]).
 
 all() ->
-    [get_each_suite, get_sizes, connections_in_a_row, not_found, version_seen, connection_ends].
+    [get_each_suite, get_sizes, connections_in_a_row, not_found, version_seen, connection_ends,
+     drain_finishes_request].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
@@ -37,6 +38,9 @@ handle(#{path := <<"/size/", N/binary>>}) ->
     {200, [], binary:part(binary:copy(<<"0123456789">>, Size div 10 + 1), 0, Size)};
 handle(#{path := <<"/version">>, version := {Major, Minor}}) ->
     {200, [], iolist_to_binary(io_lib:format("~b.~b", [Major, Minor]))};
+handle(#{path := <<"/slow">>}) ->
+    timer:sleep(500),
+    {200, [], <<"slow done">>};
 handle(#{path := <<"/echo-path">>, path := Path}) ->
     {200, [], Path};
 handle(_) ->
@@ -89,3 +93,27 @@ quic_conns() ->
     [P || P <- processes(),
           {dictionary, D} <- [erlang:process_info(P, dictionary)],
           {'$initial_call', {falco_http3_conn, init, 3}} <- [lists:keyfind('$initial_call', 1, D)]].
+
+%% falco:drain/2 (RFC 9114 §5.2): a request in progress on an HTTP/3
+%% connection finishes, the connection is counted and goes (GOAWAY, then
+%% CONNECTION_CLOSE once its request is done), and the drain returns
+%% before its deadline.
+drain_finishes_request(_Config) ->
+    {ok, _} = falco:start_listener(h3_drain, #{ip => {127, 0, 0, 1}, port => 0,
+                                              transport => tls,
+                                              tls_opts => falco_test_tls:server_opts(),
+                                              http3 => true, handler => fun ?MODULE:handle/1}),
+    {ok, Port} = falco:port(h3_drain),
+    Self = self(),
+    spawn_link(fun() -> Self ! {got, falco_test_quic_client:get(Port, <<"/slow">>, #{})} end),
+    timer:sleep(200),
+    T0 = erlang:monotonic_time(millisecond),
+    {ok, Drained} = falco:drain(h3_drain, 5000),
+    Took = erlang:monotonic_time(millisecond) - T0,
+    ct:pal("drain: ~p in ~b ms", [Drained, Took]),
+    receive {got, R} -> ?assertMatch({ok, #{status := 200, body := <<"slow done">>}}, R)
+    after 5000 -> ct:fail(no_response)
+    end,
+    ?assertMatch(#{connections := 1, completed := 1, stopped := 0}, Drained),
+    ?assert(Took < 5000),
+    ?assertEqual({error, not_found}, falco:port(h3_drain)).

@@ -36,6 +36,8 @@
 -export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
 
 -define(CID_LEN, 8).
+%% the least time between a drain's two GOAWAY frames, ms
+-define(GOAWAY_MIN, 50).
 
 -record(b, {buf = [] :: [iodata()],
             size = 0 :: non_neg_integer(),
@@ -63,6 +65,9 @@
             bodies = #{} :: #{non_neg_integer() => #b{}},
             %% streams whose process waits for its data to go out
             waiting = #{} :: #{non_neg_integer() => {{pid(), reference()}, integer()}},
+            %% HTTP/3 is done (H3_NO_ERROR): the connection closes once what
+            %% it sent is acknowledged (and at the latest by its idle timeout)
+            ending = false :: boolean(),
             debug = [] :: [sys:dbg_opt()]}).
 
 %% @doc Starts the connection for an admitted Initial: `Args' from the
@@ -120,15 +125,34 @@ message({'EXIT', Pid, _}, C = #c{pids = Pids}, Parent) when is_map_key(Pid, Pids
     next(flush(stream_exit(Pid, C)), Parent);
 message({'EXIT', Holder, Reason}, C = #c{holder = Holder}, _Parent) ->
     stop(Reason, close(C));
-message({falco_drain, _}, C = #c{h3 = H0}, Parent) when H0 =/= undefined ->
+message({falco_drain, _}, C = #c{h3 = H0, quic = Q}, Parent) when H0 =/= undefined ->
+    %% RFC 9114 §5.2: a GOAWAY with the largest id first, so requests on
+    %% their way are still taken; the one with the next id after a couple
+    %% of PTOs; the connection closes once its requests are done
     {H, Acts} = falco_http3_machine:drain(H0),
+    Ms = erlang:max(?GOAWAY_MIN, 2 * falco_quic_machine:pto(Q) div 1000),
+    _ = erlang:start_timer(Ms, self(), goaway),
+    next(flush(h3_actions(Acts, C#c{h3 = H})), Parent);
+message({falco_drain, _}, C, _Parent) ->
+    %% still in its handshake: nothing to finish
+    stop(normal, close(C));
+message({timeout, _, goaway}, C = #c{h3 = H0}, Parent) ->
+    {H, Acts} = falco_http3_machine:goaway(H0),
     next(flush(h3_actions(Acts, C#c{h3 = H})), Parent);
 message({system, From, Request}, C = #c{debug = Debug}, Parent) ->
     sys:handle_system_msg(Request, From, Parent, ?MODULE, Debug, C);
 message(_, C, Parent) ->
     next(C, Parent).
 
+next(C = #c{ending = true, quic = Q}, Parent) ->
+    case falco_quic_machine:phase(Q) =:= established andalso falco_quic_machine:quiescent(Q) of
+        true -> next(close(C#c{ending = false}), Parent);
+        false -> next_phase(C, Parent)
+    end;
 next(C, Parent) ->
+    next_phase(C, Parent).
+
+next_phase(C, Parent) ->
     case falco_quic_machine:phase(C#c.quic) of
         closed -> stop(normal, C);
         _ -> loop(C, Parent)
@@ -255,6 +279,9 @@ h3_actions([{reset_stream, Id, Code} | Rest], C = #c{quic = Q}) ->
     h3_actions(Rest, C#c{quic = falco_quic_machine:reset(Id, falco_http3_error:code(Code), Q)});
 h3_actions([{stop_sending, Id, Code} | Rest], C = #c{quic = Q}) ->
     h3_actions(Rest, C#c{quic = falco_quic_machine:stop(Id, falco_http3_error:code(Code), Q)});
+h3_actions([{close, {h3_no_error, _}} | _], C) ->
+    %% the end of a graceful shutdown: the last responses go out first
+    C#c{ending = true};
 h3_actions([{close, {Code, _Why}} | _], C = #c{quic = Q0}) ->
     {Q, Acts} = falco_quic_machine:close(now_us(), falco_http3_error:code(Code), <<>>, Q0),
     quic_actions(Acts, C#c{quic = Q}).

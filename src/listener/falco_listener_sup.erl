@@ -45,7 +45,7 @@
 -module(falco_listener_sup).
 -behaviour(supervisor).
 
--export([start_link/2, info/1, acceptors/1, drain_flag/1, http3_sockets/1]).
+-export([start_link/2, info/1, acceptors/1, drain_targets/1, drain_flag/1, http3_sockets/1]).
 -export([init/1, socket_options/1]).
 
 -define(TABLE, falco_listeners).
@@ -102,6 +102,17 @@ drain_flag(Name) ->
     case row(Name) of
         {ok, {_, _, _, _, Drain}} -> {ok, Drain};
         Error -> Error
+    end.
+
+%% @doc What a drain tells of a running listener: its acceptors and its
+%% UDP socket holders (each drains the connections it started and answers
+%% `falco:drain/2' the same way).
+-spec drain_targets(atom()) -> {ok, falco_drain:flag(), [pid()]} | {error, not_found}.
+drain_targets(Name) ->
+    case {acceptors(Name), http3_sockets(Name)} of
+        {{ok, Drain, Acceptors}, {ok, Holders}} -> {ok, Drain, Acceptors ++ Holders};
+        {{ok, Drain, Acceptors}, _} -> {ok, Drain, Acceptors};
+        {Error, _} -> Error
     end.
 
 %% @doc What a drain needs of a running listener: its drain flag and its

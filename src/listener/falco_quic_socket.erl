@@ -68,7 +68,10 @@
             stats :: undefined | falco_stats:stats(),
             events = none :: falco_telemetry:emitter(),
             %% every connection started: since when, its falco_stats cell
-            conns = #{} :: #{pid() => {integer(), falco_stats:cell()}}}).
+            conns = #{} :: #{pid() => {integer(), falco_stats:cell()}},
+            %% falco:drain/2 in progress: whom to answer, with how many
+            %% connections there were, and the deadline's timer
+            drain = undefined :: undefined | {pid(), reference(), non_neg_integer(), reference()}}).
 
 -type opts() :: #{ip := inet:ip_address(), port := inet:port_number(),
                   routes := ets:tid() | atom(), conn := {module(), term()},
@@ -147,7 +150,19 @@ handle_info({quic_established, Pid}, S) ->
     {noreply, handshake_done(Pid, S)};
 handle_info({'EXIT', Pid, Reason}, S = #s{routes = Routes}) ->
     true = ets:match_delete(Routes, {'_', Pid}),
-    {noreply, closed(Pid, Reason, handshake_done(Pid, S))};
+    {noreply, drained(closed(Pid, Reason, handshake_done(Pid, S)))};
+handle_info({falco_drain, From, Ref, Deadline}, S = #s{conns = Conns}) ->
+    %% As an acceptor drains its connections: each is told (HTTP/3's
+    %% GOAWAY, falco_http3_conn), and the answer comes once they are all
+    %% gone, or at the deadline with those left stopped.
+    _ = [Pid ! {falco_drain, self()} || Pid <- maps:keys(Conns)],
+    Timer = erlang:start_timer(falco_transport:remaining(Deadline), self(), drain_deadline),
+    {noreply, drained(S#s{drain = {From, Ref, map_size(Conns), Timer}})};
+handle_info({timeout, Timer, drain_deadline}, S = #s{drain = {From, Ref, Total, Timer},
+                                                     conns = Conns}) ->
+    _ = [exit(Pid, kill) || Pid <- maps:keys(Conns)],
+    From ! {Ref, self(), Total, map_size(Conns)},
+    {noreply, S#s{drain = undefined}};
 handle_info({'DOWN', _, process, Pid, _}, S = #s{routes = Routes}) ->
     true = ets:match_delete(Routes, {'_', Pid}),
     {noreply, S};
@@ -274,6 +289,14 @@ closed(Pid, Reason, S = #s{conns = Conns, stats = Stats, events = E, listener = 
         error ->
             S
     end.
+
+%% A drain whose connections are all gone is answered.
+drained(S = #s{drain = {From, Ref, Total, Timer}, conns = Conns}) when map_size(Conns) =:= 0 ->
+    _ = erlang:cancel_timer(Timer, [{async, true}, {info, false}]),
+    From ! {Ref, self(), Total, 0},
+    S#s{drain = undefined};
+drained(S) ->
+    S.
 
 %% A connection left the handshakes in progress (established, or gone).
 handshake_done(Pid, S = #s{handshaking = H, by_address = ByAddr}) ->

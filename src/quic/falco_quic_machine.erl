@@ -63,7 +63,7 @@
 
 -export([new/2, datagram/4, timeout/2, flush/2]).
 -export([send/4, open_uni/1, reset/3, stop/3, consumed/4, close/4, unsent/2]).
--export([info/1, phase/1, pto/1, idle_restart/2]).
+-export([info/1, phase/1, pto/1, idle_restart/2, quiescent/1]).
 
 -export_type([state/0, action/0]).
 
@@ -608,6 +608,13 @@ unsent(Id, #q{streams = S}) when S =/= undefined ->
     falco_quic_streams:unsent(Id, S);
 unsent(_, _) ->
     closed.
+
+%% @doc Whether everything sent was acknowledged and nothing waits to be
+%% sent: a graceful close may go now without cutting a response short.
+-spec quiescent(state()) -> boolean().
+quiescent(#q{loss = L, streams = S, handshake_done = Done}) ->
+    falco_quic_loss:ack_eliciting_in_flight(L) =:= 0 andalso Done =/= pending
+        andalso (S =:= undefined orelse not falco_quic_streams:pending(S)).
 
 %% @doc The connection's phase.
 -spec phase(state()) -> handshake | established | closing | draining | closed.
