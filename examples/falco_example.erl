@@ -86,13 +86,8 @@ start_tls(Dir, Opts) ->
                                       routes => routes(), middleware => middleware(),
                                       transport => tls,
                                       tls_opts => [{certfile, Cert}, {keyfile, Key}],
-                                      http3 => http3_available()}, Opts)).
-
-%% HTTP/3 (UDP on the TLS port, docs/guide/http3.md) once falco has its
-%% connection process: until falco_http3_conn lands, the TLS listener
-%% serves HTTP/2 and HTTP/1.1 only.
-http3_available() ->
-    code:which(falco_http3_conn) =/= non_existing.
+                                      %% HTTP/3 on UDP, same port (docs/guide/http3.md)
+                                      http3 => true}, Opts)).
 
 self_signed(Dir) ->
     Cert = filename:join(Dir, "example-cert.pem"),
@@ -128,13 +123,10 @@ main() ->
             {ok, Port} = falco:port(falco_example),
             {ok, TlsPort} = falco:port(falco_example_tls),
             io:format("falco example listening on http://127.0.0.1:~b/ (HTTP/1.1, h2c) and~n"
-                      "https://127.0.0.1:~b/ (~sHTTP/2 and HTTP/1.1, self-signed: curl -k);~n"
+                      "https://127.0.0.1:~b/ (HTTP/3 over UDP, HTTP/2 and HTTP/1.1, self-signed: curl -k);~n"
                       "open either in a browser: the index page links every demo~n"
                       "(Ctrl-C to stop)~n",
-                      [Port, TlsPort, case http3_available() of
-                                          true -> "HTTP/3 over UDP, ";
-                                          false -> ""
-                                      end]),
+                      [Port, TlsPort]),
             receive after infinity -> ok end;
         Failed ->
             io:format(standard_error, "falco example failed to start: ~p~n", [Failed]),
