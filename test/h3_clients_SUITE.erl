@@ -31,7 +31,7 @@
          end_per_group/2, init_per_testcase/2, end_per_testcase/2]).
 -export([handle/1]).
 -export([aioquic_get/1, aioquic_download/1, aioquic_post_10mb/1, aioquic_concurrent_100/1,
-         aioquic_trailers/1,
+         aioquic_trailers/1, aioquic_rsa/1,
          curl_get/1, curl_post_10mb/1, curl_concurrent_100/1,
          quicgo_get/1, quicgo_post_10mb/1, quicgo_concurrent_100/1, quicgo_trailers/1,
          gtls_download/1, gtls_loss/1, gtls_migration/1, gtls_nat_rebinding/1,
@@ -47,7 +47,7 @@ all() ->
 
 groups() ->
     [{aioquic, [], [aioquic_get, aioquic_download, aioquic_post_10mb, aioquic_concurrent_100,
-                    aioquic_trailers]},
+                    aioquic_trailers, aioquic_rsa]},
      {curl, [], [curl_get, curl_post_10mb, curl_concurrent_100]},
      {quicgo, [], [quicgo_get, quicgo_post_10mb, quicgo_concurrent_100, quicgo_trailers]},
      {gtlsclient, [], [gtls_download, gtls_loss, gtls_migration, gtls_nat_rebinding,
@@ -254,6 +254,30 @@ bodies(#{<<"responses">> := Rs}, Body) ->
 aioquic_get(Config) ->
     S = h3_ok(aioquic(Config, [url(Config, "/hello")]), #{<<"200">> => 1}),
     bodies(S, <<"hello world">>).
+
+%% RFC 8446 §4.4.3 over QUIC with an RSA certificate (the same certfile and
+%% keyfile options a TLS listener takes): aioquic checks our RSA-PSS
+%% CertificateVerify even with --insecure. A listener of its own; skipped
+%% against an external target.
+aioquic_rsa(Config) ->
+    case ?config(falco_listener, Config) of
+        undefined ->
+            {skip, "an external target: the RSA listener is falco's own"};
+        _ ->
+            Opts = falco_test_tls13:ssl_server_opts(rsa),
+            {ok, _} = falco:start_listener(h3_clients_rsa,
+                                           #{ip => {127, 0, 0, 1}, port => 0, transport => tls,
+                                             tls_opts => [O || O = {K, _} <- Opts, K =/= cacerts],
+                                             http3 => true, handler => fun ?MODULE:handle/1}),
+            {ok, Port} = falco:port(h3_clients_rsa),
+            try
+                S = h3_ok(aioquic(Config, ["https://127.0.0.1:" ++ integer_to_list(Port) ++ "/hello"]),
+                          #{<<"200">> => 1}),
+                bodies(S, <<"hello world">>)
+            after
+                falco:stop_listener(h3_clients_rsa)
+            end
+    end.
 
 aioquic_download(Config) ->
     S = h3_ok(aioquic(Config, [url(Config, "/bytes/1000000")]), #{<<"200">> => 1}),

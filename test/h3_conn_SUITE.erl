@@ -85,6 +85,13 @@ connection_ends(Config) ->
     Before = length(quic_conns()),
     {ok, #{status := 200}} = get(Config, <<"/echo-path">>, #{}),
     ?assert(length(quic_conns()) >= 1),
+    %% the SNI the client's ClientHello carries (falco_test_tls13's), and
+    %% the ALPN
+    States = [S || P <- quic_conns(), S <- [catch sys:get_state(P, 1000)], is_map(S)],
+    ?assert(lists:any(fun(#{quic := #{server_name := N, alpn := A}}) ->
+                              {N, A} =:= {<<"localhost">>, <<"h3">>};
+                         (_) -> false
+                      end, States)),
     timer:sleep(3500),
     ?assertEqual(0, length(quic_conns())),
     ct:pal("connections before ~b, after the idle timeout 0", [Before]).
