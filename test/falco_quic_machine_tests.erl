@@ -127,3 +127,27 @@ probe_test() ->
     {_, Acts2} = ?M:timeout(At, Q1),
     Sent2 = lists:sum([byte_size(D) || D <- datagrams(Acts2)]),
     ?assert(Sent1 + Sent2 =< 3 * byte_size(In)).
+
+%% RFC 8446 §4.1.4 over QUIC: a client offering P-256 without a share
+%% gets a HelloRetryRequest in an Initial, and its second ClientHello
+%% (at the next CRYPTO offset) with a P-256 share a ServerHello.
+p256_through_hello_retry_test() ->
+    {Creds, Dcid} = setup(),
+    {Q0, _} = machine(Creds, Dcid, #{}),
+    Opts = #{groups => [23], transport_params => client_params(), alpn => [<<"h3">>],
+             random => crypto:strong_rand_bytes(32)},
+    CH1 = falco_test_tls13:client_hello(Opts#{shares => []}),
+    {Q1, Acts1} = ?M:datagram(0, ?PEER, initial(Dcid, falco_quic_frame:crypto(0, CH1)), Q0),
+    [<<2, _:24, 3, 3, HrrRandom:32/binary, _/binary>>] =
+        [B || D <- datagrams(Acts1), {crypto, 0, B} <- server_initial_frames(Dcid, D)],
+    ?assertEqual(crypto:hash(sha256, <<"HelloRetryRequest">>), HrrRandom),
+    {Pub, _} = crypto:generate_key(ecdh, secp256r1),
+    CH2 = falco_test_tls13:client_hello(Opts#{shares => [{23, Pub}]}),
+    {Client, _} = falco_quic_keys:initial(Dcid),
+    In2 = iolist_to_binary(falco_quic_packet:protect(
+                             #{type => initial, dcid => Dcid, scid => <<"client01">>, token => <<>>},
+                             1, none, falco_quic_frame:crypto(byte_size(CH1), CH2), Client, 1200)),
+    {_, Acts2} = ?M:datagram(1000, ?PEER, In2, Q1),
+    [<<2, _:24, 3, 3, Random:32/binary, _/binary>>] =
+        [B || D <- datagrams(Acts2), {crypto, _, B = <<2, _/binary>>} <- server_initial_frames(Dcid, D)],
+    ?assertNotEqual(HrrRandom, Random).
