@@ -360,9 +360,11 @@ incomplete_test_() ->
 peer_reset_test_() ->
     {M, _} = ev({stream_data, 0, section(post(5)), nofin}, ready()),
     {M0, []} = ev({stream_open, 0, bidi}, ready()),
-    [?_assertEqual([{reset, 0, {peer_reset, 16#10c}}, {reset_stream, 0, h3_request_cancelled}],
+    %% (the first reset of a window also asks for the window's timer)
+    [?_assertEqual([{timer, reset_window, 10000}, {reset, 0, {peer_reset, 16#10c}},
+                    {reset_stream, 0, h3_request_cancelled}],
                    element(2, ev({stream_reset, 0, 16#10c}, M))),
-     ?_assertEqual([{reset_stream, 0, h3_request_rejected}],
+     ?_assertEqual([{timer, reset_window, 10000}, {reset_stream, 0, h3_request_rejected}],
                    element(2, ev({stream_reset, 0, 16#10c}, M0))),
      ?_assertEqual([{reset, 0, {peer_stop, 16#10c}}, {reset_stream, 0, h3_request_cancelled},
                     {stop_sending, 0, h3_request_cancelled}],
@@ -474,3 +476,25 @@ server_stream_data_test() ->
 
 server_stream_id_test() ->
     ?assertEqual(h3_stream_creation_error, close(element(2, ev({stream_open, 1, bidi}, ready())))).
+
+%% Rapid reset (CVE-2023-44487): past max_resets client resets of request
+%% streams in a window, H3_EXCESSIVE_LOAD; the window's timer starts with
+%% its first reset, and a new window counts from 0.
+rapid_reset_test() ->
+    M0 = ready(#{max_resets => 3, reset_window => 1000}),
+    Reset = fun(Id, M) ->
+                    {M1, _} = ev({stream_data, Id, section(req_get(<<"/">>)), nofin}, M),
+                    ev({stream_reset, Id, 16#10c}, M1)
+            end,
+    {M1, A1} = Reset(0, M0),
+    ?assertEqual([{timer, reset_window, 1000}], [T || T = {timer, _, _} <- A1]),
+    {M2, A2} = Reset(4, M1),
+    {M3, A3} = Reset(8, M2),
+    ?assertEqual({none, none, []}, {close(A2), close(A3), [T || T = {timer, _, _} <- A2 ++ A3]}),
+    {_, A4} = Reset(12, M3),
+    ?assertEqual(h3_excessive_load, close(A4)),
+    %% after the window, three more are allowed again
+    {M5, _} = Reset(12, ?M:reset_window(M3)),
+    {M6, _} = Reset(16, M5),
+    {_, A7} = Reset(20, M6),
+    ?assertEqual(none, close(A7)).

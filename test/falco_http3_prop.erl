@@ -276,4 +276,5 @@ valid_action({reset, Id, _}) -> is_integer(Id);
 valid_action({reset_stream, Id, Code}) -> is_integer(Id) andalso is_integer(falco_http3_error:code(Code));
 valid_action({stop_sending, Id, Code}) -> is_integer(Id) andalso is_integer(falco_http3_error:code(Code));
 valid_action({close, {Code, _}}) -> is_integer(falco_http3_error:code(Code));
+valid_action({timer, reset_window, Ms}) -> is_integer(Ms) andalso Ms > 0;
 valid_action(_) -> false.

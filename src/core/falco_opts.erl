@@ -316,6 +316,9 @@ http3_machine(Conf) ->
       max_control_frame => 16384,
       %% frames of unknown or reserved types a connection may be sent
       max_ignored_frames => 1000,
+      %% rapid reset: the client's stream resets per window, HTTP/2's budget
+      max_resets => maps:get(rst_stream, maps:get(h2_flood_limits, Conf)),
+      reset_window => 10000,
       control_stream => 3,
       grease => 0}.
 

@@ -136,6 +136,8 @@ message({falco_drain, _}, C = #c{h3 = H0, quic = Q}, Parent) when H0 =/= undefin
 message({falco_drain, _}, C, _Parent) ->
     %% still in its handshake: nothing to finish
     stop(normal, close(C));
+message({timeout, _, reset_window}, C = #c{h3 = H}, Parent) when H =/= undefined ->
+    next(C#c{h3 = falco_http3_machine:reset_window(H)}, Parent);
 message({timeout, _, goaway}, C = #c{h3 = H0}, Parent) ->
     {H, Acts} = falco_http3_machine:goaway(H0),
     next(flush(h3_actions(Acts, C#c{h3 = H})), Parent);
@@ -279,6 +281,9 @@ h3_actions([{reset_stream, Id, Code} | Rest], C = #c{quic = Q}) ->
     h3_actions(Rest, C#c{quic = falco_quic_machine:reset(Id, falco_http3_error:code(Code), Q)});
 h3_actions([{stop_sending, Id, Code} | Rest], C = #c{quic = Q}) ->
     h3_actions(Rest, C#c{quic = falco_quic_machine:stop(Id, falco_http3_error:code(Code), Q)});
+h3_actions([{timer, reset_window, Ms} | Rest], C) ->
+    _ = erlang:start_timer(Ms, self(), reset_window),
+    h3_actions(Rest, C);
 h3_actions([{close, {h3_no_error, _}} | _], C) ->
     %% the end of a graceful shutdown: the last responses go out first
     C#c{ending = true};

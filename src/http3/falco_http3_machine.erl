@@ -32,6 +32,8 @@
 %%     code);</li>
 %% <li>`{reset_stream, Id, Code}', `{stop_sending, Id, Code}': QUIC's
 %%     RESET_STREAM and STOP_SENDING, Code a falco_http3_error:code();</li>
+%% <li>`{timer, reset_window, Ms}': call {@link reset_window/1} in Ms
+%%     (the client's first stream reset of a window);</li>
 %% <li>`{close, {Code, Why}}': close the connection with Code (H3_NO_ERROR
 %%     at the end of a graceful shutdown).</li>
 %% </ul>
@@ -72,7 +74,9 @@
 %% `max_control_frame' bytes (longer: H3_EXCESSIVE_LOAD); frames of unknown
 %% type (PRIORITY_UPDATE, GREASE) are never held, and more of them than
 %% `max_ignored_frames' plus 16 per request stream opened is
-%% H3_EXCESSIVE_LOAD.
+%% H3_EXCESSIVE_LOAD, as are more than `max_resets' resets of request
+%% streams by the client in `reset_window' ms (rapid reset: HTTP/2's
+%% `rst_stream' budget of `h2_flood_limits', 500 per 10 s).
 %%
 %% GOAWAY (§5.2): {@link drain/1} sends the largest stream id (2^62 - 4)
 %% so the client opens no more requests; {@link goaway/1} the id of the
@@ -84,7 +88,7 @@
 -module(falco_http3_machine).
 
 -export([new/1, event/2, send_response/5, send_data/4, send_trailers/3, reset_stream/3,
-         drain/1, goaway/1, default_opts/0, peer_settings/1, active_streams/1]).
+         drain/1, goaway/1, default_opts/0, peer_settings/1, active_streams/1, reset_window/1]).
 
 -export_type([state/0, event/0, action/0, opts/0]).
 
@@ -106,11 +110,14 @@
                 | {reset, stream_id(), term()}
                 | {reset_stream, stream_id(), code()}
                 | {stop_sending, stream_id(), code()}
+                | {timer, reset_window, pos_integer()}
                 | {close, {code(), term()}}.
 -type opts() :: #{max_field_section_size => pos_integer(),
                   max_header_count => non_neg_integer(),
                   max_control_frame => pos_integer(),
                   max_ignored_frames => non_neg_integer(),
+                  max_resets => non_neg_integer(),
+                  reset_window => pos_integer(),
                   control_stream => stream_id(),
                   grease => non_neg_integer()}.
 
@@ -144,6 +151,9 @@
              next_uni = 2 :: non_neg_integer(),
              ignored = 0 :: non_neg_integer(),
              ignored_budget :: non_neg_integer(),
+             %% the client's resets of request streams in this window
+             %% (rapid reset, CVE-2023-44487: HTTP/2's rst_stream budget)
+             resets = 0 :: non_neg_integer(),
              goaway :: undefined | stream_id(),
              closing = false :: boolean(),
              out = [] :: [action()]}).
@@ -247,8 +257,9 @@ stream_data_opened(Id, Bin, Fin, M = #h3{streams = S, uni = U})
 stream_data_opened(_, _, _, M) ->
     M.
 
-stream_reset(Id, Code, M = #h3{streams = Streams}) when is_map_key(Id, Streams) ->
+stream_reset(Id, Code, M0 = #h3{streams = Streams}) when is_map_key(Id, Streams) ->
     S = #req{delivered = Delivered} = maps:get(Id, Streams),
+    M = count_reset(M0),
     M1 = case Delivered of
              true -> act({reset_stream, Id, h3_request_cancelled},
                          act({reset, Id, {peer_reset, Code}}, M));
@@ -260,6 +271,22 @@ stream_reset(Id, _, M) ->
         true -> conn_error(h3_closed_critical_stream, critical_stream_reset, M);
         false -> M#h3{uni = maps:remove(Id, M#h3.uni)}
     end.
+
+%% Past `max_resets' resets in a `reset_window' the connection ends with
+%% H3_EXCESSIVE_LOAD; the first of a window asks for the timer that ends
+%% it ({@link reset_window/1}).
+count_reset(M = #h3{resets = N, opts = #{max_resets := Max}}) when N >= Max ->
+    conn_error(h3_excessive_load, rapid_reset, M);
+count_reset(M = #h3{resets = 0, opts = #{reset_window := Ms}}) ->
+    act({timer, reset_window, Ms}, M#h3{resets = 1});
+count_reset(M = #h3{resets = N}) ->
+    M#h3{resets = N + 1}.
+
+%% @doc The `{timer, reset_window, Ms}' the machine asked for passed: a
+%% new window of resets begins.
+-spec reset_window(state()) -> state().
+reset_window(M) ->
+    M#h3{resets = 0}.
 
 stop_sending(Id, _, M = #h3{control = Id}) ->
     conn_error(h3_closed_critical_stream, control_stream_stopped, M);
