@@ -18,7 +18,8 @@
 -export([tp_missing_initial_scid/1, tp_original_dcid/1, tp_preferred_address/1,
          tp_retry_scid/1, tp_stateless_reset_token/1, tp_max_udp_payload_size/1,
          tp_ack_delay_exponent/1, tp_max_ack_delay/1, tls_missing_tparams/1, tls_no_alpn_h3/1,
-         tls_key_update/1,
+         tls_key_update/1, tls_key_update_handshake/1, tls_end_of_early_data/1,
+         stream_unopened_local/1,
          unknown_frame/1, bad_max_streams/1, new_connection_id_empty/1,
          new_connection_id_bad_retire/1, new_token_from_client/1, handshake_done_from_client/1,
          stream_in_initial/1, path_challenge_in_handshake/1, reserved_bits_short/1,
@@ -67,12 +68,13 @@ groups() ->
     [{transport_parameters, [],
       [tp_missing_initial_scid, tp_original_dcid, tp_preferred_address, tp_retry_scid,
        tp_stateless_reset_token, tp_max_udp_payload_size, tp_ack_delay_exponent,
-       tp_max_ack_delay, tls_missing_tparams, tls_no_alpn_h3, tls_key_update]},
+       tp_max_ack_delay, tls_missing_tparams, tls_no_alpn_h3, tls_key_update,
+       tls_key_update_handshake, tls_end_of_early_data]},
      {frames, [],
       [unknown_frame, bad_max_streams, new_connection_id_empty, new_connection_id_bad_retire,
        new_token_from_client, handshake_done_from_client, stream_in_initial,
        path_challenge_in_handshake, reserved_bits_short, reset_stream_send_only,
-       stream_send_only, stop_sending_unopened, max_stream_data_receive_only,
+       stream_send_only, stream_unopened_local, stop_sending_unopened, max_stream_data_receive_only,
        max_stream_data_unopened, stream_limit, streams_blocked_bad, flow_control_large_offset,
        final_size_changed, final_size_reset_below]},
      {http3, [],
@@ -224,6 +226,19 @@ tls_key_update(Config) ->
     ?assertEqual({transport, ?UNEXPECTED_MESSAGE},
                  after_handshake(Config, [falco_quic_frame:crypto(0, KeyUpdate)])).
 
+%% RFC 9001 §6: KeyUpdate in a Handshake packet, after the client's
+%% Finished (offset 36 with TLS_AES_128_GCM_SHA256): unexpected_message.
+tls_key_update_handshake(Config) ->
+    KeyUpdate = falco_quic_frame:crypto(36, <<24, 1:24, 0>>),
+    ?assertEqual({transport, ?UNEXPECTED_MESSAGE},
+                 refused(Config, #{suites => [16#1301], hs_frames => [KeyUpdate]})).
+
+%% RFC 9001 §8.3: a client must not send EndOfEarlyData (unexpected_message).
+tls_end_of_early_data(Config) ->
+    EndOfEarlyData = falco_quic_frame:crypto(36, <<5, 0:24>>),
+    ?assertEqual({transport, ?UNEXPECTED_MESSAGE},
+                 refused(Config, #{suites => [16#1301], hs_frames => [EndOfEarlyData]})).
+
 %% -- frames (RFC 9000 §12.4, §19) ------------------------------------------------
 
 %% §12.4: an unknown frame type (0x20) is FRAME_ENCODING_ERROR.
@@ -287,6 +302,12 @@ reset_stream_send_only(Config) ->
 stream_send_only(Config) ->
     ?assertEqual({transport, ?STREAM_STATE_ERROR},
                  after_handshake(Config, [falco_quic_frame:stream(3, 0, nofin, <<"x">>)])).
+
+%% §19.8: STREAM on a server stream not yet created (our unidirectional 15,
+%% send-only for the client) is STREAM_STATE_ERROR.
+stream_unopened_local(Config) ->
+    ?assertEqual({transport, ?STREAM_STATE_ERROR},
+                 after_handshake(Config, [falco_quic_frame:stream(15, 0, nofin, <<"x">>)])).
 
 %% §19.5: STOP_SENDING for a locally initiated stream not yet created
 %% (our unidirectional 15) is STREAM_STATE_ERROR.
