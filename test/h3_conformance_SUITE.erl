@@ -22,7 +22,7 @@
          stream_unopened_local/1,
          unknown_frame/1, bad_max_streams/1, new_connection_id_empty/1,
          new_connection_id_bad_retire/1, new_token_from_client/1, handshake_done_from_client/1,
-         stream_in_initial/1, path_challenge_in_handshake/1, reserved_bits_short/1,
+         stream_in_initial/1, path_challenge_in_handshake/1, reserved_bits_short/1, no_frames/1,
          reset_stream_send_only/1, stream_send_only/1, stop_sending_unopened/1,
          max_stream_data_receive_only/1, max_stream_data_unopened/1, stream_limit/1,
          streams_blocked_bad/1, flow_control_large_offset/1, final_size_changed/1,
@@ -73,7 +73,7 @@ groups() ->
      {frames, [],
       [unknown_frame, bad_max_streams, new_connection_id_empty, new_connection_id_bad_retire,
        new_token_from_client, handshake_done_from_client, stream_in_initial,
-       path_challenge_in_handshake, reserved_bits_short, reset_stream_send_only,
+       path_challenge_in_handshake, reserved_bits_short, no_frames, reset_stream_send_only,
        stream_send_only, stream_unopened_local, stop_sending_unopened, max_stream_data_receive_only,
        max_stream_data_unopened, stream_limit, streams_blocked_bad, flow_control_large_offset,
        final_size_changed, final_size_reset_below]},
@@ -289,6 +289,18 @@ reserved_bits_short(Config) ->
     S = connect(Config),
     %% the key phase field shifted in covers the two reserved bits (0x18)
     {ok, Packet} = ?C:packet(S, one_rtt, [falco_quic_frame:ping()], #{key_phase => 6}),
+    ok = ?C:send_datagram(S, Packet),
+    ?assertEqual({transport, ?PROTOCOL_VIOLATION}, closed(S)).
+
+%% §12.4: a packet with no frames (an empty payload: a 4-byte packet
+%% number leaves the header protection sample in the tag) is
+%% PROTOCOL_VIOLATION.
+no_frames(Config) ->
+    S = connect(Config),
+    {ok, Packet} = ?C:packet(S, one_rtt, [], #{pn_length => 4}),
+    #{dcid := Dcid} = ?C:info(S),
+    %% first byte, DCID, packet number, the tag alone
+    ?assertEqual(1 + byte_size(Dcid) + 4 + 16, byte_size(Packet)),
     ok = ?C:send_datagram(S, Packet),
     ?assertEqual({transport, ?PROTOCOL_VIOLATION}, closed(S)).
 
