@@ -82,7 +82,9 @@ start(Sock, Port, Opts) ->
 %% no quic_transport_parameters extension), tparams_extra (raw bytes
 %% appended to the parameters), shuffle (N: the ClientHello in N CRYPTO
 %% pieces sent out of order with PINGs, over two Initials and datagrams,
-%% as Chromium does), initial_frames (frames added to the first Initial).
+%% as Chromium does), initial_frames (frames added to the first Initial),
+%% hs_frames (frames put before the client's Finished in its Handshake
+%% packet).
 first_flight(Sock, Port, Opts) ->
     Dcid = crypto:strong_rand_bytes(maps:get(dcid_len, Opts, ?CID_LEN)),
     Scid = crypto:strong_rand_bytes(maps:get(scid_len, Opts, ?CID_LEN)),
@@ -185,7 +187,7 @@ close_conn(C) ->
 %% ACKs what comes (the server's loss detection stays calm) and records
 %% the server's CONNECTION_CLOSE, RESET_STREAM and STOP_SENDING. Opts:
 %% those of first_flight/3 (dcid_len, scid_len, suites, alpn, tparams,
-%% tparams_extra, shuffle, initial_frames), timeout (ms for the handshake,
+%% tparams_extra, shuffle, initial_frames, hs_frames), timeout (ms for the handshake,
 %% default 5000), await (`established', the default: return once our
 %% Finished is sent; `sent': once the first flight is), control (default
 %% true: open our control stream, 2, with an empty SETTINGS right after
