@@ -34,9 +34,9 @@
          aioquic_trailers/1, aioquic_rsa/1,
          curl_get/1, curl_post_10mb/1, curl_concurrent_100/1,
          quicgo_get/1, quicgo_post_10mb/1, quicgo_concurrent_100/1, quicgo_trailers/1,
-         gtls_download/1, gtls_loss/1, gtls_migration/1, gtls_nat_rebinding/1,
+         gtls_download/1, gtls_loss/1, gtls_loss_2/1, gtls_migration/1, gtls_nat_rebinding/1,
          gtls_key_update/1,
-         chromium_h3/1,
+         chromium_h3/1, chromium_h3_form/1,
          h3load_hello/1, h3load_download/1]).
 
 -define(RUN_TIMEOUT, 180000).
@@ -50,9 +50,9 @@ groups() ->
                     aioquic_trailers, aioquic_rsa]},
      {curl, [], [curl_get, curl_post_10mb, curl_concurrent_100]},
      {quicgo, [], [quicgo_get, quicgo_post_10mb, quicgo_concurrent_100, quicgo_trailers]},
-     {gtlsclient, [], [gtls_download, gtls_loss, gtls_migration, gtls_nat_rebinding,
+     {gtlsclient, [], [gtls_download, gtls_loss, gtls_loss_2, gtls_migration, gtls_nat_rebinding,
                        gtls_key_update]},
-     {chromium, [], [chromium_h3]},
+     {chromium, [], [chromium_h3, chromium_h3_form]},
      {h3load, [], [h3load_hello, h3load_download]}].
 
 %% -- tools and target -------------------------------------------------------
@@ -95,7 +95,7 @@ init_per_group(Group, Config) ->
 end_per_group(_, Config) ->
     Config.
 
-init_per_testcase(chromium_h3, Config) ->
+init_per_testcase(Case, Config) when Case =:= chromium_h3; Case =:= chromium_h3_form ->
     case ?config(spki, Config) of
         undefined -> {skip, "no certificate for Chromium's --ignore-certificate-errors-spki-list: "
                             "set FALCO_H3_TEST_CERT to the target's PEM certificate"};
@@ -195,6 +195,16 @@ handle(Req) ->
              end};
         {<<"GET">>, <<"/page">>} ->
             {200, [{<<"content-type">>, <<"text/html">>}], page()};
+        {<<"GET">>, <<"/form">>} ->
+            {200, [{<<"content-type">>, <<"text/html">>}], form()};
+        {<<"POST">>, <<"/form">>} ->
+            %% the form's POST: what came, and over which HTTP
+            {ok, Body, _} = falco_req:read_body(Req),
+            {Major, _} = falco_req:version(Req),
+            {200, [{<<"content-type">>, <<"text/html">>}],
+             iolist_to_binary(["<!doctype html><title>posted</title><body>posted ",
+                               integer_to_list(byte_size(Body)), " bytes over HTTP/",
+                               integer_to_list(Major), "</body>"])};
         _ ->
             {404, [], <<"not found">>}
     end.
@@ -203,6 +213,14 @@ handle(Req) ->
 page() ->
     <<"<!doctype html><title>h3</title><body><script>document.body.textContent = 'proto=' + "
       "performance.getEntriesByType('navigation')[0].nextHopProtocol</script></body>">>.
+
+%% An upload form (multipart, a 100 KB field) that submits itself once
+%% loaded: the browser's POST of it is the next navigation.
+form() ->
+    iolist_to_binary(["<!doctype html><title>form</title><body>"
+                      "<form method=post enctype=multipart/form-data action=/form>"
+                      "<textarea name=t>", pattern(100000), "</textarea></form>"
+                      "<script>document.forms[0].submit()</script></body>"]).
 
 %% "0123456789" repeated, cut at N bytes (the clients' request bodies too).
 pattern(N) ->
@@ -390,6 +408,10 @@ gtls_download(Config) ->
 gtls_loss(Config) ->
     gtls(Config, ["-t", "0.1", "-r", "0.1"], 1000000).
 
+%% 2 % each way, a 1 MB download whole.
+gtls_loss_2(Config) ->
+    gtls(Config, ["-t", "0.02", "-r", "0.02"], 1000000).
+
 %% The client moves to a new local address after 50 ms (a new connection
 %% ID, path validation).
 gtls_migration(Config) ->
@@ -433,20 +455,32 @@ gtls_key_update(Config) ->
 %% page's script writes its navigation entry's nextHopProtocol into the
 %% DOM that --dump-dom prints. No Chromium process is left behind.
 chromium_h3(Config) ->
+    ?assertMatch({match, _}, re:run(chromium(Config, "/page"), "<body>proto=h3</body>")).
+
+%% The upload form posted by the browser (multipart, 100 KB) over HTTP/3:
+%% the page it gets back says what the handler received, and over which
+%% HTTP.
+chromium_h3_form(Config) ->
+    ?assertMatch({match, _}, re:run(chromium(Config, "/form"),
+                                    "<body>posted 1001[0-9][0-9] bytes over HTTP/3</body>")).
+
+%% The DOM headless Chromium ends with at Path, QUIC forced on the origin.
+chromium(Config, Path) ->
     Port = integer_to_list(?config(port, Config)),
-    Profile = filename:join(?config(priv_dir, Config), "chromium-h3-profile"),
+    Profile = filename:join(?config(priv_dir, Config),
+                            "chromium-h3-profile-" ++ integer_to_list(erlang:unique_integer([positive]))),
     Args = ["--headless", "--disable-gpu", "--no-first-run", "--user-data-dir=" ++ Profile,
             "--enable-quic", "--origin-to-force-quic-on=localhost:" ++ Port,
             "--host-resolver-rules=MAP localhost 127.0.0.1",
             "--ignore-certificate-errors-spki-list=" ++ ?config(spki, Config)]
         ++ ["--no-sandbox" || string:trim(os:cmd("id -u")) =:= "0"]
-        ++ ["--dump-dom", "https://localhost:" ++ Port ++ "/page"],
+        ++ ["--dump-dom", "https://localhost:" ++ Port ++ Path],
     {Status, Out} = falco_test_run:run(falco_test_browser:find(), Args, #{timeout => 60000}),
     ct:log("chromium ~p~nexit status ~p~n~ts", [Args, Status, Out]),
     Left = falco_test_browser:processes(#{profile => Profile}),
     [os:cmd("kill -KILL " ++ integer_to_list(P)) || P <- Left],
     ?assertEqual({0, []}, {Status, Left}),
-    ?assertMatch({match, _}, re:run(Out, "<body>proto=h3</body>")).
+    Out.
 
 %% -- h3load --------------------------------------------------------------------
 
