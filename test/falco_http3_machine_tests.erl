@@ -498,3 +498,18 @@ rapid_reset_test() ->
     {M6, _} = Reset(16, M5),
     {_, A7} = Reset(20, M6),
     ?assertEqual(none, close(A7)).
+
+%% RFC 9114 §4.2.2: a response head or trailers larger than the client's
+%% SETTINGS_MAX_FIELD_SECTION_SIZE are not sent; the stream is reset.
+peer_field_section_limit_test() ->
+    {M0, _} = ?M:new(#{}),
+    Control = bin([?F:stream_header(control), ?F:settings(#{max_field_section_size => 100})]),
+    {M1, []} = ev({stream_data, 2, Control, nofin}, M0),
+    {M2, _} = ev({stream_data, 0, section(req_get(<<"/">>)), fin}, M1),
+    {M3, _} = ev({stream_data, 4, section(req_get(<<"/">>)), fin}, M2),
+    %% 50 + 32 for the status: fits; a field of 40 bytes more does not
+    {_, Fits} = ?M:send_response(0, 200, [{<<"x">>, binary:copy(<<"a">>, 10)}], fin, M3),
+    ?assertMatch([{send, 0, _, fin}], Fits),
+    {_, Over} = ?M:send_response(4, 200, [{<<"x">>, binary:copy(<<"a">>, 60)}], fin, M3),
+    ?assertEqual([], [S || S = {send, 4, _, _} <- Over]),
+    ?assertMatch([{reset_stream, 4, h3_internal_error} | _], [R || R = {reset_stream, _, _} <- Over]).

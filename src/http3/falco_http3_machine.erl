@@ -547,7 +547,7 @@ stream_error(S = #req{id = Id, delivered = Delivered}, Code, M) ->
 send_response(Id, Status, Headers, Fin, M) ->
     Fields = [{<<":status">>, integer_to_binary(Status)}
               | falco_http2_request:response_fields(Headers)],
-    send(Id, falco_http3_frame:headers(falco_qpack:encode(Fields)), Fin, M).
+    send_section(Id, Fields, Fin, M).
 
 %% @doc Sends response content on stream `Id' (`fin' ends it).
 -spec send_data(stream_id(), iodata(), fin(), state()) -> {state(), [action()]}.
@@ -560,8 +560,20 @@ send_data(Id, Data, Fin, M) ->
 %% @doc Ends stream `Id' with a trailer section.
 -spec send_trailers(stream_id(), [{binary(), iodata()}], state()) -> {state(), [action()]}.
 send_trailers(Id, Fields, M) ->
-    Block = falco_qpack:encode(falco_http2_request:response_fields(Fields)),
-    send(Id, falco_http3_frame:headers(Block), fin, M).
+    send_section(Id, falco_http2_request:response_fields(Fields), fin, M).
+
+%% §4.2.2: a field section larger than the client's
+%% SETTINGS_MAX_FIELD_SECTION_SIZE (each field's name and value plus 32
+%% bytes) is not sent; the stream is reset (H3_INTERNAL_ERROR) instead,
+%% as the client would refuse it.
+send_section(Id, Fields, Fin, M = #h3{peer_settings = #{max_field_section_size := Max}}) ->
+    Size = lists:sum([byte_size(N) + iolist_size(V) + 32 || {N, V} <- Fields]),
+    case Size > Max of
+        true -> reset_stream(Id, h3_internal_error, M);
+        false -> send(Id, falco_http3_frame:headers(falco_qpack:encode(Fields)), Fin, M)
+    end;
+send_section(Id, Fields, Fin, M) ->
+    send(Id, falco_http3_frame:headers(falco_qpack:encode(Fields)), Fin, M).
 
 send(_, <<>>, nofin, M) ->
     {M, []};
