@@ -142,6 +142,10 @@ initial_flood(_Config) ->
     RuntimeMs = element(1, statistics(runtime)) - R0,
     AllMs = erlang:monotonic_time(millisecond) - W0,
     {MaxProcs, MaxHs, MaxAddr, Samples} = stop_sampler(Sampler),
+    %% nothing left behind: no route, no connection process
+    Routes = element(3, sys:get_state(Holder)),
+    ok = wait_until(fun() -> ets:info(Routes, size) =:= 0 end, 1000),
+    ?assertEqual([], [P || P <- element(2, erlang:process_info(Holder, links)), is_conn(P)]),
     Info = h3_info(h3_bounds),
     %% what came back to the flood's sockets: the address limit, 3x
     Back = lists:sum([drain(S) || S <- Socks]),
@@ -274,6 +278,9 @@ stalled_reader(_Config) ->
     SRef = erlang:monitor(process, Stream),
     {{MaxMem, MaxBins}, MaxCwnd, StreamMs, ConnMs, N} =
         watch(Conn, Stream, CRef, SRef, T0, {{0, 0}, 0, none, none, 0}),
+    %% its routes went with it
+    {ok, [Holder]} = falco_listener_sup:http3_sockets(h3_bounds),
+    ok = wait_until(fun() -> ets:info(element(3, sys:get_state(Holder)), size) =:= 0 end, 1000),
     gen_udp:close(C2#q.sock),
     ct:pal("a client read and acknowledged ~b bytes of ~b and went silent: the connection "
            "and its stream process held at most ~b bytes (heaps and binaries; binaries at most "
