@@ -81,3 +81,17 @@ pacing_test() ->
     C = ?C:new(1200),
     %% 12000 bytes per 100 ms at 1.25: 1200 bytes every 8 ms
     ?assertEqual(8000, ?C:pacing_interval(1200, 100000, C)).
+
+%% The window stops growing at 2 MB, in slow start and in congestion
+%% avoidance: what a connection holds in flight stays bounded.
+window_cap_test() ->
+    C0 = ?C:new(1200),
+    Sent = lists:foldl(fun(_, C) -> ?C:sent(1200, C) end, C0, lists:seq(1, 3000)),
+    Acked = lists:foldl(fun(_, C) -> ?C:acked(1200, 0, C) end, Sent, lists:seq(1, 3000)),
+    ?assertEqual(2097152, ?C:window(Acked)),
+    %% after a loss, congestion avoidance grows it back to the cap, no more
+    Lost = ?C:lost(1200, 1, 2, ?C:sent(1200, Acked)),
+    ?assertEqual(1048576, ?C:window(Lost)),
+    More = lists:foldl(fun(_, C) -> ?C:acked(1200, 10, ?C:sent(1200, C)) end, Lost,
+                       lists:seq(1, 2000000)),
+    ?assertEqual(2097152, ?C:window(More)).

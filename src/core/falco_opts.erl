@@ -50,9 +50,10 @@ defaults() ->
       send_timeout => 30000,
       idle_timeout => 60000,
       %% An idle keep-alive connection (HTTP/1.1 between requests, HTTP/2
-      %% with no stream open, a WebSocket session waiting) hibernates after
-      %% this long with nothing received: a second is past any gap of a
-      %% busy client, so the hot path never pays for a wake-up.
+      %% or HTTP/3 with no stream open, a WebSocket session waiting)
+      %% hibernates after this long with nothing received: a second is
+      %% past any gap of a busy client, so the hot path never pays for a
+      %% wake-up.
       hibernate_after => 1000,
       request_timeout => 10000,
       body_timeout => 30000,

@@ -19,9 +19,13 @@
 %% no more than it. Responses: a full reply is queued at once; larger
 %% pieces (`{data, ..., {Pid, Ref}}') are answered once the stream has less
 %% than `h2_send_buffer' bytes not yet sent, so a stream queues at most
-%% about twice that, and a client that grants no credit for `send_timeout'
-%% gets the stream reset and the handler's send returns
-%% `{error, send_timeout}'.
+%% about twice that, and a client that grants no credit (or acknowledges
+%% nothing) for `send_timeout' gets the stream reset at that deadline and
+%% the handler's send returns `{error, send_timeout}'.
+%%
+%% With no stream process, the connection hibernates after
+%% `hibernate_after' with nothing received, as falco_http2_conn does; the
+%% machine's deadline is a timer message, which wakes it.
 %%
 %% The process traps exits: a stream process that ends before its
 %% response did gets its stream reset (H3_INTERNAL_ERROR); the holder's
@@ -32,7 +36,7 @@
 %% @private internal to falco
 -module(falco_http3_conn).
 
--export([start_link/2, init/3]).
+-export([start_link/2, init/3, loop/2]).
 -export([system_continue/3, system_terminate/4, system_code_change/4, system_get_state/1]).
 
 -define(CID_LEN, 8).
@@ -56,6 +60,8 @@
             send_timeout :: pos_integer(),
             max_in_flight :: pos_integer() | infinity,
             retry_after :: pos_integer(),
+            %% how long an idle connection waits before it hibernates
+            hibernate_after :: timeout(),
             quic :: falco_quic_machine:state(),
             h3 = undefined :: undefined | falco_http3_machine:state(),
             timer = undefined :: undefined | {reference(), integer()},
@@ -101,6 +107,7 @@ init(Parent, Args = #{conf := Conf, tls := Tls},
             send_timeout = maps:get(send_timeout, Conf),
             max_in_flight = maps:get(max_requests_in_flight, Conf),
             retry_after = maps:get(shed_retry_after, Conf),
+            hibernate_after = maps:get(hibernate_after, Conf),
             quic = Q0},
     C1 = quic_actions(Acts0, C0),
     {Q1, Acts1} = falco_quic_machine:datagram(Now, Peer, First, C1#c.quic),
@@ -108,6 +115,27 @@ init(Parent, Args = #{conf := Conf, tls := Tls},
 
 %% -- the loop ---------------------------------------------------------------------
 
+%% @private The loop, also the entry after hibernation. With no stream
+%% process, the connection hibernates after `hibernate_after' with nothing
+%% received (its heap collected and shrunk to its live data, as
+%% falco_http2_conn does); the machine's deadline is a timer, a message
+%% that wakes it, and so are datagrams and `sys'.
+-spec loop(#c{}, pid()) -> no_return().
+loop(C = #c{pids = Pids, hibernate_after = Hib}, Parent) when map_size(Pids) =:= 0 ->
+    receive
+        Msg -> message(Msg, C, Parent)
+    after Hib ->
+        falco_hibernate:sleep(?MODULE, loop, [C, Parent], infinity)
+    end;
+loop(C = #c{waiting = W}, Parent) when map_size(W) > 0 ->
+    %% a send waiting for room fails at its send_timeout even if nothing
+    %% comes meanwhile (a silent client's PTOs back off past it)
+    First = lists:min([Deadline || {_, Deadline} <- maps:values(W)]),
+    receive
+        Msg -> message(Msg, C, Parent)
+    after max(0, First - erlang:monotonic_time(millisecond)) ->
+        next(flush(C), Parent)
+    end;
 loop(C, Parent) ->
     receive
         Msg -> message(Msg, C, Parent)

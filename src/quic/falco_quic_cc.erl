@@ -14,7 +14,11 @@
 %% per round trip. Persistent congestion (§7.6) collapses the window to
 %% the minimum. The window does not grow while the sender is application
 %% or flow-control limited (§7.8), which the caller says with
-%% {@link app_limited/2}. ECN is not handled.
+%% {@link app_limited/2}. ECN is not handled. The window never grows
+%% past 2 MB (`?MAX_WINDOW'): what a connection has in flight, and holds
+%% for retransmission, is bounded whatever a client acknowledges (a
+%% client that acknowledged quickly and then went silent would otherwise
+%% leave its connection holding as much as its window had grown to).
 %%
 %% Pacing (§7.7) is only arithmetic here: {@link pacing_interval/3} is the
 %% gap between two packets of a size at 1.25 × window per smoothed RTT.
@@ -25,6 +29,8 @@
 -export([new/1, sent/2, acked/3, lost/4, persistent_congestion/1, discarded/2,
          app_limited/2, window/1, in_flight/1, ssthresh/1, available/1, can_send/2,
          in_recovery/2, pacing_interval/3]).
+
+-define(MAX_WINDOW, 2097152).
 
 -record(cc, {mds :: pos_integer(),
              window :: pos_integer(),
@@ -57,10 +63,11 @@ acked(Size, SentAt, C0 = #cc{in_flight = F}) ->
     end.
 
 grow(Size, C = #cc{window = W, ssthresh = T}) when T =:= infinity; W < T ->
-    C#cc{window = W + Size};
+    C#cc{window = erlang:max(W, erlang:min(W + Size, ?MAX_WINDOW))};
 grow(Size, C = #cc{window = W, acked = A0, mds = Mds}) ->
     case A0 + Size of
-        A when A >= W -> C#cc{window = W + Mds, acked = A - W};
+        A when A >= W -> C#cc{window = erlang:max(W, erlang:min(W + Mds, ?MAX_WINDOW)),
+                              acked = A - W};
         A -> C#cc{acked = A}
     end.
 
