@@ -169,9 +169,10 @@ initial_flood(_Config) ->
     ?assertEqual(?MAX_ADDR, MaxAddr),
     ?assertEqual(Sent + Tried, Started + maps:get(refused, Info)),
     %% the places freed at the handshake timeout were taken again: more
-    %% than one round of them, but far fewer than the Initials
-    ?assert(Started >= ?MAX_HS),
-    ?assert(Started =< ?MAX_HS * 4),
+    %% than one round of them, but far fewer than the Initials (the GETs
+    %% served meanwhile started connections of their own)
+    ?assert(Started - Served >= ?MAX_HS),
+    ?assert(Started - Served =< ?MAX_HS * 4),
     ?assert(Back =< 3 * 1200 * Started),
     %% a refused Initial costs a lookup; a started one a TLS handshake
     ?assert(UsPer < 1000),
