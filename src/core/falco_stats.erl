@@ -29,7 +29,7 @@
 -module(falco_stats).
 
 -export([new/0, register/2, forget/1, for/1, cell/0, accepted/1, protocol/3,
-         request_start/4, request_end/2, settle/2, rejected/2, info/1,
+         request_start/4, request_end/2, request_done/4, settle/2, rejected/2, info/1,
          mark/1, unmark/0, in_progress/1]).
 
 -opaque stats() :: counters:counters_ref().
@@ -130,6 +130,20 @@ request_start(Stats, Cell, Max, RetryAfter) ->
 request_end(Stats, Cell) ->
     ok = atomics:sub(Cell, ?CELL_IN_FLIGHT, 1),
     counters:sub(Stats, ?IN_FLIGHT, 1).
+
+%% @doc A connection's map of its stream processes counted in flight by
+%% {@link request_start/4}: process `Pid' ended, or no longer runs a
+%% request (a WebSocket tunnel); its request ends if it was counted. The
+%% map without it. One rule for HTTP/2's and HTTP/3's connections.
+-spec request_done(pid(), #{pid() => true}, stats(), cell()) -> #{pid() => true}.
+request_done(Pid, Counted, Stats, Cell) ->
+    case maps:take(Pid, Counted) of
+        {true, Rest} ->
+            ok = request_end(Stats, Cell),
+            Rest;
+        error ->
+            Counted
+    end.
 
 %% @doc The connection of `Cell' ended (its acceptor saw its exit): what
 %% it still held is given back.

@@ -526,13 +526,7 @@ act([{close, Reason} | _], C) ->
 %% tunnel: its request is no longer in flight. The counted map without it,
 %% for the caller's own update of the record.
 uncounted(Pid, #c{counted = Counted, k = #k{stats = Stats, cell = Cell}}) ->
-    case maps:take(Pid, Counted) of
-        {true, Rest} ->
-            ok = falco_stats:request_end(Stats, Cell),
-            Rest;
-        error ->
-            Counted
-    end.
+    falco_stats:request_done(Pid, Counted, Stats, Cell).
 
 %% `[falco, connection, flood]' (falco_telemetry) when a flood budget ended
 %% the connection, with the budget's name.
@@ -557,25 +551,16 @@ cancel(Name, Timers) ->
 %% max_requests_in_flight the stream's process answers 503 instead. `M' is
 %% the machine that started the stream: the record is copied once, for it
 %% and the three maps.
-spawn_stream(Id, Req = #{method := Method}, Body, M,
-             C = #c{k = #k{stats = Stats, cell = Cell, max_in_flight = Max, retry_after = RA},
-                    counted = Counted}) ->
-    case falco_stats:request_start(Stats, Cell, Max, RA) of
-        ok ->
-            Pid = start_stream(Id, Req, Body, C),
-            started(Id, Pid, M, Counted#{Pid => true}, C);
-        {shed, Reason} ->
-            started(Id, start_stream(Id, {error, Reason, Method}, none, C), M, Counted, C)
-    end;
-spawn_stream(Id, Error, _, M, C = #c{counted = Counted}) ->
-    started(Id, start_stream(Id, Error, none, C), M, Counted, C).
-
-start_stream(Id, Req, Body, #c{k = #k{stream_ctx = Ctx0}}) ->
+spawn_stream(Id, Req, Body, M, C = #c{k = #k{stats = Stats, cell = Cell, max_in_flight = Max,
+                                             retry_after = RA, stream_ctx = Ctx0},
+                                      counted = Counted}) ->
     Ctx = case Body of
               none -> Ctx0;
               _ -> Ctx0#{body => Body}
           end,
-    falco_http2_worker:start(self(), Id, Req, Ctx).
+    {Pid, Counted1} = falco_http2_worker:start_counted(self(), Id, Req, Ctx,
+                                                       {Stats, Cell, Max, RA}, Counted),
+    started(Id, Pid, M, Counted1, C).
 
 started(Id, Pid, M, Counted, C = #c{pids = Pids, ids = Ids}) ->
     C#c{machine = M, pids = Pids#{Pid => Id}, ids = Ids#{Id => Pid}, counted = Counted}.

@@ -10,7 +10,7 @@
 %% @private internal to falco
 -module(falco_http2_worker).
 
--export([start/4, init/4]).
+-export([start/4, start_counted/6, init/4]).
 
 %% A stream's first heap, in words. A stream process's data is all live
 %% until it ends, so with the default 233 words its first collection
@@ -30,6 +30,26 @@ start(Conn, Id, Req, Ctx) ->
     case spawn_opt(?MODULE, init, [Conn, Id, Req, Ctx], [link, {min_heap_size, ?MIN_HEAP}]) of
         Pid when is_pid(Pid) -> Pid
     end.
+
+%% @doc Starts stream `Id''s process for a request counted in flight
+%% ({@link falco_stats:request_start/4}) in the connection's map of them,
+%% `Counted', or, over `max_requests_in_flight', for the 503 it gets
+%% instead; an error to answer is not counted. The pid and the map. One
+%% rule for HTTP/2's and HTTP/3's connections.
+-spec start_counted(pid(), non_neg_integer(),
+                    map() | {error, falco_errors:reason(), binary() | undefined}, map(),
+                    {falco_stats:stats(), falco_stats:cell(), pos_integer() | infinity,
+                     pos_integer()}, #{pid() => true}) -> {pid(), #{pid() => true}}.
+start_counted(Conn, Id, Req = #{method := Method}, Ctx, {Stats, Cell, Max, RA}, Counted) ->
+    case falco_stats:request_start(Stats, Cell, Max, RA) of
+        ok ->
+            Pid = start(Conn, Id, Req, Ctx),
+            {Pid, Counted#{Pid => true}};
+        {shed, Reason} ->
+            {start(Conn, Id, {error, Reason, Method}, Ctx), Counted}
+    end;
+start_counted(Conn, Id, Error, Ctx, _, Counted) ->
+    {start(Conn, Id, Error, Ctx), Counted}.
 
 %% @private
 -spec init(pid(), non_neg_integer(), map() | {error, falco_errors:reason(), binary() | undefined},

@@ -335,17 +335,11 @@ forget(Id, C = #c{bodies = Bodies, waiting = Waiting, quic = Q}) ->
 
 %% As falco_http2_conn: counted in flight by the connection, 503 over
 %% max_requests_in_flight.
-spawn_stream(Id, Req = #{method := Method}, C = #c{stats = Stats, cell = Cell,
-                                                   max_in_flight = Max, retry_after = RA,
-                                                   counted = Counted}) when Stats =/= undefined ->
-    case falco_stats:request_start(Stats, Cell, Max, RA) of
-        ok ->
-            Pid = falco_http2_worker:start(self(), Id, Req, C#c.stream_ctx),
-            started(Id, Pid, C#c{counted = Counted#{Pid => true}});
-        {shed, Reason} ->
-            started(Id, falco_http2_worker:start(self(), Id, {error, Reason, Method},
-                                                 C#c.stream_ctx), C)
-    end;
+spawn_stream(Id, Req, C = #c{stats = Stats, cell = Cell, max_in_flight = Max,
+                             retry_after = RA, counted = Counted}) when Stats =/= undefined ->
+    {Pid, Counted1} = falco_http2_worker:start_counted(self(), Id, Req, C#c.stream_ctx,
+                                                       {Stats, Cell, Max, RA}, Counted),
+    started(Id, Pid, C#c{counted = Counted1});
 spawn_stream(Id, Req, C) ->
     started(Id, falco_http2_worker:start(self(), Id, Req, C#c.stream_ctx), C).
 
@@ -353,13 +347,7 @@ started(Id, Pid, C = #c{pids = Pids, ids = Ids, bodies = Bodies}) ->
     C#c{pids = Pids#{Pid => Id}, ids = Ids#{Id => Pid}, bodies = Bodies#{Id => #b{}}}.
 
 uncounted(Pid, #c{counted = Counted, stats = Stats, cell = Cell}) ->
-    case maps:take(Pid, Counted) of
-        {true, Rest} ->
-            ok = falco_stats:request_end(Stats, Cell),
-            Rest;
-        error ->
-            Counted
-    end.
+    falco_stats:request_done(Pid, Counted, Stats, Cell).
 
 stream_exit(Pid, C = #c{pids = Pids, ids = Ids, h3 = H0}) ->
     Id = maps:get(Pid, Pids),
