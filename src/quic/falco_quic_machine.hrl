@@ -40,6 +40,9 @@
             next_pn = #{initial => 0, handshake => 0, application => 0} :: #{level() => non_neg_integer()},
             loss :: falco_quic_loss:loss(),
             streams = undefined :: undefined | falco_quic_streams:streams(),
+            %% when the streams' control frames were last asked for: once
+            %% per flush, not per packet (falco_quic_send)
+            control_at = undefined :: undefined | time(),
             %% the probes a PTO asked for, per space (RFC 9002 §6.2.4)
             probes = #{} :: #{level() => pos_integer()},
             %% RFC 9000 §8.1: bytes received from and sent to an address

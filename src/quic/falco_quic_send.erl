@@ -47,7 +47,7 @@
 %% @doc The datagrams due at `Now'.
 -spec flush(time(), #q{}) -> {#q{}, [{send, term(), iodata()}]}.
 flush(Now, Q0) ->
-    {Q, Sends} = datagrams(Now, Q0, [], 0),
+    {Q, Sends} = datagrams(Now, Q0#q{control_at = undefined}, [], 0),
     {limited(Q), Sends}.
 
 datagrams(_Now, Q, Acc, ?BURST) ->
@@ -213,7 +213,11 @@ eliciting(application, Now, Room, Q0) ->
     {F3, I3, U3, Q3} = stream_data(Room - U1 - U2, Q2),
     {F1 ++ F2 ++ F3, I1 ++ I2 ++ I3, U1 + U2 + U3, Q3}.
 
-%% HANDSHAKE_DONE, PATH_RESPONSE, PATH_CHALLENGE: a few bytes each.
+%% HANDSHAKE_DONE, PATH_RESPONSE, PATH_CHALLENGE: a few bytes each (and
+%% most packets have none: the state is not touched then).
+fixed(_Room, Q = #q{handshake_done = Done, path_responses = [], challenge = Ch})
+  when Done =/= pending, not (is_tuple(Ch) andalso element(2, Ch) =:= false) ->
+    {[], [], 0, Q};
 fixed(Room, Q = #q{handshake_done = Done, path_responses = Rs, challenge = Ch}) when Room >= 32 ->
     {F0, I0} = case Done of
                    pending -> {[falco_quic_frame:handshake_done()], [handshake_done]};
@@ -239,11 +243,14 @@ fixed(_, Q) ->
 
 control(_Now, _Room, Q = #q{streams = undefined}) ->
     {[], [], 0, Q};
+control(Now, _Room, Q = #q{control_at = Now}) ->
+    %% asked already in this flush (what did not fit waits for the next)
+    {[], [], 0, Q};
 control(Now, Room, Q = #q{streams = S0, loss = L}) ->
     Rtt = falco_quic_rtt:smoothed(falco_quic_loss:rtt(L)),
     {Due, S1} = falco_quic_streams:control(Now, Rtt, S0),
     {Frames, Items, Used, S} = fit_control(Due, Room, [], [], 0, S1),
-    {Frames, Items, Used, Q#q{streams = S}}.
+    {Frames, Items, Used, Q#q{streams = S, control_at = Now}}.
 
 fit_control([], _Room, Fs, Is, Used, S) ->
     {lists:reverse(Fs), lists:reverse(Is), Used, S};
