@@ -4,7 +4,8 @@ REBAR ?= rebar3
 EBIN := _build/default/lib/falco/ebin
 export ERL_EPMD_ADDRESS := 127.0.0.1
 
-.PHONY: all compile run test lint xref dialyzer eunit ct cover bench bench-smoke \
+.PHONY: all compile run test lint xref dialyzer eunit ct cover bench bench-smoke bench-h3 \
+        bench-h3-short \
         fuzz soak bootstrap bootstrap-run clean docs docs-check
 
 all: compile
@@ -120,6 +121,15 @@ bench:
 bench-smoke:
 	@bench/run --smoke
 	@bench/run --smoke --protocol h2
+
+## falco's HTTP/3 against its HTTP/2 over TLS (bench/README.md, "HTTP/3"):
+## bench/results-h3.md and .csv. bench-h3-short: one run of 2 s per cell,
+## into _build/bench/h3-short (about a minute).
+bench-h3:
+	@bench/run --h3 $(BENCH_ARGS)
+
+bench-h3-short:
+	@bench/run --h3 --runs 1 --duration 2 --warmup 1 --retries 0 --out _build/bench/h3-short
 
 clean:
 	@$(REBAR) clean

@@ -28,9 +28,23 @@
 //
 //	h3load [-conns 1] [-streams 1] [-duration 10s] [-body-size 0]
 //	       [-expect-sha256 HEX] [-hash=true] [-insecure] https://127.0.0.1:PORT/path
+//
+// -idle: the idle-connection measurement instead of the closed loop.
+// -conns connections each send one request (at most -parallel
+// handshakes at once), then the generator prints
+//
+//	{"event": "open", "opened": 1000, "open_us": 812345}
+//
+// and waits for a line on stdin (or its end, or -hold), with every
+// connection open and silent; then each connection must answer one more
+// request, and the last line is {"ok": true, "opened": N, "alive": N, ...}
+// (exit status 2 unless every connection answered both). -proto h2 makes
+// the connections HTTP/2 over TLS (Go's net/http, one TCP connection per
+// transport) instead of HTTP/3, so the same generator measures both.
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -71,6 +85,7 @@ type run struct {
 	firstSum []byte // the first body's SHA-256 when expect is nil
 	mu       sync.Mutex
 	timeout  time.Duration
+	major    int // the HTTP major version every response must have (0: any)
 }
 
 func main() {
@@ -82,6 +97,10 @@ func main() {
 	hash := flag.Bool("hash", true, "hash response bodies and compare them")
 	insecure := flag.Bool("insecure", false, "do not verify the server's certificate")
 	timeout := flag.Duration("timeout", 10*time.Second, "deadline of one request")
+	idle := flag.Bool("idle", false, "open -conns idle connections (see the header)")
+	hold := flag.Duration("hold", 300*time.Second, "idle: longest wait for the go-ahead on stdin")
+	parallel := flag.Int("parallel", 64, "idle: handshakes at once")
+	proto := flag.String("proto", "h3", "idle: h3, or h2 (HTTP/2 over TLS)")
 	flag.Parse()
 	if flag.NArg() != 1 || *conns < 1 || *streams < 1 {
 		flag.Usage()
@@ -101,6 +120,10 @@ func main() {
 	r.body = r.body[:*bodySize]
 
 	tlsConf := &tls.Config{InsecureSkipVerify: *insecure}
+	if *idle {
+		r.idle(*conns, *parallel, *proto, *hold, tlsConf)
+		return
+	}
 	deadline := time.Now().Add(*duration)
 	var wg sync.WaitGroup
 	workers := make([]*worker, 0, *conns**streams)
@@ -130,7 +153,7 @@ func main() {
 }
 
 // loop sends requests one after the other until the deadline.
-func (r *run) loop(tr *http3.Transport, w *worker, deadline time.Time) {
+func (r *run) loop(tr http.RoundTripper, w *worker, deadline time.Time) {
 	for time.Now().Before(deadline) {
 		t0 := time.Now()
 		status, n, sum, clen, err := r.one(tr)
@@ -159,7 +182,7 @@ func (r *run) loop(tr *http3.Transport, w *worker, deadline time.Time) {
 
 // one request: status, body bytes, body SHA-256 (nil without -hash) and
 // Content-Length (-1 when absent).
-func (r *run) one(tr *http3.Transport) (int, int64, []byte, int64, error) {
+func (r *run) one(tr http.RoundTripper) (int, int64, []byte, int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
 	method, body := http.MethodGet, io.Reader(nil)
@@ -175,6 +198,9 @@ func (r *run) one(tr *http3.Transport) (int, int64, []byte, int64, error) {
 		return 0, 0, nil, 0, err
 	}
 	defer resp.Body.Close()
+	if r.major != 0 && resp.ProtoMajor != r.major {
+		return 0, 0, nil, 0, fmt.Errorf("answered over %s", resp.Proto)
+	}
 	var n int64
 	var sum []byte
 	if r.hash {
@@ -248,4 +274,91 @@ func report(workers []*worker, conns, streams int, elapsed time.Duration) {
 	if !ok {
 		os.Exit(2)
 	}
+}
+
+// idle: see the header. Every connection is its own transport, so each
+// request of a connection goes over that connection.
+func (r *run) idle(conns, parallel int, proto string, hold time.Duration, tlsConf *tls.Config) {
+	r.major = 3
+	if proto == "h2" {
+		r.major = 2
+	}
+	rts := make([]http.RoundTripper, conns)
+	for i := range rts {
+		if proto == "h2" {
+			rts[i] = &http.Transport{TLSClientConfig: tlsConf.Clone(), ForceAttemptHTTP2: true,
+				MaxConnsPerHost: 1, DisableCompression: true}
+		} else {
+			rts[i] = &http3.Transport{TLSClientConfig: tlsConf.Clone()}
+		}
+	}
+	round := func() (int, string) {
+		ok := make([]bool, conns)
+		errs := make([]string, conns)
+		sem := make(chan struct{}, parallel)
+		var wg sync.WaitGroup
+		for i := range rts {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func(i int) {
+				defer wg.Done()
+				defer func() { <-sem }()
+				status, _, sum, _, err := r.one(rts[i])
+				switch {
+				case err != nil:
+					errs[i] = err.Error()
+				case status < 200 || status > 299:
+					errs[i] = "status " + strconv.Itoa(status)
+				case sum != nil && !r.sumOK(sum):
+					errs[i] = "body hash mismatch"
+				default:
+					ok[i] = true
+				}
+			}(i)
+		}
+		wg.Wait()
+		n, first := 0, ""
+		for i := range ok {
+			if ok[i] {
+				n++
+			} else if first == "" {
+				first = errs[i]
+			}
+		}
+		return n, first
+	}
+	t0 := time.Now()
+	opened, firstErr := round()
+	emit(map[string]any{"event": "open", "opened": opened, "open_us": time.Since(t0).Microseconds()})
+	done := make(chan struct{})
+	go func() {
+		bufio.NewReader(os.Stdin).ReadString('\n')
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(hold):
+	}
+	alive, err2 := round()
+	if firstErr == "" {
+		firstErr = err2
+	}
+	for _, rt := range rts {
+		if c, ok := rt.(io.Closer); ok {
+			c.Close()
+		} else if t, ok := rt.(*http.Transport); ok {
+			t.CloseIdleConnections()
+		}
+	}
+	ok := opened == conns && alive == conns
+	emit(map[string]any{"ok": ok, "mode": "idle", "proto": proto, "conns": conns,
+		"opened": opened, "alive": alive, "first_error": firstErr})
+	if !ok {
+		os.Exit(2)
+	}
+}
+
+func emit(m map[string]any) {
+	b, _ := json.Marshal(m)
+	fmt.Println(string(b))
 }

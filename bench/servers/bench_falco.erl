@@ -6,7 +6,10 @@
 %% cowboy's fixture goes through cowboy_router; every other scenario uses
 %% one handler. tls_handshake and idle_tls run a TLS listener with
 %% bench_tls's options (and falco's defaults for the rest: ssl's processes
-%% hibernate after the listener's hibernate_after).
+%% hibernate after the listener's hibernate_after). The h3_* scenarios
+%% (bench_h3) run that TLS listener with `http3 => true': HTTP/3 over UDP
+%% and HTTP/2 over TLS on the same port, the QUIC idle timeout raised to
+%% 10 minutes so that the idle measurement is not cut.
 %% GET /ws upgrades to a WebSocket echo (this module is also its
 %% falco_ws_handler): no compression, bench_fx:ws_max_frame/0 on frames and
 %% messages, no idle timeout, and the session hibernates from init/1 until
@@ -34,9 +37,11 @@ start(Port, Scenario, Extra) ->
                    _ ->
                        #{handler => {?MODULE, Scenario}}
                end,
-    Tls = case bench_tls:scenario(Scenario) of
-              true -> #{transport => tls, tls_opts => bench_tls:server_opts()};
-              false -> #{}
+    Tls = case {bench_tls:scenario(Scenario), bench_tls:h3(Scenario)} of
+              {true, true} -> #{transport => tls, tls_opts => bench_tls:server_opts(),
+                                http3 => true, h3_idle_timeout => 600000};
+              {true, false} -> #{transport => tls, tls_opts => bench_tls:server_opts()};
+              {false, _} -> #{}
           end,
     Opts = maps:merge(maps:merge(Extra, Tls),
                       Dispatch#{port => Port, ip => {127, 0, 0, 1},
@@ -75,6 +80,8 @@ route(<<"GET">>, <<"/cookies">>, Req) ->
     text(value(bench_fx:cookie(<<"c20">>, falco_req:header(<<"cookie">>, Req))));
 route(<<"GET">>, <<"/qs">>, Req) ->
     {200, [{<<"content-type">>, <<"text/xml">>}], bench_fx:qs_xml(falco_req:qs(Req))};
+route(<<"GET">>, <<"/download_10mb">>, _) ->
+    {200, [{<<"content-type">>, <<"application/octet-stream">>}], bench_fx:download_10mb()};
 route(<<"GET">>, <<"/large">>, _) ->
     {200, [{<<"content-type">>, <<"application/octet-stream">>}], bench_fx:large()};
 route(<<"POST">>, <<"/upload">>, Req) ->

@@ -20,6 +20,8 @@
 %%   GET  /slow           200 "Hello, World!" after sleeping 100 ms
 %%   GET  /survey         200 text/plain, 1 KB, after sleeping 100 ms (the
 %%                        workload of seeds 001 and 002, bench_survey)
+%%   GET  /download_10mb  200 application/octet-stream, 10 MB (bench_h3's
+%%                        h3_download_10mb; falco's fixture only)
 %%   GET  /ws             WebSocket: every text or binary message echoed
 %%                        (ws_max_frame/0 on frames and messages, no idle
 %%                        timeout, no compression, idle sessions hibernate)
@@ -28,7 +30,8 @@
 -export([hello/0, json_body/0, json/1, header_value/0, cookie_header/0, cookie/2,
          qs_xml/1, large/0, upload_reply/1, route_paths/0, route_body/1,
          gzip_plain/0, gzip_body/0, stream_chunks/0, etag/0, etag_matches/1,
-         slow_ms/0, survey_body/0, bench_headers/0, echo_payload/0, ws_max_frame/0]).
+         slow_ms/0, survey_body/0, bench_headers/0, echo_payload/0, ws_max_frame/0,
+         download_10mb/0]).
 
 -define(LARGE_SIZE, 65536).
 
@@ -134,6 +137,18 @@ large() ->
     end.
 
 %% @doc The 256-byte body that echo POSTs.
+%% @doc The 10 MB (10,485,760-byte) body of h3_download_10mb: large/0
+%% 160 times, made once per BEAM.
+-spec download_10mb() -> binary().
+download_10mb() ->
+    case persistent_term:get({?MODULE, download_10mb}, undefined) of
+        undefined ->
+            B = binary:copy(large(), 160),
+            persistent_term:put({?MODULE, download_10mb}, B),
+            B;
+        B -> B
+    end.
+
 -spec echo_payload() -> binary().
 echo_payload() ->
     binary:part(large(), 0, 256).

@@ -1,5 +1,5 @@
 %% bench_tls: what every server gets in the TLS scenarios (tls_handshake,
-%% idle_tls; scenario/1),
+%% idle_tls, the h3_* scenarios of bench_h3; scenario/1),
 %% so that all do the same cryptographic work per connection: one test
 %% certificate (self-signed ECDSA P-256, generated with public_key at bench
 %% time into _build/bench/tls, never committed), TLS 1.3 only, one cipher
@@ -10,7 +10,7 @@
 %% load generator pins the same suite (client_suite/0).
 -module(bench_tls).
 
--export([ensure/1, server_opts/0, client_suite/0, env/0, scenario/1]).
+-export([ensure/1, server_opts/0, client_suite/0, env/0, scenario/1, h3/1]).
 
 -define(ENV, "BENCH_TLS_DIR").
 -define(SUITE, "TLS_AES_128_GCM_SHA256").
@@ -19,7 +19,14 @@
 %% server_opts/0).
 -spec scenario(atom() | string()) -> boolean().
 scenario(S) when is_list(S) -> scenario(list_to_atom(S));
-scenario(S) -> lists:member(S, [tls_handshake, idle_tls]).
+scenario(S) -> lists:member(S, [tls_handshake, idle_tls]) orelse h3(S).
+
+%% @doc Whether a scenario is one of the HTTP/3 run's (`bench/run --h3',
+%% bench_h3): served over TLS with `http3 => true' on the same listener,
+%% so that one server answers both HTTP/3 (UDP) and HTTP/2 over TLS (TCP).
+-spec h3(atom() | string()) -> boolean().
+h3(S) when is_list(S) -> lists:prefix("h3_", S);
+h3(S) -> h3(atom_to_list(S)).
 
 %% @doc The environment variable that carries the certificate directory.
 -spec env() -> string().

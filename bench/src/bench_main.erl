@@ -24,6 +24,9 @@ main(Args) ->
         {ok, Opts} -> halt(run(Opts#{argv => Args}))
     end.
 
+run(Opts = #{protocol := h3}) ->
+    %% falco's HTTP/3 against its HTTP/2 over TLS: a matrix of its own.
+    bench_h3:run(Opts, context(Opts));
 run(Opts) ->
     Ctx0 = context(Opts),
     case scenarios(Opts) of

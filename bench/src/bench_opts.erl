@@ -13,7 +13,9 @@ usage() ->
     "                        mochiweb,yaws,nginx; unavailable ones are skipped with a note;\n"
     "                        also falco_socket, and floor: the runtime's floor, no server)\n"
     "  --scenarios a,b,...   scenarios (default: every scenario of the protocol; `list' lists them)\n"
-    "  --protocol h1|h2      protocol (default h1)\n"
+    "  --protocol h1|h2|h3   protocol (default h1); h3: falco's HTTP/3 (bench/h3load) against\n"
+    "                        its HTTP/2 over TLS (h2load) in one run -> results-h3.md\n"
+    "  --h3                  the same as --protocol h3\n"
     "  --runs N              runs per cell; the report shows the median and min-max (default 3)\n"
     "  --duration S          measured seconds per run (default 5)\n"
     "  --warmup S            warm-up seconds before each run (default 2)\n"
@@ -69,7 +71,8 @@ parse([], O) -> {ok, O};
 parse([H | _], _) when H =:= "-h"; H =:= "--help" -> help;
 parse(["--servers", V | T], O) -> parse(T, O#{servers := atoms(V), servers_given := true});
 parse(["--scenarios", V | T], O) -> parse(T, O#{scenarios := atoms(V)});
-parse(["--protocol", V | T], O) when V =:= "h1"; V =:= "h2" ->
+parse(["--h3" | T], O) -> parse(T, O#{protocol := h3});
+parse(["--protocol", V | T], O) when V =:= "h1"; V =:= "h2"; V =:= "h3" ->
     parse(T, O#{protocol := list_to_atom(V)});
 parse(["--runs", V | T], O) -> int(runs, V, 1, T, O);
 parse(["--duration", V | T], O) -> int(duration, V, 1, T, O);

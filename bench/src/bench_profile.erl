@@ -7,7 +7,7 @@
 %% eprof slows the server many times over: read the shares, not the req/s.
 -module(bench_profile).
 
--export([run/2]).
+-export([run/2, parse/1]).
 
 -define(TOP, 30).
 
@@ -108,7 +108,9 @@ unit(_) -> "requests".
 unit1(#{driver := wsload}) -> "message";
 unit1(_) -> "request".
 
-%% eprof's total analysis: "FUNCTION CALLS % TIME [uS / CALLS]" rows.
+%% @doc eprof's total analysis: "FUNCTION CALLS % TIME [uS / CALLS]" rows,
+%% most time first (bench_h3's profile reads it too).
+-spec parse(file:filename()) -> [{string(), integer(), float(), integer(), float()}].
 parse(File) ->
     {ok, B} = file:read_file(File),
     Rows = [Row || L <- string:split(B, "\n", all), Row <- [row(L)], Row =/= skip],
