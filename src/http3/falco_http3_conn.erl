@@ -52,7 +52,11 @@
 -record(c, {holder :: pid(),
             socket :: gen_udp:socket(),
             routes :: ets:tid() | atom(),
-            args :: map(),
+            listener :: atom(),
+            %% falco_http3_machine's options, made once (the listener's
+            %% whole configuration is not kept: it would be copied into
+            %% every connection's state, about 12 KB)
+            h3_opts :: map(),
             stream_ctx :: map(),
             stats :: falco_stats:stats() | undefined,
             cell :: falco_stats:cell(),
@@ -99,7 +103,8 @@ init(Parent, Args = #{conf := Conf, tls := Tls},
                   listener => maps:get(listener, Args), handler => maps:get(handler, Args),
                   scheme => https, peer => Peer,
                   send_buffer => maps:get(h2_send_buffer, Conf)},
-    C0 = #c{holder = Holder, socket = Sock, routes = Routes, args = Args,
+    C0 = #c{holder = Holder, socket = Sock, routes = Routes,
+            listener = maps:get(listener, Args), h3_opts = falco_opts:http3_machine(Conf),
             stream_ctx = StreamCtx, stats = maps:get(stats, Conf, undefined),
             %% the holder's cell for this connection (it settles it)
             cell = maps:get(cell, Info, falco_stats:cell()),
@@ -249,11 +254,10 @@ arm(At, C = #c{timer = Old}) ->
 
 %% HTTP/3 starts with the handshake: our control stream (the first
 %% unidirectional one) and its SETTINGS.
-start_http3(C = #c{quic = Q0, args = #{conf := Conf}}) ->
+start_http3(C = #c{quic = Q0, h3_opts = Opts}) ->
     case falco_quic_machine:open_uni(Q0) of
         {ok, Control, Q} ->
-            {H, Acts} = falco_http3_machine:new((falco_opts:http3_machine(Conf))#{
-                                                  control_stream => Control}),
+            {H, Acts} = falco_http3_machine:new(Opts#{control_stream => Control}),
             flush(h3_actions(Acts, C#c{quic = Q, h3 = H}));
         blocked ->
             %% the client allows us no unidirectional stream (RFC 9114
@@ -484,8 +488,8 @@ system_code_change(C, _Module, _OldVsn, _Extra) ->
 
 %% @private
 -spec system_get_state(#c{}) -> {ok, map()}.
-system_get_state(#c{args = Args, quic = Q, h3 = H, pids = Pids}) ->
-    {ok, #{listener => maps:get(listener, Args), protocol => h3,
+system_get_state(#c{listener = Listener, quic = Q, h3 = H, pids = Pids}) ->
+    {ok, #{listener => Listener, protocol => h3,
            quic => falco_quic_machine:info(Q),
            streams => case H of
                           undefined -> 0;
