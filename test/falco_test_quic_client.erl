@@ -46,6 +46,8 @@
             resets = [] :: [{non_neg_integer(), reset_stream | stop_sending, non_neg_integer()}],
             offsets = #{} :: #{non_neg_integer() => non_neg_integer()},
             datagrams = 0 :: non_neg_integer(),
+            %% the largest datagram received
+            largest_datagram = 0 :: non_neg_integer(),
             max_streams = #{} :: #{bidi | uni => non_neg_integer()},
             opts = #{} :: map()}).
 
@@ -282,7 +284,8 @@ stream_resets(S) ->
 
 %% @doc What the session knows: close, resets, responses (`#{Id =>
 %% {ok, Response} | {error, _}}' for the streams the server ended),
-%% established, alpn, datagrams (received so far), dcid and scid.
+%% established, alpn, datagrams (received so far) and the largest of them
+%% in bytes, dcid and scid.
 -spec view(pid()) -> map().
 view(S) ->
     call(S, view).
@@ -473,7 +476,8 @@ session_view(C = #c{streams = S}) ->
     Responses = maps:from_list([{Id, answer(Items)} || {Id, {done, Items}} <- maps:to_list(S)]),
     #{close => C#c.close, resets => C#c.resets, responses => Responses,
       established => C#c.flight_done, max_streams => C#c.max_streams, alpn => proplists:get_value(alpn, C#c.events),
-      datagrams => C#c.datagrams, dcid => C#c.dcid, scid => C#c.scid}.
+      datagrams => C#c.datagrams, largest_datagram => C#c.largest_datagram,
+      dcid => C#c.dcid, scid => C#c.scid}.
 
 %% -- receiving ----------------------------------------------------------------
 
@@ -489,7 +493,8 @@ recv(C = #c{sock = Sock}, Deadline) ->
 %% A datagram from the server: its packets read, then our ACKs.
 datagram(Datagram, C = #c{scid = Scid, datagrams = N}) ->
     {Packets, _} = falco_quic_packet:split(Datagram, byte_size(Scid)),
-    acks(lists:foldl(fun packet/2, C#c{datagrams = N + 1}, Packets)).
+    Largest = max(byte_size(Datagram), C#c.largest_datagram),
+    acks(lists:foldl(fun packet/2, C#c{datagrams = N + 1, largest_datagram = Largest}, Packets)).
 
 packet(P = #{type := Type}, C = #c{keys = Keys, largest = Largest}) when Type =/= retry ->
     case Keys of

@@ -15,7 +15,7 @@
 
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1]).
 -export([handle/1]).
--export([tp_missing_initial_scid/1, tp_original_dcid/1, tp_preferred_address/1,
+-export([tp_max_udp_payload_size_kept/1, tp_missing_initial_scid/1, tp_original_dcid/1, tp_preferred_address/1,
          tp_retry_scid/1, tp_stateless_reset_token/1, tp_max_udp_payload_size/1,
          tp_ack_delay_exponent/1, tp_max_ack_delay/1, tls_missing_tparams/1, tls_no_alpn_h3/1,
          tls_key_update/1, tls_key_update_handshake/1, tls_end_of_early_data/1,
@@ -67,7 +67,8 @@ all() ->
 groups() ->
     [{transport_parameters, [],
       [tp_missing_initial_scid, tp_original_dcid, tp_preferred_address, tp_retry_scid,
-       tp_stateless_reset_token, tp_max_udp_payload_size, tp_ack_delay_exponent,
+       tp_stateless_reset_token, tp_max_udp_payload_size, tp_max_udp_payload_size_kept,
+       tp_ack_delay_exponent,
        tp_max_ack_delay, tls_missing_tparams, tls_no_alpn_h3, tls_key_update,
        tls_key_update_handshake, tls_end_of_early_data]},
      {frames, [],
@@ -164,6 +165,24 @@ get_ok(S, Id, Path) ->
 v(N) -> falco_quic_varint:encode(N).
 
 %% -- transport parameters (RFC 9000 §7.4, §18.2) ---------------------------------
+
+%% §18.2: no datagram larger than the client's max_udp_payload_size; and
+%% without it, the 1350 bytes falco sends once the handshake is complete,
+%% so the case can tell.
+tp_max_udp_payload_size_kept(Config) ->
+    Path = <<"/", (binary:copy(<<"p">>, 5000))/binary>>,
+    Largest = fun(Opts) ->
+                      S = connect(Config, Opts),
+                      get_ok(S, 0, Path),
+                      #{largest_datagram := L} = ?C:view(S),
+                      ?C:close(S),
+                      L
+              end,
+    Limited = Largest(#{tparams => #{max_udp_payload_size => 1200}}),
+    Default = Largest(#{}),
+    ct:pal("largest datagram: ~b with max_udp_payload_size 1200, ~b without", [Limited, Default]),
+    ?assert(Limited =< 1200),
+    ?assert(Default > 1200).
 
 %% §7.3: a client's initial_source_connection_id is required.
 tp_missing_initial_scid(Config) ->
