@@ -13,11 +13,12 @@
 -export([all/0, init_per_suite/1, end_per_suite/1]).
 -export([handle/1]).
 -export([get_each_suite/1, get_sizes/1, connections_in_a_row/1, not_found/1,
-         version_seen/1, connection_ends/1, drain_finishes_request/1]).
+         version_seen/1, connection_ends/1, idle_timeout_negotiated/1,
+         drain_finishes_request/1]).
 
 all() ->
     [get_each_suite, get_sizes, connections_in_a_row, not_found, version_seen, connection_ends,
-     drain_finishes_request].
+     idle_timeout_negotiated, drain_finishes_request].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
@@ -95,6 +96,23 @@ connection_ends(Config) ->
     timer:sleep(3500),
     ?assertEqual(0, length(quic_conns())),
     ct:pal("connections before ~b, after the idle timeout 0", [Before]).
+
+%% RFC 9000 §10.1: the idle timeout is the smaller of both sides': a
+%% client that asks for 500 ms gets its connection ended after about
+%% that, not after the listener's 2 s.
+idle_timeout_negotiated(Config) ->
+    Before = quic_conns(),
+    {ok, S} = falco_test_quic_client:connect(?config(port, Config),
+                                             #{tparams => #{max_idle_timeout => 500}}),
+    [Conn] = quic_conns() -- Before,
+    Ref = monitor(process, Conn),
+    T0 = erlang:monotonic_time(millisecond),
+    Gone = receive {'DOWN', Ref, process, Conn, _} -> erlang:monotonic_time(millisecond) - T0
+           after 1900 -> still_there
+           end,
+    falco_test_quic_client:close(S),
+    ct:pal("the connection ended ~p ms after the handshake (client 500 ms, server 2000 ms)", [Gone]),
+    ?assert(is_integer(Gone) andalso Gone >= 400 andalso Gone < 1500).
 
 quic_conns() ->
     [P || P <- processes(),
