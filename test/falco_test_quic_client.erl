@@ -19,7 +19,7 @@
 -export([get/3]).
 -export([connect/2, send_frames/3, send_datagram/2, packet/3, packet/4, request/5, send_stream/4,
          recv_until/3, await_close/2, stream_resets/1, view/1, close/1, first_initial/2,
-         info/1]).
+         info/1, silence/1]).
 
 -define(K, falco_tls13_keys).
 -define(CID_LEN, 8).
@@ -30,7 +30,10 @@
             pn = #{initial => 0, handshake => 0, one_rtt => 0} :: map(),
             largest = #{initial => none, handshake => none, one_rtt => none} :: map(),
             %% received packet numbers per space, to acknowledge
-            recvd = #{initial => [], handshake => [], one_rtt => []} :: map(),
+            %% what was received per space: falco_quic_ack's record of it
+            %% (ranges kept incrementally, the newest 64 acknowledged)
+            recvd = #{initial => falco_quic_ack:new(initial), handshake => falco_quic_ack:new(handshake),
+                      one_rtt => falco_quic_ack:new(application)} :: map(),
             %% spaces with packets not yet acknowledged
             fresh = [] :: [atom()],
             crypto = #{} :: map(),
@@ -46,8 +49,9 @@
             resets = [] :: [{non_neg_integer(), reset_stream | stop_sending, non_neg_integer()}],
             offsets = #{} :: #{non_neg_integer() => non_neg_integer()},
             datagrams = 0 :: non_neg_integer(),
-            %% the largest datagram received
+            %% the largest datagram received, and the bytes of all
             largest_datagram = 0 :: non_neg_integer(),
+            received_bytes = 0 :: non_neg_integer(),
             max_streams = #{} :: #{bidi | uni => non_neg_integer()},
             opts = #{} :: map()}).
 
@@ -284,11 +288,17 @@ stream_resets(S) ->
 
 %% @doc What the session knows: close, resets, responses (`#{Id =>
 %% {ok, Response} | {error, _}}' for the streams the server ended),
-%% established, alpn, datagrams (received so far) and the largest of them
-%% in bytes, dcid and scid.
+%% established, alpn, datagrams (received so far), the largest of them
+%% and the bytes of all (received_bytes), dcid and scid.
 -spec view(pid()) -> map().
 view(S) ->
     call(S, view).
+
+%% @doc The session reads nothing more and so acknowledges nothing more
+%% (a client that stops reading); the socket stays open until close/1.
+-spec silence(pid()) -> ok.
+silence(S) ->
+    call(S, silence).
 
 %% @doc The session's connection IDs and socket port, for raw datagrams.
 -spec info(pid()) -> map().
@@ -441,12 +451,21 @@ session_call({datagram, Bin}, C = #c{sock = Sock, port = Port}) ->
     {gen_udp:send(Sock, {127, 0, 0, 1}, Port, Bin), C};
 session_call({stream, Id, Bytes, Fin}, C) ->
     {ok, stream_send(Id, Bytes, Fin, C)};
+session_call(silence, C = #c{sock = Sock}) ->
+    ok = inet:setopts(Sock, [{active, false}]),
+    %% what the socket had already handed over is dropped unread too
+    {flush_datagrams(Sock), C};
 session_call(view, C) ->
     {session_view(C), C};
 session_call(info, C = #c{sock = Sock}) ->
     {ok, LocalPort} = inet:port(Sock),
     {#{dcid => C#c.dcid, scid => C#c.scid, odcid => C#c.odcid, local_port => LocalPort,
        pn => C#c.pn}, C}.
+
+flush_datagrams(Sock) ->
+    receive {udp, Sock, _, _, _} -> flush_datagrams(Sock)
+    after 0 -> ok
+    end.
 
 %% Frames into groups of at most Budget bytes (one packet each).
 groups(Frames, Budget) ->
@@ -477,6 +496,7 @@ session_view(C = #c{streams = S}) ->
     #{close => C#c.close, resets => C#c.resets, responses => Responses,
       established => C#c.flight_done, max_streams => C#c.max_streams, alpn => proplists:get_value(alpn, C#c.events),
       datagrams => C#c.datagrams, largest_datagram => C#c.largest_datagram,
+      received_bytes => C#c.received_bytes,
       dcid => C#c.dcid, scid => C#c.scid}.
 
 %% -- receiving ----------------------------------------------------------------
@@ -494,7 +514,9 @@ recv(C = #c{sock = Sock}, Deadline) ->
 datagram(Datagram, C = #c{scid = Scid, datagrams = N}) ->
     {Packets, _} = falco_quic_packet:split(Datagram, byte_size(Scid)),
     Largest = max(byte_size(Datagram), C#c.largest_datagram),
-    acks(lists:foldl(fun packet/2, C#c{datagrams = N + 1, largest_datagram = Largest}, Packets)).
+    acks(lists:foldl(fun packet/2, C#c{datagrams = N + 1, largest_datagram = Largest,
+                                       received_bytes = C#c.received_bytes + byte_size(Datagram)},
+                     Packets)).
 
 packet(P = #{type := Type}, C = #c{keys = Keys, largest = Largest}) when Type =/= retry ->
     case Keys of
@@ -506,7 +528,8 @@ packet(P = #{type := Type}, C = #c{keys = Keys, largest = Largest}) when Type =/
                              _ -> C
                          end,
                     C2 = C1#c{largest = Largest#{Type := max_pn(Pn, maps:get(Type, Largest))},
-                              recvd = maps:update_with(Type, fun(L) -> [Pn | L] end, C1#c.recvd),
+                              recvd = maps:update_with(Type, fun(A) -> received(Pn, A) end,
+                                                       C1#c.recvd),
                               fresh = lists:usort([Type | C1#c.fresh])},
                     case falco_quic_frame:parse(Payload, #{packet => Type, peer => server}) of
                         {ok, Frames} -> lists:foldl(fun(F, Acc) -> frame(Type, F, Acc) end, C2, Frames);
@@ -618,13 +641,14 @@ acks(C = #c{fresh = Fresh}) ->
                 C#c{fresh = []}, Fresh).
 
 ack_frame(Space, #c{recvd = R}) ->
-    Pns = lists:usort(maps:get(Space, R)),
-    falco_quic_frame:ack(0, ranges(lists:reverse(Pns), []), undefined).
+    {_Largest, _Delay, Ranges} = falco_quic_ack:frame(0, 3, 64, maps:get(Space, R)),
+    falco_quic_frame:ack(0, Ranges, undefined).
 
-%% Highest first: [{Smallest, Largest}].
-ranges([], Acc) -> lists:reverse(Acc);
-ranges([P | Rest], [{Lo, Hi} | Acc]) when P =:= Lo - 1 -> ranges(Rest, [{P, Hi} | Acc]);
-ranges([P | Rest], Acc) -> ranges(Rest, [{P, P} | Acc]).
+received(Pn, A0) ->
+    case falco_quic_ack:received(Pn, true, 0, A0) of
+        {ok, A} -> A;
+        duplicate -> A0
+    end.
 
 send(Space, Frames, C = #c{sock = Sock, port = Port}) ->
     case build(Space, Frames, C) of

@@ -32,32 +32,14 @@
 -export([handle/1]).
 -export([initial_flood/1, handshake_never_finishes/1, stalled_reader/1, idle_memory/1]).
 
--define(K, falco_tls13_keys).
--define(CID_LEN, 8).
+-define(C, falco_test_quic_client).
 -define(BIG, 50 * 1024 * 1024).
 -define(PIECE, 65536).
 %% the stream bytes a stalled reader reads and acknowledges
 -define(READ, 4194304).
 
 %% a client's state (the minimal client at the end)
--record(q, {sock :: gen_udp:socket() | undefined, port :: inet:port_number(),
-            dcid :: binary(), scid :: binary(),
-            keys = #{} :: map(),
-            pn = #{initial => 0, handshake => 0, one_rtt => 0} :: map(),
-            largest = #{initial => none, handshake => none, one_rtt => none} :: map(),
-            recvd = #{initial => [], handshake => [], one_rtt => []} :: map(),
-            fresh = [] :: [atom()],
-            crypto = #{} :: map(),
-            ch :: binary(), priv :: binary(), suite :: atom(),
-            hs_secret :: {binary(), binary()} | undefined,
-            transcript = [] :: [binary()],
-            flight_done = false :: boolean(),
-            %% stream 0: its reassembly and HTTP/3 reader, or done
-            s0 = undefined :: term(),
-            items = [] :: list(),
-            final = undefined :: undefined | non_neg_integer(),
-            %% the highest offset of stream 0 received
-            got = 0 :: non_neg_integer()}).
+
 
 all() ->
     [initial_flood, handshake_never_finishes, stalled_reader, idle_memory].
@@ -193,8 +175,7 @@ gets(Port, Tried, Served) ->
 %% A ClientHello of its own (a key share, a random DCID) in an Initial of
 %% 1200 bytes.
 flood_initial() ->
-    C = client(undefined, 0),
-    iolist_to_binary(initial_packet(C)).
+    ?C:first_initial(#{}, 1200).
 
 %% Samples, every 10 ms, the connection processes alive and the holder's
 %% handshakes in progress, overall and by address.
@@ -267,12 +248,15 @@ stalled_reader(_Config) ->
     Port = listener(h3_bounds, #{h3_idle_timeout => ?IDLE, send_timeout => ?SEND_TIMEOUT,
                                  h2_send_buffer => ?PIECE}),
     Before = conns(),
-    Deadline = erlang:monotonic_time(millisecond) + 5000,
-    {ok, C0} = handshake(client(Port, 60000), Deadline),
+    {ok, S} = ?C:connect(Port, #{tparams => #{initial_max_data => 1 bsl 30,
+                                               initial_max_stream_data_bidi_local => 1 bsl 30,
+                                               max_idle_timeout => 60000}}),
     [Conn] = conns() -- Before,
-    C1 = request(C0, <<"/big">>),
-    %% read and acknowledge 1 MB, then nothing more
-    C2 = read_until(C1, ?READ, Deadline),
+    ok = ?C:request(S, 0, fields(<<"/big">>), <<>>, fin),
+    %% read and acknowledge ?READ bytes, then nothing more
+    {ok, #{received_bytes := Got}} =
+        ?C:recv_until(S, fun(#{received_bytes := B}) -> B >= ?READ end, 5000),
+    ok = ?C:silence(S),
     T0 = erlang:monotonic_time(millisecond),
     #{stream_processes := [Stream]} = sys:get_state(Conn),
     CRef = erlang:monitor(process, Conn),
@@ -282,12 +266,12 @@ stalled_reader(_Config) ->
     %% its routes went with it
     {ok, [Holder]} = falco_listener_sup:http3_sockets(h3_bounds),
     ok = wait_until(fun() -> ets:info(element(3, sys:get_state(Holder)), size) =:= 0 end, 1000),
-    gen_udp:close(C2#q.sock),
+    ?C:close(S),
     ct:pal("a client read and acknowledged ~b bytes of ~b and went silent: the connection "
            "and its stream process held at most ~b bytes (heaps and binaries; binaries at most "
            "~b; ~b samples), the congestion window at most ~b; the stream ended after ~b ms "
            "(send_timeout ~b), the connection after ~b ms (idle timeout ~b)",
-           [C2#q.got, ?BIG, MaxMem, MaxBins, N, MaxCwnd, StreamMs, ?SEND_TIMEOUT, ConnMs, ?IDLE]),
+           [Got, ?BIG, MaxMem, MaxBins, N, MaxCwnd, StreamMs, ?SEND_TIMEOUT, ConnMs, ?IDLE]),
     ?assert(N > 10),
     %% falco_quic_cc's cap
     ?assert(MaxCwnd =< 2097152),
@@ -298,12 +282,6 @@ stalled_reader(_Config) ->
     ?assert(MaxMem =< 3 * MaxCwnd + 8 * ?PIECE),
     ?assert(StreamMs >= ?SEND_TIMEOUT - 200 andalso StreamMs =< ?SEND_TIMEOUT + 300),
     ?assert(ConnMs >= ?IDLE - 100 andalso ConnMs =< ?IDLE + 1500).
-
-read_until(C = #q{got = Got}, Want, _) when Got >= Want ->
-    C;
-read_until(C, Want, Deadline) ->
-    {ok, C1} = recv(C, Deadline),
-    read_until(C1, Want, Deadline).
 
 %% Samples the memory of both processes every 20 ms until both are gone.
 watch(_, _, _, _, _, Acc = {_, _, S, C, _}) when S =/= none, C =/= none ->
@@ -375,7 +353,7 @@ idle(Name, HibernateAfter) ->
         _ -> ok = wait_until(fun() -> erlang:process_info(C, current_function) =:=
                                           {current_function, {erlang, hibernate, 3}} end, 1000)
     end,
-    [Pid ! stop || Pid <- Clients],
+    [?C:close(Cl) || Cl <- Clients],
     ok = falco:stop_listener(Name),
     #{per_conn => PerConn, heap => Heaps div ?IDLE_CONNS, bins => Bins div ?IDLE_CONNS,
       hibernated => Hibernated}.
@@ -390,28 +368,17 @@ is_conn(P) ->
     end.
 
 %% A client that does the handshake and a GET, then keeps its connection
-%% open, acknowledging what comes and sending nothing else, until told to
-%% stop.
+%% open, acknowledging what comes and sending nothing else (a session of
+%% the test client), until closed.
 keep_open(Port) ->
-    Self = self(),
-    Pid = spawn_link(fun() ->
-                             Deadline = erlang:monotonic_time(millisecond) + 5000,
-                             {ok, C0} = handshake(client(Port, 60000), Deadline),
-                             {ok, C1} = response(request(C0, <<"/">>), Deadline),
-                             Self ! {got, self()},
-                             keep(C1)
-                     end),
-    receive {got, Pid} -> Pid after 6000 -> error(keep_open) end.
+    {ok, S} = ?C:connect(Port, #{tparams => #{max_idle_timeout => 60000}}),
+    ok = ?C:request(S, 0, fields(<<"/">>), <<>>, fin),
+    {ok, _} = ?C:recv_until(S, fun(#{responses := R}) -> is_map_key(0, R) end, 5000),
+    S.
 
-keep(C = #q{sock = Sock}) ->
-    receive
-        stop -> gen_udp:close(Sock)
-    after 0 ->
-        case recv(C, erlang:monotonic_time(millisecond) + 100) of
-            {ok, C1} -> keep(C1);
-            {error, timeout} -> keep(C)
-        end
-    end.
+fields(Path) ->
+    [{<<":method">>, <<"GET">>}, {<<":scheme">>, <<"https">>},
+     {<<":authority">>, <<"localhost">>}, {<<":path">>, Path}].
 
 %% -- helpers --------------------------------------------------------------------------
 
@@ -437,189 +404,4 @@ wait_until_(Fun, Deadline) ->
                 true -> timeout;
                 false -> timer:sleep(10), wait_until_(Fun, Deadline)
             end
-    end.
-
-%% -- a minimal client (from falco_test_quic_client, trimmed) ----------------------------
-
-
-%% A client's first state: a socket on 127.0.0.1 (none for Port
-%% undefined), its CIDs, key share and ClientHello.
-client(Port, IdleMs) ->
-    Sock = case Port of
-               undefined -> undefined;
-               _ -> {ok, S} = gen_udp:open(0, [binary, {active, false}, {ip, {127, 0, 0, 1}},
-                                                {recbuf, 4194304}]),
-                    S
-           end,
-    Dcid = crypto:strong_rand_bytes(?CID_LEN),
-    Scid = crypto:strong_rand_bytes(?CID_LEN),
-    {Client, Server} = falco_quic_keys:initial(Dcid),
-    {Pub, Priv} = crypto:generate_key(ecdh, x25519),
-    Params = iolist_to_binary(falco_quic_tparams:encode(
-                                #{initial_source_connection_id => Scid,
-                                  initial_max_data => 1 bsl 30,
-                                  initial_max_stream_data_bidi_local => 1 bsl 30,
-                                  initial_max_stream_data_bidi_remote => 1 bsl 22,
-                                  initial_max_stream_data_uni => 1 bsl 20,
-                                  initial_max_streams_bidi => 16,
-                                  initial_max_streams_uni => 16,
-                                  max_idle_timeout => IdleMs})),
-    CH = falco_test_tls13:client_hello(#{shares => [{29, Pub}], groups => [29],
-                                         transport_params => Params, alpn => [<<"h3">>],
-                                         random => crypto:strong_rand_bytes(32)}),
-    #q{sock = Sock, port = Port, dcid = Dcid, scid = Scid, ch = CH, priv = Priv,
-       keys = #{{initial, write} => Client, {initial, read} => Server}}.
-
-initial_packet(#q{dcid = Dcid, scid = Scid, ch = CH, keys = #{{initial, write} := K}}) ->
-    falco_quic_packet:protect(#{type => initial, dcid => Dcid, scid => Scid}, 0, none,
-                              [falco_quic_frame:crypto(0, CH)], K, 1200).
-
-handshake(C0 = #q{ch = CH}, Deadline) ->
-    handshake_(send(initial, [falco_quic_frame:crypto(0, CH)], C0), Deadline).
-
-handshake_(C = #q{flight_done = true}, _) ->
-    {ok, C};
-handshake_(C, Deadline) ->
-    case recv(C, Deadline) of
-        {ok, C1} -> handshake_(C1, Deadline);
-        Error -> Error
-    end.
-
-request(C, Path) ->
-    Control = [falco_http3_frame:stream_header(control), falco_http3_frame:settings(#{})],
-    Fields = [{<<":method">>, <<"GET">>}, {<<":scheme">>, <<"https">>},
-              {<<":authority">>, <<"localhost">>}, {<<":path">>, Path}],
-    Headers = falco_http3_frame:headers(falco_qpack:encode(Fields)),
-    send(one_rtt, [falco_quic_frame:stream(2, 0, nofin, Control),
-                   falco_quic_frame:stream(0, 0, fin, Headers)], C).
-
-response(C = #q{s0 = done}, _) ->
-    {ok, C};
-response(C, Deadline) ->
-    case recv(C, Deadline) of
-        {ok, C1} -> response(C1, Deadline);
-        Error -> Error
-    end.
-
-recv(C = #q{sock = Sock}, Deadline) ->
-    Left = Deadline - erlang:monotonic_time(millisecond),
-    case Left > 0 andalso gen_udp:recv(Sock, 65536, Left) of
-        {ok, {_, _, Datagram}} ->
-            {Packets, _} = falco_quic_packet:split(Datagram, ?CID_LEN),
-            {ok, acks(lists:foldl(fun packet/2, C, Packets))};
-        false -> {error, timeout};
-        {error, timeout} -> {error, timeout}
-    end.
-
-packet(P = #{type := Type}, C = #q{keys = Keys, largest = Largest}) when Type =/= retry ->
-    case Keys of
-        #{{Type, read} := K} ->
-            case falco_quic_packet:unprotect(P, K, maps:get(Type, Largest)) of
-                {ok, Pn, Payload} ->
-                    C1 = case Type of
-                             initial -> C#q{dcid = maps:get(scid, P)};
-                             _ -> C
-                         end,
-                    L = case maps:get(Type, Largest) of none -> Pn; L0 -> max(Pn, L0) end,
-                    C2 = C1#q{largest = Largest#{Type := L},
-                              recvd = maps:update_with(Type, fun(R) -> [Pn | R] end, C1#q.recvd),
-                              fresh = lists:usort([Type | C1#q.fresh])},
-                    {ok, Frames} = falco_quic_frame:parse(Payload, #{packet => Type,
-                                                                     peer => server}),
-                    lists:foldl(fun(F, Acc) -> frame(Type, F, Acc) end, C2, Frames);
-                {error, _} ->
-                    C
-            end;
-        #{} ->
-            C
-    end;
-packet(_, C) ->
-    C.
-
-frame(Type, {crypto, Off, Data}, C = #q{crypto = Cr}) ->
-    R0 = maps:get(Type, Cr, falco_quic_reasm:new()),
-    {ok, Ready, R} = falco_quic_reasm:add(Off, Data, R0),
-    tls(Type, iolist_to_binary(Ready), C#q{crypto = Cr#{Type => R}});
-frame(one_rtt, {stream, 0, Off, Fin, Data}, C = #q{got = Got}) when Off + byte_size(Data) > 65536 ->
-    %% a large body: only counted
-    C#q{got = max(Got, Off + byte_size(Data)), final = final(Fin, Off, Data, C)};
-frame(one_rtt, {stream, 0, Off, Fin, Data}, C = #q{s0 = S0, got = Got}) when S0 =/= done ->
-    {R0, Buf0} = case S0 of
-                     undefined -> {falco_quic_reasm:new(), falco_http3_frame:reader(1 bsl 20)};
-                     _ -> S0
-                 end,
-    {ok, Ready, R} = falco_quic_reasm:add(Off, Data, R0),
-    {ok, Items, Buf} = falco_http3_frame:read(iolist_to_binary(Ready), Buf0),
-    Final = final(Fin, Off, Data, C),
-    C1 = C#q{items = C#q.items ++ Items, final = Final, got = max(Got, Off + byte_size(Data))},
-    case falco_quic_reasm:offset(R) =:= Final of
-        true -> C1#q{s0 = done};
-        false -> C1#q{s0 = {R, Buf}}
-    end;
-frame(_, _, C) ->
-    C.
-
-final(fin, Off, Data, _) -> Off + byte_size(Data);
-final(nofin, _, _, #q{final = F}) -> F.
-
-tls(_, <<>>, C) ->
-    C;
-tls(one_rtt, _, C) ->
-    C;
-tls(initial, Bytes, C = #q{ch = CH, priv = Priv}) ->
-    #{suite := Suite, secret := HS, client := CHs, server := SHs} =
-        falco_test_tls13:handshake_keys([CH, Bytes], Bytes, fun(x25519) -> Priv end),
-    Keys = (C#q.keys)#{{handshake, write} => falco_quic_keys:from_secret(Suite, CHs),
-                       {handshake, read} => falco_quic_keys:from_secret(Suite, SHs)},
-    C#q{suite = Suite, hs_secret = {HS, CHs}, transcript = [CH, Bytes], keys = Keys};
-tls(handshake, Bytes, C = #q{transcript = T0}) ->
-    T = T0 ++ [Bytes],
-    case lists:member(20, types(iolist_to_binary(tl(tl(T))), [])) of
-        false -> C#q{transcript = T};
-        true -> client_finished(C#q{transcript = T})
-    end.
-
-types(<<Type, Len:24, _:Len/binary, Rest/binary>>, Acc) -> types(Rest, [Type | Acc]);
-types(_, Acc) -> Acc.
-
-client_finished(C = #q{suite = Suite, hs_secret = {HS, CHs}, transcript = T}) ->
-    Hash = ?K:suite_hash(Suite),
-    TH = crypto:hash(Hash, T),
-    {CAp, SAp} = ?K:application_traffic(Hash, ?K:master_secret(Hash, HS), TH),
-    Fin = falco_tls13_msg:finished(?K:verify_data(Hash, CHs, TH)),
-    C1 = send(handshake, [ack_frame(handshake, C), falco_quic_frame:crypto(0, Fin)], C),
-    Keys = (C1#q.keys)#{{one_rtt, write} => falco_quic_keys:from_secret(Suite, CAp),
-                        {one_rtt, read} => falco_quic_keys:from_secret(Suite, SAp)},
-    C1#q{keys = Keys, flight_done = true}.
-
-%% ACKs for what came (up to the first ?READ bytes of stream 0: then the
-%% client is silent).
-acks(C = #q{got = Got}) when Got > ?READ ->
-    C#q{fresh = []};
-acks(C = #q{fresh = Fresh}) ->
-    lists:foldl(fun(Space, Acc) -> send(Space, [ack_frame(Space, Acc)], Acc) end,
-                C#q{fresh = []}, Fresh).
-
-ack_frame(Space, #q{recvd = R}) ->
-    Pns = lists:usort(maps:get(Space, R)),
-    falco_quic_frame:ack(0, ranges(lists:reverse(Pns), []), undefined).
-
-ranges([], Acc) -> lists:reverse(Acc);
-ranges([P | Rest], [{Lo, Hi} | Acc]) when P =:= Lo - 1 -> ranges(Rest, [{P, Hi} | Acc]);
-ranges([P | Rest], Acc) -> ranges(Rest, [{P, P} | Acc]).
-
-send(Space, Frames, C = #q{sock = Sock, port = Port, pn = Pns, keys = Keys}) ->
-    case Keys of
-        #{{Space, write} := K} ->
-            Pn = maps:get(Space, Pns),
-            Header = case Space of
-                         one_rtt -> #{type => one_rtt, dcid => C#q.dcid};
-                         _ -> #{type => Space, dcid => C#q.dcid, scid => C#q.scid}
-                     end,
-            Min = case Space of initial -> 1200; _ -> 0 end,
-            Packet = falco_quic_packet:protect(Header, Pn, none, Frames, K, Min),
-            ok = gen_udp:send(Sock, {127, 0, 0, 1}, Port, Packet),
-            C#q{pn = Pns#{Space := Pn + 1}};
-        #{} ->
-            C
     end.
