@@ -19,10 +19,11 @@
 %%   for ACKs): memory per connection with and without hibernation, and
 %%   `sys' still answered by a hibernated connection.
 %%
-%% The clients of the last three cases are a few functions below, a
-%% trimmed copy of falco_test_quic_client's handshake that keeps its
-%% socket and can stop acknowledging; the GETs that must succeed use
-%% falco_test_quic_client:get/3 itself.
+%% The clients are falco_test_quic_client's: its first Initial alone
+%% (first_initial/2) for the flood and the unfinished handshake, its
+%% sessions (connect/2, which keep their socket, acknowledge what comes,
+%% and stop reading at silence/1) for the stalled reader and the idle
+%% connections, get/3 for the GETs that must succeed.
 -module(h3_bounds_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
@@ -35,11 +36,8 @@
 -define(C, falco_test_quic_client).
 -define(BIG, 50 * 1024 * 1024).
 -define(PIECE, 65536).
-%% the stream bytes a stalled reader reads and acknowledges
+%% the bytes a stalled reader reads and acknowledges
 -define(READ, 4194304).
-
-%% a client's state (the minimal client at the end)
-
 
 all() ->
     [initial_flood, handshake_never_finishes, stalled_reader, idle_memory].
