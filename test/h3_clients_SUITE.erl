@@ -34,7 +34,7 @@
          aioquic_trailers/1, aioquic_rsa/1,
          curl_get/1, curl_post_10mb/1, curl_concurrent_100/1,
          quicgo_get/1, quicgo_post_10mb/1, quicgo_concurrent_100/1, quicgo_trailers/1,
-         gtls_download/1, gtls_loss/1, gtls_loss_2/1, gtls_migration/1, gtls_nat_rebinding/1,
+         gtls_download/1, gtls_loss/1, gtls_loss_2/1, gtls_ciphers_groups/1, gtls_migration/1, gtls_nat_rebinding/1,
          gtls_key_update/1,
          chromium_h3/1, chromium_h3_form/1,
          h3load_hello/1, h3load_download/1]).
@@ -50,7 +50,7 @@ groups() ->
                     aioquic_trailers, aioquic_rsa]},
      {curl, [], [curl_get, curl_post_10mb, curl_concurrent_100]},
      {quicgo, [], [quicgo_get, quicgo_post_10mb, quicgo_concurrent_100, quicgo_trailers]},
-     {gtlsclient, [], [gtls_download, gtls_loss, gtls_loss_2, gtls_migration, gtls_nat_rebinding,
+     {gtlsclient, [], [gtls_download, gtls_loss, gtls_loss_2, gtls_ciphers_groups, gtls_migration, gtls_nat_rebinding,
                        gtls_key_update]},
      {chromium, [], [chromium_h3, chromium_h3_form]},
      {h3load, [], [h3load_hello, h3load_download]}].
@@ -411,6 +411,17 @@ gtls_loss(Config) ->
 %% 2 % each way, a 1 MB download whole.
 gtls_loss_2(Config) ->
     gtls(Config, ["-t", "0.02", "-r", "0.02"], 1000000).
+
+%% Every TLS 1.3 cipher suite with every group, a client offering only
+%% that one of each (RFC 9001 §5.3: ChaCha20's header protection too;
+%% RFC 8446 §4.2.7), a 100 KB download whole each time.
+gtls_ciphers_groups(Config) ->
+    [begin
+         ct:log("~s with ~s", [Cipher, Group]),
+         gtls(Config, ["--ciphers=NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+" ++ Cipher,
+                       "--groups=-GROUP-ALL:+GROUP-" ++ Group], 100000)
+     end || Cipher <- ["AES-128-GCM", "AES-256-GCM", "CHACHA20-POLY1305"],
+            Group <- ["X25519", "SECP256R1", "SECP384R1"]].
 
 %% The client moves to a new local address after 50 ms (a new connection
 %% ID, path validation).
