@@ -31,7 +31,7 @@
          end_per_group/2, init_per_testcase/2, end_per_testcase/2]).
 -export([handle/1]).
 -export([aioquic_get/1, aioquic_download/1, aioquic_post_10mb/1, aioquic_concurrent_100/1,
-         aioquic_trailers/1, aioquic_rsa/1,
+         aioquic_trailers/1, aioquic_rsa/1, aioquic_cipher_suites/1,
          curl_get/1, curl_post_10mb/1, curl_concurrent_100/1,
          quicgo_get/1, quicgo_post_10mb/1, quicgo_concurrent_100/1, quicgo_trailers/1,
          gtls_download/1, gtls_loss/1, gtls_loss_2/1, gtls_ciphers_groups/1, gtls_migration/1, gtls_nat_rebinding/1,
@@ -47,7 +47,7 @@ all() ->
 
 groups() ->
     [{aioquic, [], [aioquic_get, aioquic_download, aioquic_post_10mb, aioquic_concurrent_100,
-                    aioquic_trailers, aioquic_rsa]},
+                    aioquic_trailers, aioquic_rsa, aioquic_cipher_suites]},
      {curl, [], [curl_get, curl_post_10mb, curl_concurrent_100]},
      {quicgo, [], [quicgo_get, quicgo_post_10mb, quicgo_concurrent_100, quicgo_trailers]},
      {gtlsclient, [], [gtls_download, gtls_loss, gtls_loss_2, gtls_ciphers_groups, gtls_migration, gtls_nat_rebinding,
@@ -296,6 +296,17 @@ aioquic_rsa(Config) ->
                 falco:stop_listener(h3_clients_rsa)
             end
     end.
+
+%% Each cipher suite offered alone (RFC 9001 §5.3; ChaCha20's header
+%% protection, §5.4.4).
+aioquic_cipher_suites(Config) ->
+    [begin
+         ct:log("~s", [Suite]),
+         S = h3_ok(aioquic(Config, ["--cipher-suite", Suite, url(Config, "/hello")]),
+                   #{<<"200">> => 1}),
+         ?assertEqual(list_to_binary(Suite), maps:get(<<"cipher_suite">>, S)),
+         bodies(S, <<"hello world">>)
+     end || Suite <- ["AES_128_GCM_SHA256", "AES_256_GCM_SHA384", "CHACHA20_POLY1305_SHA256"]].
 
 aioquic_download(Config) ->
     S = h3_ok(aioquic(Config, [url(Config, "/bytes/1000000")]), #{<<"200">> => 1}),

@@ -5,6 +5,7 @@ Opens one QUIC connection (ALPN h3) to the URL's host and port, sends
 JSON object on standard output with what it saw, for the suite to assert on:
 
   {"client": "aioquic 1.7.2", "alpn": "h3", "http_version": "3",
+   "cipher_suite": "AES_128_GCM_SHA256",
    "connections": 1, "elapsed_ms": 12.3,
    "sent": {"bytes": N, "sha256": "..."},        # the body of each request
    "statuses": {"200": 100},
@@ -22,6 +23,7 @@ says why in "error"), 2 on bad arguments.
 Usage:
   h3_aioquic_client.py [--insecure | --ca-certs F] [-X POST] [--body-size N]
                        [--requests N] [--header N:V] [--trailer N:V]
+                       [--cipher-suite NAME ...]
                        [--timeout S] https://127.0.0.1:PORT/path
 """
 
@@ -40,6 +42,7 @@ from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
+from aioquic.tls import CipherSuite
 from aioquic.quic.events import ConnectionTerminated, ProtocolNegotiated
 
 PATTERN = b"0123456789"
@@ -167,6 +170,8 @@ async def run(args, out):
     url = urlparse(args.url)
     config = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN,
                                server_name=args.server_name or url.hostname)
+    if args.cipher_suite:
+        config.cipher_suites = [CipherSuite[name] for name in args.cipher_suite]
     if args.insecure:
         config.verify_mode = ssl.CERT_NONE
     if args.ca_certs:
@@ -176,6 +181,8 @@ async def run(args, out):
                        create_protocol=Client) as client:
         out["alpn"] = client.alpn
         out["http_version"] = "3" if client.alpn in H3_ALPN else None
+        schedule = client._quic.tls.key_schedule
+        out["cipher_suite"] = schedule.cipher_suite.name if schedule else None
         tasks = [client.request(args, url, args.body_size) for _ in range(args.requests)]
         try:
             done = await asyncio.wait_for(asyncio.gather(*tasks), args.timeout)
@@ -197,6 +204,9 @@ def main():
     p.add_argument("--header", action="append", default=[], metavar="NAME:VALUE")
     p.add_argument("--trailer", action="append", default=[], metavar="NAME:VALUE")
     p.add_argument("--insecure", action="store_true")
+    p.add_argument("--cipher-suite", action="append", default=[],
+                   help="offer only these (AES_128_GCM_SHA256, AES_256_GCM_SHA384, "
+                        "CHACHA20_POLY1305_SHA256)")
     p.add_argument("--ca-certs")
     p.add_argument("--server-name")
     p.add_argument("--timeout", type=float, default=60.0)
