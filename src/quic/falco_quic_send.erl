@@ -282,10 +282,7 @@ protect([], _Pad, _Now, Q, Acc, Size) ->
     {lists:reverse(Acc), Size, Q};
 protect([P = #pkt{level = L, header = H, pn = Pn, largest = Largest, frames = Frames} | More],
         Pad, Now, Q = #q{loss = Loss}, Acc, Size) ->
-    MinSize = case More =:= [] andalso Pad of
-                  true -> ?MIN_INITIAL - Size;
-                  false -> 0
-              end,
+    MinSize = min_size(More, Pad, Size),
     Bin = iolist_to_binary(falco_quic_packet:protect(H, Pn, Largest, Frames, write_keys(L, Q),
                                                      MinSize)),
     Kind = case P#pkt.eliciting of
@@ -295,6 +292,11 @@ protect([P = #pkt{level = L, header = H, pn = Pn, largest = Largest, frames = Fr
            end,
     Loss1 = falco_quic_loss:sent(L, Pn, byte_size(Bin), Kind, P#pkt.items, Now, Loss),
     protect(More, Pad, Now, Q#q{loss = Loss1}, [Bin | Acc], Size + byte_size(Bin)).
+
+%% The size the next packet must fill: the rest of 1200 bytes for the
+%% last packet of a datagram carrying an Initial (§14.1), else nothing.
+min_size([], true, Sent) -> ?MIN_INITIAL - Sent;
+min_size(_, _, _) -> 0.
 
 %% @doc The datagram of our CONNECTION_CLOSE (§10.2.3): `AppFrame' in a
 %% 1-RTT packet once the handshake is complete, `EarlyFrame' in the
@@ -327,9 +329,6 @@ close_packet(AppFrame, EarlyFrame, Q0 = #q{phase = Phase}) ->
 close_bytes([], _, _, Acc, _) ->
     lists:reverse(Acc);
 close_bytes([{L, Pn, Frame, Keys} | More], Pad, Q, Acc, Size) ->
-    MinSize = case More =:= [] andalso Pad of
-                  true -> ?MIN_INITIAL - Size;
-                  false -> 0
-              end,
+    MinSize = min_size(More, Pad, Size),
     Bin = iolist_to_binary(falco_quic_packet:protect(header(L, Q), Pn, none, Frame, Keys, MinSize)),
     close_bytes(More, Pad, Q, [Bin | Acc], Size + byte_size(Bin)).
