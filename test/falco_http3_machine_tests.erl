@@ -68,8 +68,14 @@ our_settings_test() ->
     {_, [{send, 3, Bytes, nofin}]} = ?M:new(#{max_field_section_size => 8000, grease => 1}),
     {control, Rest} = ?F:stream_type(bin(Bytes)),
     ?assertEqual({ok, {settings, #{qpack_max_table_capacity => 0, qpack_blocked_streams => 0,
-                                   max_field_section_size => 8000}}, <<>>},
+                                   max_field_section_size => 8000,
+                                   enable_connect_protocol => true}}, <<>>},
                  ?F:parse(Rest, 1000)),
+    %% RFC 9220 §3: without it, no SETTINGS_ENABLE_CONNECT_PROTOCOL at all
+    {_, [{send, 3, Off, nofin}]} = ?M:new(#{enable_connect_protocol => false}),
+    {control, Rest1} = ?F:stream_type(bin(Off)),
+    {ok, {settings, S1}, _} = ?F:parse(Rest1, 1000),
+    ?assertNot(is_map_key(enable_connect_protocol, S1)),
     %% §7.2.4.1: one reserved setting (0x1f * 1 + 0x21 = 0x40, two bytes)
     ?assertNotEqual(nomatch, binary:match(Rest, <<16#40, 16#40, 0>>)).
 
@@ -334,6 +340,30 @@ reply_error_test() ->
     Connect = [{<<":method">>, <<"CONNECT">>}, {<<":authority">>, <<"example.com:443">>}],
     ?assertEqual([{request, 0, {error, {not_implemented, connect}, <<"CONNECT">>}}],
                  on_request(section(Connect), nofin)).
+
+%% RFC 9220 §3 (RFC 8441 §4): an extended CONNECT with `:protocol
+%% websocket' is a request once we sent SETTINGS_ENABLE_CONNECT_PROTOCOL;
+%% without the setting, `:protocol' makes the request malformed.
+extended_connect_test() ->
+    Fields = [{<<":method">>, <<"CONNECT">>}, {<<":protocol">>, <<"websocket">>},
+              {<<":scheme">>, <<"https">>}, {<<":path">>, <<"/chat">>},
+              {<<":authority">>, <<"example.com">>}, {<<"sec-websocket-version">>, <<"13">>}],
+    %% routed as the GET of an HTTP/1.1 upgrade (falco_http2_request's rule)
+    ?assertMatch([{request, 0, #{method := <<"GET">>, protocol := <<"websocket">>,
+                                 path := <<"/chat">>, version := {3, 0}}}],
+                 on_request(section(Fields), nofin)),
+    {M0, _} = ?M:new(#{enable_connect_protocol => false}),
+    {M, []} = ev({stream_data, 2, control(), nofin}, M0),
+    {_, Acts} = ev({stream_data, 0, section(Fields), nofin}, M),
+    ?assertEqual([{reset_stream, 0, h3_message_error}, {stop_sending, 0, h3_message_error}],
+                 Acts),
+    %% the tunnel's bytes are the stream's DATA, delivered as a body's
+    {M1, [{request, 0, _}]} = ev({stream_data, 0, section(Fields), nofin}, ready()),
+    {_, Data} = ev({stream_data, 0, bin(?F:data(<<"ws bytes">>)), nofin}, M1),
+    ?assertEqual([<<"ws bytes">>], iolist_to_binary_data(Data)).
+
+iolist_to_binary_data(Acts) ->
+    [iolist_to_binary(D) || {data, 0, D, nofin} <- Acts].
 
 %% §4.2.2: over max_field_section_size, decoded or encoded: 431.
 field_section_too_large_test_() ->

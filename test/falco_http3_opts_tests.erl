@@ -59,7 +59,11 @@ http3_machine_test() ->
     ?assertEqual(D, falco_http3_machine:default_opts()),
     ?assertEqual(#{max_field_section_size => 16384, max_header_count => 100,
                    max_control_frame => 16384, max_ignored_frames => 1000, max_resets => 500,
-                   reset_window => 10000, control_stream => 3, grease => 0}, D),
+                   reset_window => 10000, control_stream => 3, grease => 0,
+                   enable_connect_protocol => true}, D),
+    %% RFC 9220 follows RFC 8441's option
+    {ok, NoConnect} = valid(#{h2_enable_connect_protocol => false}),
+    ?assertMatch(#{enable_connect_protocol := false}, falco_opts:http3_machine(NoConnect)),
     {ok, C} = valid(#{max_header_block => 4096, max_header_count => 20}),
     ?assertMatch(#{max_field_section_size := 4096, max_header_count := 20},
                  falco_opts:http3_machine(C)),

@@ -94,6 +94,9 @@ peer(Name, Handler, Opts) ->
 
 %% @private run in the peer of peer/3
 peer_start(Name, Handler, Opts) ->
-    ok = start_app(),
+    ok = case maps:get(transport, Opts, tcp) of
+             tls -> start_tls_app();
+             _ -> start_app()
+         end,
     {_Sup, Port} = start(Name, Handler, Opts),
     {ok, Port}.

@@ -4,12 +4,13 @@
 %% `client' role), including frames no real client would send. Bytes
 %% received past a frame are kept per socket in the process dictionary.
 %%
-%% A session runs on one of four carriers: `ws' (HTTP/1.1 over TCP),
+%% A session runs on one of five carriers: `ws' (HTTP/1.1 over TCP),
 %% `wss' (HTTP/1.1 over TLS, ALPN http/1.1), `h2c' and `h2' (an RFC 8441
 %% tunnel, the extended CONNECT on HTTP/2 with prior knowledge or over TLS
-%% with ALPN h2, falco_test_ws_tunnel). connect/4 opens one on any of
-%% them and returns a handle every other function takes, so a case body
-%% written once runs on all four: over HTTP/2 the frames' bytes travel in
+%% with ALPN h2, falco_test_ws_tunnel) and `h3' (an RFC 9220 tunnel on
+%% HTTP/3, opened by aioquic: falco_test_ws_tunnel_h3). connect/4 opens one
+%% on any of them and returns a handle every other function takes, so a
+%% case body written once runs on all five: over HTTP/2 the frames' bytes travel in
 %% DATA frames (a send_raw/2 of up to 16 KB is one DATA frame), the
 %% response is the 200 (or the refusal) of the extended CONNECT with
 %% its fields as HTTP/1.1 responses have them, and the end of the stream
@@ -18,7 +19,7 @@
 -module(falco_test_ws_client).
 
 -export([key/0, handshake_headers/0, connect/2, connect/3, connect_tls/3, connect/4,
-         carriers/0, is_h2/1, listener_opts/1, open_status/1, close/1, close_all/0,
+         carriers/0, carrier_config/2, is_h2/1, listener_opts/1, open_status/1, close/1, close_all/0,
          send/3, send/4, send_raw/2, recv/1, recv/2, recv_until_close/2, closed/2]).
 
 -define(C, falco_test_client).
@@ -42,12 +43,21 @@ connect(Port, Path, Extra) ->
 connect_tls(Port, Path, Extra) ->
     handshake(?C:connect_tls(Port, [<<"http/1.1">>]), Path, Extra).
 
-%% The four carriers, in the order suites run them.
+%% The five carriers, in the order suites run them.
 carriers() ->
-    [ws, wss, h2c, h2].
+    [ws, wss, h2c, h2, h3].
 
+%% A group's config for Carrier: `{carrier, Carrier}' added once the
+%% carrier's tools are there (aioquic for h3; a skip, or a failure under
+%% FALCO_REQUIRE_TOOLS=1, otherwise).
+carrier_config(h3, Config) ->
+    falco_test_tools:require(falco_test_ws_tunnel_h3:tools(), [{carrier, h3} | Config]);
+carrier_config(Carrier, Config) ->
+    [{carrier, Carrier} | Config].
+
+%% Whether Carrier is an extended CONNECT's stream (RFC 8441, RFC 9220).
 is_h2(Carrier) ->
-    Carrier =:= h2c orelse Carrier =:= h2.
+    Carrier =:= h2c orelse Carrier =:= h2 orelse Carrier =:= h3.
 
 %% Listener options that make a listener serve Carrier (merged over the
 %% suite's own): TLS with the test certificate for wss and h2 (falco's TLS
@@ -55,6 +65,11 @@ is_h2(Carrier) ->
 %% HTTP/1.1 and h2c prior knowledge, both with RFC 8441 on by default).
 listener_opts(Carrier) when Carrier =:= wss; Carrier =:= h2 ->
     #{transport => tls, tls_opts => falco_test_tls:server_opts()};
+listener_opts(h3) ->
+    %% an RSA certificate: aioquic refuses the ECDSA ones of
+    %% falco_test_tls (NULL parameters in their signature algorithm)
+    #{transport => tls, http3 => true,
+      tls_opts => [O || O = {K, _} <- falco_test_tls13:ssl_server_opts(rsa), K =/= cacerts]};
 listener_opts(_) ->
     #{}.
 
@@ -76,7 +91,7 @@ connect(wss, Port, Path, Extra) ->
     Sock = ?C:connect_tls(Port, [<<"http/1.1">>]),
     {ok, <<"http/1.1">>} = ssl:negotiated_protocol(Sock),
     handshake(Sock, Path, Extra);
-connect(Carrier, Port, Path, Extra) when Carrier =:= h2c; Carrier =:= h2 ->
+connect(Carrier, Port, Path, Extra) when Carrier =:= h2c; Carrier =:= h2; Carrier =:= h3 ->
     {T, Resp} = falco_test_ws_tunnel:open(Carrier, Port, Path, fields(Extra), #{}),
     put({?MODULE, T}, <<>>),
     opened(T),
@@ -155,14 +170,26 @@ recv_frame(Sock, Buf, Deadline) ->
                 {nofin, false} -> {Op, Payload, nofin};
                 {_, true} -> {Op, Payload, rsv1}
             end;
-        {more, _} ->
-            Left = max(0, Deadline - erlang:monotonic_time(millisecond)),
-            case io_recv(Sock, Left) of
-                {ok, Data} -> recv_frame(Sock, <<Buf/binary, Data/binary>>, Deadline);
-                {error, Reason} -> put({?MODULE, Sock}, Buf), {error, Reason}
+        {more, N} ->
+            %% the pieces until at least N more bytes are here, joined once
+            %% (a 16 MB frame comes in thousands of pieces over a tunnel)
+            case more(Sock, N, [], Deadline) of
+                {ok, Data} -> recv_frame(Sock, iolist_to_binary([Buf | Data]), Deadline);
+                {error, Reason, Data} ->
+                    put({?MODULE, Sock}, iolist_to_binary([Buf | Data])),
+                    {error, Reason}
             end;
         {error, Why} ->
             {error, {bad_frame, Why}}
+    end.
+
+more(_Sock, N, Acc, _Deadline) when N =< 0 ->
+    {ok, lists:reverse(Acc)};
+more(Sock, N, Acc, Deadline) ->
+    Left = max(0, Deadline - erlang:monotonic_time(millisecond)),
+    case io_recv(Sock, Left) of
+        {ok, Data} -> more(Sock, N - byte_size(Data), [Data | Acc], Deadline);
+        {error, Reason} -> {error, Reason, lists:reverse(Acc)}
     end.
 
 %% Frames until the server's close frame: {Frames, {close, Code}} (Code

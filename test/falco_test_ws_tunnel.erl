@@ -36,8 +36,11 @@
 %% `#{status, headers, body}' like falco_test_client's responses. A
 %% status other than 2xx ends the stream (and the tunnel's process);
 %% `body' is the refusal's content then. Opts: rcvbuf (bytes, default 1 MB).
--spec open(h2c | h2, inet:port_number(), binary(), [{binary(), iodata()}], map()) ->
+-spec open(h2c | h2 | h3, inet:port_number(), binary(), [{binary(), iodata()}], map()) ->
           {tunnel(), map()}.
+open(h3, Port, Path, Fields, Opts) ->
+    %% RFC 9220, by aioquic (falco_test_ws_tunnel_h3): the same handle
+    falco_test_ws_tunnel_h3:open(Port, Path, Fields, Opts);
 open(Carrier, Port, Path, Fields, Opts) ->
     Owner = self(),
     Ref = make_ref(),

@@ -29,9 +29,9 @@
 
 -export([all/0, groups/0, init_per_suite/1, end_per_suite/1, init_per_group/2,
          end_per_group/2, init_per_testcase/2, end_per_testcase/2]).
--export([handle/1]).
+-export([handle/1, handle_in/2]).
 -export([aioquic_get/1, aioquic_download/1, aioquic_post_10mb/1, aioquic_concurrent_100/1,
-         aioquic_trailers/1, aioquic_rsa/1, aioquic_cipher_suites/1,
+         aioquic_trailers/1, aioquic_rsa/1, aioquic_cipher_suites/1, aioquic_websocket/1,
          curl_get/1, curl_post_10mb/1, curl_concurrent_100/1,
          quicgo_get/1, quicgo_post_10mb/1, quicgo_concurrent_100/1, quicgo_trailers/1,
          gtls_download/1, gtls_loss/1, gtls_loss_2/1, gtls_ciphers_groups/1, gtls_migration/1, gtls_nat_rebinding/1,
@@ -47,7 +47,7 @@ all() ->
 
 groups() ->
     [{aioquic, [], [aioquic_get, aioquic_download, aioquic_post_10mb, aioquic_concurrent_100,
-                    aioquic_trailers, aioquic_rsa, aioquic_cipher_suites]},
+                    aioquic_trailers, aioquic_rsa, aioquic_cipher_suites, aioquic_websocket]},
      {curl, [], [curl_get, curl_post_10mb, curl_concurrent_100]},
      {quicgo, [], [quicgo_get, quicgo_post_10mb, quicgo_concurrent_100, quicgo_trailers]},
      {gtlsclient, [], [gtls_download, gtls_loss, gtls_loss_2, gtls_ciphers_groups, gtls_migration, gtls_nat_rebinding,
@@ -64,7 +64,7 @@ python() ->
         Py -> Py
     end.
 
-tools(aioquic) -> [{python_module, python(), "aioquic"}];
+tools(aioquic) -> [{python_module, python(), "aioquic"}, {file, aioquic_example()}];
 tools(curl) -> [{python_module, python(), "curl_cffi"}];
 tools(quicgo) -> [{found, "h3client", falco_test_tools:find("h3client")}];
 tools(gtlsclient) -> ["gtlsclient"];
@@ -193,6 +193,9 @@ handle(Req) ->
                      ok = Send(<<"alpha beta">>),
                      {trailers, [{<<"x-checksum">>, <<"abc">>}]}
              end};
+        {<<"GET">>, <<"/ws">>} ->
+            %% WebSocket over HTTP/3 (RFC 9220): an echo
+            {websocket, ?MODULE, echo, #{}};
         {<<"GET">>, <<"/page">>} ->
             {200, [{<<"content-type">>, <<"text/html">>}], page()};
         {<<"GET">>, <<"/form">>} ->
@@ -268,6 +271,31 @@ bodies(#{<<"responses">> := Rs}, Body) ->
     ok.
 
 %% -- aioquic -------------------------------------------------------------------
+
+%% aioquic's own example client (examples/http3_client.py of its source
+%% distribution, which bootstrap unpacks) with a wss:// URL: an extended
+%% CONNECT with `:protocol websocket' (RFC 9220 §3; it sends
+%% Sec-WebSocket-Protocol chat, superchat, which the echo ignores), two
+%% text messages each echoed, then its close.
+aioquic_websocket(Config) ->
+    Url = "wss://127.0.0.1:" ++ integer_to_list(?config(port, Config)) ++ "/ws",
+    {Status, Out} = falco_test_run:run(python(), [aioquic_example(), "--insecure", Url],
+                                       #{timeout => ?RUN_TIMEOUT,
+                                         cd => filename:dirname(aioquic_example())}),
+    ct:log("http3_client.py ~s: exit status ~p~n~ts", [Url, Status, Out]),
+    ?assertEqual(0, Status),
+    [?assertNotEqual(nomatch, binary:match(Out, Line))
+     || Line <- [<<"> Hello 0, WebSocket!">>, <<"< Hello 0, WebSocket!">>,
+                 <<"> Hello 1, WebSocket!">>, <<"< Hello 1, WebSocket!">>]].
+
+aioquic_example() ->
+    filename:join([falco_test_run:checkout(), "_build", "tools", "aioquic-1.7.2", "examples",
+                   "http3_client.py"]).
+
+%% @private The echo of aioquic_websocket/1.
+-spec handle_in({text | binary, binary()}, echo) -> {reply, {text | binary, binary()}, echo}.
+handle_in({Type, Msg}, echo) ->
+    {reply, {Type, Msg}, echo}.
 
 aioquic_get(Config) ->
     S = h3_ok(aioquic(Config, [url(Config, "/hello")]), #{<<"200">> => 1}),

@@ -11,10 +11,13 @@
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
--export([all/0, init_per_suite/1, end_per_suite/1]).
+-export([all/0, groups/0, init_per_suite/1, end_per_suite/1, init_per_group/2,
+         end_per_group/2]).
 -export([h1_one_byte_fragments/1, h1_empty_fragments/1, h1_fragment_bounds/1,
          h2_one_byte_fragments/1, h2_empty_fragments/1, h2_fragment_bound/1,
-         h2_tunnel_budget/1]).
+         h2_tunnel_budget/1,
+         h3_one_byte_fragments/1, h3_empty_fragments/1, h3_one_byte_fragment_frames/1,
+         h3_fragment_bounds/1]).
 %% run in the server's node
 -export([upgrade/1, handle_in/2, sampler_start/0, sampler_stop/0]).
 
@@ -26,11 +29,23 @@
 
 all() ->
     [h1_one_byte_fragments, h1_empty_fragments, h1_fragment_bounds,
-     h2_one_byte_fragments, h2_empty_fragments, h2_fragment_bound, h2_tunnel_budget].
+     h2_one_byte_fragments, h2_empty_fragments, h2_fragment_bound, h2_tunnel_budget,
+     {group, h3}].
+
+groups() ->
+    [{h3, [], [h3_one_byte_fragments, h3_empty_fragments, h3_one_byte_fragment_frames,
+               h3_fragment_bounds]}].
 
 init_per_suite(Config) ->
-    ok = falco_test_listener:start_app(),
+    ok = falco_test_listener:start_tls_app(),
     Config.
+
+%% The HTTP/3 cases need the aioquic carrier (falco_test_ws_tunnel_h3).
+init_per_group(h3, Config) ->
+    falco_test_tools:require(falco_test_ws_tunnel_h3:tools(), Config).
+
+end_per_group(_, _Config) ->
+    ok.
 
 end_per_suite(_Config) ->
     ok.
@@ -281,3 +296,71 @@ h2_tunnel_budget(_Config) ->
         ?assertEqual([], Got),
         ?assertMatch({goaway, enhance_your_calm, <<"flood: tunnel_data">>}, Result)
     end).
+
+%% -- inside an RFC 9220 tunnel (HTTP/3) -----------------------------------------------
+
+%% The floods of HTTP/1.1 inside an HTTP/3 tunnel opened by aioquic: the
+%% frames in DATA frames of about 64 KB (`blocks'), or each WebSocket
+%% frame in a DATA frame of its own (`each').
+h3_flood(Piece, N, MaxMB, How) ->
+    Opts = #{max_fragments => infinity, max_empty_fragments => infinity},
+    with_server(?WS:listener_opts(h3), fun(Peer, Port) ->
+        {T, #{status := 200}} = ?WS:connect(h3, Port, path(Opts), []),
+        Size = byte_size(Piece) * (N + 1),
+        {Reply, Growth} = peak_growth(Peer, fun() ->
+            ok = case How of
+                     blocks ->
+                         {Blocks, Size} = fragments(Piece, N),
+                         lists:foreach(fun(B) -> ok = ?WS:send_raw(T, B) end, Blocks);
+                     each ->
+                         ok = ?WS:send_raw(T, mask(text, Piece, nofin)),
+                         ok = falco_test_ws_tunnel_h3:send_each(
+                                T, N - 1, mask(continuation, Piece, nofin)),
+                         ?WS:send_raw(T, mask(continuation, Piece, fin))
+                 end,
+            ok = ?WS:send(T, ping, <<"after">>),
+            R1 = ?WS:recv(T, 60000),
+            R2 = ?WS:recv(T, 10000),
+            {R1, R2}
+        end),
+        ct:log("~p fragments of ~p bytes in an RFC 9220 tunnel (~p): peak +~.1f MB",
+               [N + 1, byte_size(Piece), How, Growth / ?MB]),
+        ?WS:close(T),
+        ?assertEqual({{text, integer_to_binary(Size)}, {pong, <<"after">>}}, Reply),
+        ?assert(Growth < MaxMB * ?MB)
+    end).
+
+%% 1,000,000 one-byte fragments over HTTP/3: under 16 MB at the peak.
+h3_one_byte_fragments(_Config) ->
+    h3_flood(<<"a">>, 1000000, 16, blocks).
+
+%% 1,000,000 empty fragments over HTTP/3: under 8 MB.
+h3_empty_fragments(_Config) ->
+    h3_flood(<<>>, 1000000, 8, blocks).
+
+%% 300,000 one-byte fragments, each in an HTTP/3 DATA frame of its own:
+%% under 16 MB.
+h3_one_byte_fragment_frames(_Config) ->
+    h3_flood(<<"a">>, 300000, 16, each).
+
+%% With the defaults, the floods end at the session's bounds over HTTP/3
+%% too: 1009 past 65,536 fragments, 1008 past 64 empty ones.
+h3_fragment_bounds(_Config) ->
+    with_server(?WS:listener_opts(h3), fun(_Peer, Port) ->
+        lists:foreach(fun({Piece, Code}) ->
+                              {Blocks, _} = fragments(Piece, 1000000),
+                              {T, #{status := 200}} = ?WS:connect(h3, Port, <<"/ws">>, []),
+                              send_until_closed(T, Blocks),
+                              ?assertMatch({_, {close, Code}}, ?WS:recv_until_close(T, 30000)),
+                              ?WS:close(T)
+                      end, [{<<"a">>, 1009}, {<<>>, 1008}])
+    end).
+
+%% Blocks until one is refused (the session closed its stream).
+send_until_closed(_, []) ->
+    ok;
+send_until_closed(T, [B | Rest]) ->
+    case ?WS:send_raw(T, B) of
+        ok -> send_until_closed(T, Rest);
+        {error, _} -> ok
+    end.

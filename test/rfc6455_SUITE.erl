@@ -5,9 +5,11 @@
 %% in autobahn_SUITE.
 %%
 %% Every case runs over each carrier a session can have (groups ws, wss,
-%% h2c and h2, as rfc9110_SUITE runs HTTP semantics over every protocol):
-%% HTTP/1.1 over TCP and over TLS, and an RFC 8441 tunnel on HTTP/2 with
-%% prior knowledge and over TLS (falco_test_ws_client, whose handle hides
+%% h2c, h2 and h3, as rfc9110_SUITE runs HTTP semantics over every protocol):
+%% HTTP/1.1 over TCP and over TLS, an RFC 8441 tunnel on HTTP/2 with
+%% prior knowledge and over TLS, and an RFC 9220 tunnel on HTTP/3 opened
+%% by aioquic (falco_test_ws_tunnel_h3; the group rfc9220 adds what the
+%% tests' raw QUIC client shows) (falco_test_ws_client, whose handle hides
 %% the carrier; over HTTP/2 the frames' bytes travel in DATA frames and the
 %% stream's end stands for the TCP close). What only the HTTP/1.1
 %% handshake has (101, Upgrade and Connection, Sec-WebSocket-Key and its
@@ -30,7 +32,8 @@
 -export([handshake_101/1, handshake_other_version_426/1, handshake_not_websocket_426/1,
          handshake_bad_key_400/1, handler_refuses/1, middleware_before_upgrade/1,
          subprotocol_selected/1, pipelined_frames_after_handshake/1,
-         handshake_200_rfc8441/1, other_version_426_rfc8441/1,
+         handshake_200_rfc8441/1, other_version_426_rfc8441/1, other_version_426_rfc9220/1,
+         slow_reader_bounded_rfc9220/1,
          echo_text_and_binary/1, fragments_and_control_frames/1, ping_gets_pong/1,
          client_close_echoed/1, handler_stop_closes_1000/1, handler_close_code/1,
          handler_bad_close_code_1011/1, handle_info_and_hibernate/1,
@@ -60,6 +63,11 @@ groups() ->
      {wss, [], [{group, http1_handshake} | Common]},
      {h2c, [], [{group, rfc8441_handshake} | Common] ++ [{group, gather}]},
      {h2, [], [{group, rfc8441_handshake} | Common] ++ [{group, gather}]},
+     %% over HTTP/3, slow_reader_bounded is the rfc9220 group's: aioquic
+     %% (falco_test_ws_tunnel_h3) gives the server credit as it reads,
+     %% whatever the case does
+     {h3, [], [{group, rfc9220} | Common -- [{group, hostile}]]
+              ++ [{group, hostile_h3}, {group, gather}]},
      {handshake, [parallel], [handler_refuses, middleware_before_upgrade,
                               subprotocol_selected]},
      %% HTTP/1.1's handshake only (RFC 6455 §4.1, §4.2): RFC 8441 §5 has
@@ -69,6 +77,10 @@ groups() ->
                                     pipelined_frames_after_handshake]},
      %% what the extended CONNECT has in their place (RFC 8441 §4, §5)
      {rfc8441_handshake, [parallel], [handshake_200_rfc8441, other_version_426_rfc8441]},
+     %% RFC 9220 (RFC 8441's extended CONNECT on HTTP/3): the 200, and with
+     %% the tests' raw QUIC client what the aioquic carrier cannot show
+     {rfc9220, [parallel], [handshake_200_rfc8441, other_version_426_rfc9220,
+                            slow_reader_bounded_rfc9220]},
      {frames, [parallel], [echo_text_and_binary, fragments_and_control_frames, ping_gets_pong,
                            unmasked_frame_1002, reserved_opcode_1002, invalid_utf8_1007,
                            invalid_utf8_mid_frame_1007, large_frames_in_pieces,
@@ -80,6 +92,8 @@ groups() ->
                     sys_get_state]},
      {hostile, [], [huge_declared_length_1009, endless_fragments_1009,
                     slow_reader_bounded, ping_flood_bounded, idle_sockets_memory]},
+     {hostile_h3, [], [huge_declared_length_1009, endless_fragments_1009,
+                       ping_flood_bounded, idle_sockets_memory]},
      {gather, [parallel], [gather_1mb_in_data_frames, gather_16mb_raised_limit,
                            gather_awkward_offsets, gather_utf8_split_across_data,
                            gather_invalid_utf8_last_piece_1007,
@@ -95,7 +109,7 @@ end_per_suite(_Config) ->
 
 init_per_group(Group, Config) ->
     case lists:member(Group, ?WS:carriers()) of
-        true -> [{carrier, Group} | Config];
+        true -> ?WS:carrier_config(Group, Config);
         false -> Config
     end.
 
@@ -626,6 +640,59 @@ send_fragments(Sock, N) ->
     case ?WS:send(Sock, continuation, <<0:8000>>, nofin) of
         ok -> timer:sleep(1), 1 + send_fragments(Sock, N - 1);
         {error, _} -> 0
+    end.
+
+%% RFC 6455 §4.4 over RFC 9220 §3: an extended CONNECT with another
+%% version gets 426 naming 13 on its stream; the connection goes on
+%% serving (an ordinary request on the next stream gets its 200). With the
+%% tests' raw QUIC client, which shows both streams of one connection.
+other_version_426_rfc9220(Config) ->
+    {h3, Port} = start(Config, #{}),
+    {ok, S} = falco_test_quic_client:connect(Port, #{}),
+    try
+        ok = falco_test_quic_client:request(S, 0, connect_fields(<<"8">>), <<>>, nofin),
+        {ok, #{responses := #{0 := {ok, Resp}}}} = responses(S, [0]),
+        ?assertMatch(#{status := 426}, Resp),
+        ?assertEqual(<<"13">>, proplists:get_value(<<"sec-websocket-version">>,
+                                                   maps:get(headers, Resp))),
+        ok = falco_test_quic_client:request(
+               S, 4, [{<<":method">>, <<"GET">>}, {<<":scheme">>, <<"https">>},
+                      {<<":authority">>, <<"localhost">>}, {<<":path">>, <<"/plain">>}],
+               <<>>, fin),
+        ?assertMatch({ok, #{responses := #{4 := {ok, #{status := 200, body := <<"plain">>}}}}},
+                     responses(S, [4]))
+    after
+        falco_test_quic_client:close(S)
+    end.
+
+connect_fields(Version) ->
+    [{<<":method">>, <<"CONNECT">>}, {<<":protocol">>, <<"websocket">>},
+     {<<":scheme">>, <<"https">>}, {<<":path">>, <<"/ws">>},
+     {<<":authority">>, <<"localhost">>}, {<<"sec-websocket-version">>, Version}].
+
+responses(S, Ids) ->
+    falco_test_quic_client:recv_until(
+      S, fun(#{responses := R}) -> lists:all(fun(Id) -> is_map_key(Id, R) end, Ids) end, 5000).
+
+%% slow_reader_bounded over HTTP/3: a client that stops reading (and so
+%% acknowledges nothing) once the handler starts sending 64 MB; the
+%% session ends at send_timeout, its memory bounded.
+slow_reader_bounded_rfc9220(Config) ->
+    {h3, Port} = start(Config, #{}, #{send_timeout => 500}),
+    {ok, S} = falco_test_quic_client:connect(Port, #{}),
+    try
+        ok = falco_test_quic_client:request(S, 0, connect_fields(<<"13">>), <<>>, nofin),
+        Pid = ?H:await_init(),
+        Flood = falco_ws_frame:encode_masked(text, <<"flood:1000">>, fin, false, <<1, 2, 3, 4>>),
+        ok = falco_test_quic_client:send_stream(S, 0, falco_http3_frame:data(Flood), nofin),
+        timer:sleep(50),
+        ok = falco_test_quic_client:silence(S),
+        {memory, Peak, _} = ?H:watch_memory(Pid, 4000),
+        ct:pal("session memory while blocked over HTTP/3: ~p bytes", [Peak]),
+        ?assertMatch({error, _}, terminated(Pid)),
+        ?assert(Peak < 10000000)
+    after
+        falco_test_quic_client:close(S)
     end.
 
 %% A peer that never reads while the handler sends 64 MB: the session ends

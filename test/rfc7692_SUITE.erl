@@ -51,7 +51,7 @@ init_per_suite(Config) ->
 
 init_per_group(Group, Config) ->
     case lists:member(Group, ?WS:carriers()) of
-        true -> [{carrier, Group} | Config];
+        true -> ?WS:carrier_config(Group, Config);
         false -> Config
     end.
 

@@ -321,7 +321,9 @@ http3_machine(Conf) ->
       max_resets => maps:get(rst_stream, maps:get(h2_flood_limits, Conf)),
       reset_window => 10000,
       control_stream => 3,
-      grease => 0}.
+      grease => 0,
+      %% RFC 9220: WebSocket over HTTP/3, with HTTP/2's option (RFC 8441)
+      enable_connect_protocol => maps:get(h2_enable_connect_protocol, Conf)}.
 
 %% @doc The QUIC transport parameters and limits of a listener's
 %% configuration (the `h3_' options, without their prefix).

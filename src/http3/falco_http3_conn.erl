@@ -42,12 +42,17 @@
 -define(CID_LEN, 8).
 %% the least time between a drain's two GOAWAY frames, ms
 -define(GOAWAY_MIN, 50).
+%% the most a stopping listener's WebSocket sessions get to send 1001, ms
+-define(TUNNEL_GRACE, 1000).
 
 -record(b, {buf = [] :: [iodata()],
             size = 0 :: non_neg_integer(),
             fin = false :: boolean(),
             trailers = undefined :: undefined | [{binary(), binary()}],
-            want = 0 :: non_neg_integer()}).
+            want = 0 :: non_neg_integer(),
+            %% a tunnel's standing grant: data handed over as it comes
+            %% while `want' lasts (falco_http2_tunnel)
+            grant = false :: boolean()}).
 
 -record(c, {holder :: pid(),
             socket :: gen_udp:socket(),
@@ -72,12 +77,18 @@
             pids = #{} :: #{pid() => non_neg_integer()},
             ids = #{} :: #{non_neg_integer() => pid()},
             counted = #{} :: #{pid() => true},
+            %% WebSocket sessions (RFC 9220), whose stream process sent
+            %% `{tunnel, ...}'; one stays here until its process exits
+            tunnels = #{} :: #{pid() => non_neg_integer()},
             bodies = #{} :: #{non_neg_integer() => #b{}},
             %% streams whose process waits for its data to go out
             waiting = #{} :: #{non_neg_integer() => {{pid(), reference()}, integer()}},
             %% HTTP/3 is done (H3_NO_ERROR): the connection closes once what
             %% it sent is acknowledged (and at the latest by its idle timeout)
             ending = false :: boolean(),
+            %% the listener stops: the connection closes once its
+            %% WebSocket sessions are gone
+            stopping = false :: boolean(),
             debug = [] :: [sys:dbg_opt()]}).
 
 %% @doc Starts the connection for an admitted Initial: `Args' from the
@@ -121,17 +132,11 @@ init(Parent, Args = #{conf := Conf, tls := Tls},
 %% -- the loop ---------------------------------------------------------------------
 
 %% @private The loop, also the entry after hibernation. With no stream
-%% process, the connection hibernates after `hibernate_after' with nothing
+%% process but WebSocket sessions, the connection hibernates after `hibernate_after' with nothing
 %% received (its heap collected and shrunk to its live data, as
 %% falco_http2_conn does); the machine's deadline is a timer, a message
 %% that wakes it, and so are datagrams and `sys'.
 -spec loop(#c{}, pid()) -> no_return().
-loop(C = #c{pids = Pids, hibernate_after = Hib}, Parent) when map_size(Pids) =:= 0 ->
-    receive
-        Msg -> message(Msg, C, Parent)
-    after Hib ->
-        falco_hibernate:sleep(?MODULE, loop, [C, Parent], infinity)
-    end;
 loop(C = #c{waiting = W}, Parent) when map_size(W) > 0 ->
     %% a send waiting for room fails at its send_timeout even if nothing
     %% comes meanwhile (a silent client's PTOs back off past it)
@@ -140,6 +145,20 @@ loop(C = #c{waiting = W}, Parent) when map_size(W) > 0 ->
         Msg -> message(Msg, C, Parent)
     after max(0, First - erlang:monotonic_time(millisecond)) ->
         next(flush(C), Parent)
+    end;
+loop(C = #c{pids = Pids, tunnels = T, hibernate_after = Hib}, Parent)
+  when map_size(Pids) =< map_size(T) ->
+    %% no request in progress (no stream process, or only WebSocket
+    %% sessions, which wait on their own): hibernation after Hib
+    case map_size(maps:without(maps:keys(T), Pids)) of
+        0 ->
+            receive
+                Msg -> message(Msg, C, Parent)
+            after Hib ->
+                falco_hibernate:sleep(?MODULE, loop, [C, Parent], infinity)
+            end;
+        _ ->
+            receive Msg -> message(Msg, C, Parent) end
     end;
 loop(C, Parent) ->
     receive
@@ -156,12 +175,25 @@ message({h2_stream, Id, Cmd}, C, Parent) ->
     next(flush(stream_command(Id, Cmd, C)), Parent);
 message({'EXIT', Pid, _}, C = #c{pids = Pids}, Parent) when is_map_key(Pid, Pids) ->
     next(flush(stream_exit(Pid, C)), Parent);
+message({'EXIT', Pid, _}, C = #c{tunnels = T}, Parent) when is_map_key(Pid, T) ->
+    %% a session whose stream was reset
+    next(C#c{tunnels = maps:remove(Pid, T)}, Parent);
+message({falco_stop, Holder}, C = #c{holder = Holder, tunnels = T}, Parent) ->
+    %% the listener stops: the WebSocket sessions say 1001 first (within
+    %% ?TUNNEL_GRACE ms), then CONNECTION_CLOSE with H3_NO_ERROR
+    _ = [exit(Pid, shutdown) || Pid <- maps:keys(T)],
+    _ = erlang:start_timer(?TUNNEL_GRACE, self(), tunnel_grace),
+    next(C#c{stopping = true}, Parent);
+message({timeout, _, tunnel_grace}, C, _Parent) ->
+    stop(shutdown, close(C));
 message({'EXIT', Holder, Reason}, C = #c{holder = Holder}, _Parent) ->
     stop(Reason, close(C));
 message({falco_drain, _}, C = #c{h3 = H0, quic = Q}, Parent) when H0 =/= undefined ->
     %% RFC 9114 §5.2: a GOAWAY with the largest id first, so requests on
     %% their way are still taken; the one with the next id after a couple
     %% of PTOs; the connection closes once its requests are done
+    %% the WebSocket sessions close with 1001 (falco_ws_conn)
+    _ = [Pid ! {falco_drain, self()} || Pid <- maps:keys(C#c.tunnels)],
     {H, Acts} = falco_http3_machine:drain(H0),
     Ms = erlang:max(?GOAWAY_MIN, 2 * falco_quic_machine:pto(Q) div 1000),
     _ = erlang:start_timer(Ms, self(), goaway),
@@ -179,6 +211,8 @@ message({system, From, Request}, C = #c{debug = Debug}, Parent) ->
 message(_, C, Parent) ->
     next(C, Parent).
 
+next(C = #c{stopping = true, tunnels = T}, _Parent) when map_size(T) =:= 0 ->
+    stop(shutdown, close(C));
 next(C = #c{ending = true, quic = Q}, Parent) ->
     case falco_quic_machine:phase(Q) =:= established andalso falco_quic_machine:quiescent(Q) of
         true -> next(close(C#c{ending = false}), Parent);
@@ -292,15 +326,33 @@ h3_actions([{send, Id, Bytes, Fin} | Rest], C = #c{quic = Q0}) ->
     h3_actions(Rest, C1);
 h3_actions([{request, Id, Req} | Rest], C) ->
     h3_actions(Rest, spawn_stream(Id, Req, C));
+h3_actions([{data, Id, Data, Fin} | Rest], C = #c{bodies = Bodies, quic = Q})
+  when not is_map_key(Id, Bodies) ->
+    %% the stream's process is gone (its response was complete): nobody
+    %% reads what the client still sends, which is its credit again
+    _ = Fin,
+    h3_actions(Rest, C#c{quic = falco_quic_machine:consumed(Id, iolist_size(Data), now_us(), Q)});
 h3_actions([{data, Id, Data, Fin} | Rest], C) ->
+    %% the pieces of a datagram's DATA frames held as one binary: a flood
+    %% of tiny frames (a WebSocket tunnel's one-byte fragments, each in a
+    %% DATA frame) would otherwise hold a list cell and a sub-binary, ~60
+    %% bytes, per byte of the window
+    Bin = case Data of
+              _ when is_binary(Data) -> Data;
+              _ -> iolist_to_binary(Data)
+          end,
     h3_actions(Rest, body(Id, fun(B = #b{buf = Buf, size = Size}) ->
-                                      B#b{buf = [Data | Buf], size = Size + iolist_size(Data),
+                                      B#b{buf = [Bin | Buf], size = Size + byte_size(Bin),
                                           fin = Fin =:= fin}
                               end, C));
 h3_actions([{trailers, Id, Fields} | Rest], C) ->
     h3_actions(Rest, body(Id, fun(B) -> B#b{trailers = Fields, fin = true} end, C));
-h3_actions([{reset, Id, _Reason} | Rest], C = #c{ids = Ids, pids = Pids}) ->
+h3_actions([{reset, Id, Reason} | Rest], C = #c{ids = Ids, pids = Pids, tunnels = T}) ->
     C1 = case Ids of
+             #{Id := Pid} when is_map_key(Pid, T) ->
+                 %% a WebSocket session ends through its handler's terminate
+                 Pid ! {h2_reset, Reason},
+                 forget(Id, C#c{ids = maps:remove(Id, Ids), pids = maps:remove(Pid, Pids)});
              #{Id := Pid} ->
                  exit(Pid, kill),
                  forget(Id, C#c{ids = maps:remove(Id, Ids), pids = maps:remove(Pid, Pids),
@@ -353,10 +405,10 @@ started(Id, Pid, C = #c{pids = Pids, ids = Ids, bodies = Bodies}) ->
 uncounted(Pid, #c{counted = Counted, stats = Stats, cell = Cell}) ->
     falco_stats:request_done(Pid, Counted, Stats, Cell).
 
-stream_exit(Pid, C = #c{pids = Pids, ids = Ids, h3 = H0}) ->
+stream_exit(Pid, C = #c{pids = Pids, ids = Ids, h3 = H0, tunnels = T}) ->
     Id = maps:get(Pid, Pids),
     C1 = forget(Id, C#c{pids = maps:remove(Pid, Pids), ids = maps:remove(Id, Ids),
-                        counted = uncounted(Pid, C)}),
+                        tunnels = maps:remove(Pid, T), counted = uncounted(Pid, C)}),
     %% a response left unfinished is reset (nothing if it was complete)
     {H, Acts} = falco_http3_machine:reset_stream(Id, h3_internal_error, H0),
     h3_actions(Acts, C1#c{h3 = H}).
@@ -384,15 +436,26 @@ stream_command(Id, Cmd, C = #c{h3 = H0}) when H0 =/= undefined ->
         {trailers, Fields, Tag} ->
             {H, A} = falco_http3_machine:send_trailers(Id, Fields, H0),
             wait(Id, Tag, h3_actions(A, C#c{h3 = H}));
+        {read, {grant, N}} ->
+            take(Id, body(Id, fun(B = #b{want = Want}) -> B#b{want = Want + N, grant = true} end,
+                          C));
         {read, Want} ->
             take(Id, body(Id, fun(B) -> B#b{want = Want} end, C));
-        {tunnel, _, _} ->
-            %% WebSocket over HTTP/3 (RFC 9220) comes with the next issue
-            {H, A} = falco_http3_machine:reset_stream(Id, h3_request_rejected, H0),
-            h3_actions(A, C#c{h3 = H})
+        {tunnel, Status, Headers} ->
+            %% the 200 of an extended CONNECT (RFC 9220 §3): the stream's
+            %% DATA is the WebSocket session's bytes from now on, and its
+            %% request no longer counts as one in flight
+            {H, A} = falco_http3_machine:send_response(Id, Status, Headers, nofin, H0),
+            h3_actions(A, tunnel(Id, C#c{h3 = H}))
     end;
 stream_command(_, _, C) ->
     C.
+
+tunnel(Id, C = #c{ids = Ids, tunnels = T}) ->
+    case Ids of
+        #{Id := Pid} -> C#c{tunnels = T#{Pid => Id}, counted = uncounted(Pid, C)};
+        #{} -> C
+    end.
 
 body(Id, Fun, C = #c{bodies = Bodies}) ->
     case Bodies of
@@ -422,7 +485,12 @@ take(Id, C = #c{bodies = Bodies, ids = Ids, quic = Q}) ->
                                    end,
                     Last = Keep =:= <<>> andalso Fin andalso B#b.trailers =:= undefined,
                     Pid ! {h2_data, Give, case Last of true -> fin; false -> nofin end},
-                    C#c{bodies = Bodies#{Id := B#b{want = 0, buf = [Keep || Keep =/= <<>>],
+                    %% a read is answered once; a grant lasts for what is left of it
+                    Left = case B#b.grant of
+                               true -> Want - byte_size(Give);
+                               false -> 0
+                           end,
+                    C#c{bodies = Bodies#{Id := B#b{want = Left, buf = [Keep || Keep =/= <<>>],
                                                    size = byte_size(Keep)}},
                         quic = falco_quic_machine:consumed(Id, byte_size(Give), now_us(), Q)}
             end;
@@ -465,8 +533,14 @@ flush(C = #c{quic = Q0}) ->
     {Q, Acts} = falco_quic_machine:flush(now_us(), Q0),
     send_deadlines(quic_actions(Acts, C#c{quic = Q})).
 
-kill_streams(#c{pids = Pids}) ->
-    _ = [exit(Pid, kill) || Pid <- maps:keys(Pids)],
+%% A WebSocket session learns of the connection's end through its
+%% handler's terminate (falco_http2_tunnel:parent_exit/2); the work of a
+%% request is killed.
+kill_streams(#c{pids = Pids, tunnels = T}) ->
+    _ = [case is_map_key(Pid, T) of
+             true -> exit(Pid, closed);
+             false -> exit(Pid, kill)
+         end || Pid <- maps:keys(maps:merge(Pids, T))],
     ok.
 
 %% -- sys -------------------------------------------------------------------------------

@@ -119,6 +119,7 @@
                   max_resets => non_neg_integer(),
                   reset_window => pos_integer(),
                   control_stream => stream_id(),
+                  enable_connect_protocol => boolean(),
                   grease => non_neg_integer()}.
 
 %% A request stream. `phase': what the client may send next (§4.1).
@@ -174,10 +175,11 @@ default_opts() ->
 new(Opts0) ->
     Opts = maps:merge(default_opts(), Opts0),
     #{max_field_section_size := MaxSection, control_stream := Control, grease := Grease,
-      max_ignored_frames := Ignored} = Opts,
+      max_ignored_frames := Ignored, enable_connect_protocol := Connect} = Opts,
     Settings = falco_http3_frame:settings(
-                 #{qpack_max_table_capacity => 0, qpack_blocked_streams => 0,
-                   max_field_section_size => MaxSection},
+                 maps:merge(#{qpack_max_table_capacity => 0, qpack_blocked_streams => 0,
+                              max_field_section_size => MaxSection},
+                            maps:from_list([{enable_connect_protocol, true} || Connect])),
                  [{falco_http3_frame:reserved(Grease), 0}]),
     M = #h3{opts = Opts, control = Control, ignored_budget = Ignored},
     done(act({send, Control, [falco_http3_frame:stream_header(control) | Settings], nofin}, M)).
@@ -471,10 +473,13 @@ request({error, Code, Why}, _, _, M) ->
     {stop, conn_error(Code, Why, M)};
 request(field_section_too_large, EndStream, S, M) ->
     deliver({error, {header_too_large, block}, undefined}, EndStream, undefined, S, M);
-request(Fields, EndStream, S, M = #h3{opts = #{max_header_count := MaxCount}}) ->
+request(Fields, EndStream, S, M = #h3{opts = #{max_header_count := MaxCount,
+                                                enable_connect_protocol := Connect}}) ->
+    %% RFC 9220 §3: an extended CONNECT (`:protocol') only once we sent
+    %% SETTINGS_ENABLE_CONNECT_PROTOCOL, as over HTTP/2 (RFC 8441 §4)
     case falco_http2_request:request(Fields, #{max_header_count => MaxCount,
                                                end_stream => EndStream,
-                                               connect_protocol => false,
+                                               connect_protocol => Connect,
                                                version => {3, 0}}) of
         {ok, Req = #{body := {length, N}}} -> deliver(Req, EndStream, N, S, M);
         {ok, Req} -> deliver(Req, EndStream, undefined, S, M);

@@ -52,6 +52,10 @@
 
 -define(CID_LEN, 8).
 
+%% how long a stopping holder waits for its connections to close, ms
+%% (below the child's shutdown, 5000)
+-define(STOP_GRACE, 2000).
+
 -record(s, {socket :: gen_udp:socket(),
             routes :: ets:tid() | atom(),
             conn :: {module(), term()},
@@ -171,7 +175,16 @@ handle_info(_Other, S) ->
 
 %% @private
 -spec terminate(term(), #s{}) -> ok.
-terminate(_Reason, #s{socket = Sock}) ->
+terminate(_Reason, #s{socket = Sock, conns = Conns}) ->
+    %% The listener stops: each connection closes (CONNECTION_CLOSE, its
+    %% WebSocket sessions' 1001 first) on this socket, which is closed
+    %% once they are gone or after ?STOP_GRACE ms
+    Mons = [begin Pid ! {falco_stop, self()}, monitor(process, Pid) end
+            || Pid <- maps:keys(Conns)],
+    Deadline = erlang:monotonic_time(millisecond) + ?STOP_GRACE,
+    _ = [receive {'DOWN', Mon, process, _, _} -> ok
+         after max(0, Deadline - erlang:monotonic_time(millisecond)) -> ok
+         end || Mon <- Mons],
     _ = gen_udp:close(Sock),
     ok.
 
