@@ -36,6 +36,8 @@
          quicgo_get/1, quicgo_post_10mb/1, quicgo_concurrent_100/1, quicgo_trailers/1,
          gtls_download/1, gtls_loss/1, gtls_loss_2/1, gtls_ciphers_groups/1, gtls_migration/1, gtls_nat_rebinding/1,
          gtls_key_update/1,
+         aioquic_key_update/1, aioquic_server_key_updates/1, gtls_server_key_updates/1,
+         gtls_both_key_updates/1,
          chromium_h3/1, chromium_h3_form/1,
          h3load_hello/1, h3load_download/1]).
 
@@ -43,7 +45,7 @@
 -define(TEN_MB, 10000000).
 
 all() ->
-    [{group, G} || G <- [aioquic, curl, quicgo, gtlsclient, chromium, h3load]].
+    [{group, G} || G <- [aioquic, curl, quicgo, gtlsclient, chromium, h3load, keys]].
 
 groups() ->
     [{aioquic, [], [aioquic_get, aioquic_download, aioquic_post_10mb, aioquic_concurrent_100,
@@ -53,7 +55,9 @@ groups() ->
      {gtlsclient, [], [gtls_download, gtls_loss, gtls_loss_2, gtls_ciphers_groups, gtls_migration, gtls_nat_rebinding,
                        gtls_key_update]},
      {chromium, [], [chromium_h3, chromium_h3_form]},
-     {h3load, [], [h3load_hello, h3load_download]}].
+     {h3load, [], [h3load_hello, h3load_download]},
+     {keys, [], [aioquic_key_update, aioquic_server_key_updates, gtls_server_key_updates,
+                 gtls_both_key_updates]}].
 
 %% -- tools and target -------------------------------------------------------
 
@@ -69,7 +73,8 @@ tools(curl) -> [{python_module, python(), "curl_cffi"}];
 tools(quicgo) -> [{found, "h3client", falco_test_tools:find("h3client")}];
 tools(gtlsclient) -> ["gtlsclient"];
 tools(chromium) -> [{found, "chromium", falco_test_browser:find()}];
-tools(h3load) -> [{found, "h3load", falco_test_tools:find("h3load")}].
+tools(h3load) -> [{found, "h3load", falco_test_tools:find("h3load")}];
+tools(keys) -> tools(aioquic) ++ tools(gtlsclient).
 
 init_per_suite(Config) ->
     All = lists:append([tools(G) || {G, _, _} <- groups()]),
@@ -89,10 +94,38 @@ end_per_suite(Config) ->
         end,
     Config.
 
+init_per_group(keys, Config) ->
+    %% a listener of its own, whose 1-RTT keys are updated every 1,000
+    %% packets (RFC 9001 §6; a 10 MB download is ~7,500 packets)
+    own_listener(keys, #{h3_key_update_packets => 1000}, Config);
 init_per_group(Group, Config) ->
     falco_test_tools:require(tools(Group), Config).
 
+%% The group's own falco listener (the case's `port'), with `Opts' on top
+%% of the suite's target's; it is stopped at the group's end.
+own_listener(Group, Opts, Config) ->
+    case {falco_test_tools:require(tools(Group), Config), ?config(cert, Config)} of
+        {Skip = {skip, _}, _} ->
+            Skip;
+        {_, undefined} ->
+            {skip, "the group needs falco's own listener (FALCO_H3_TEST_URL is set)"};
+        {Config1, {Cert, Key}} ->
+            Name = list_to_atom("h3_clients_" ++ atom_to_list(Group)),
+            {ok, _} = falco:start_listener(Name, Opts#{ip => {127, 0, 0, 1}, port => 0,
+                                                       transport => tls,
+                                                       tls_opts => [{certfile, Cert},
+                                                                    {keyfile, Key}],
+                                                       http3 => true,
+                                                       handler => fun ?MODULE:handle/1}),
+            {ok, Port} = falco:port(Name),
+            [{port, Port}, {group_listener, Name} | Config1]
+    end.
+
 end_per_group(_, Config) ->
+    _ = case ?config(group_listener, Config) of
+            undefined -> ok;
+            Name -> falco:stop_listener(Name)
+        end,
     Config.
 
 init_per_testcase(Case, Config) when Case =:= chromium_h3; Case =:= chromium_h3_form ->
@@ -131,7 +164,8 @@ falco_h3_target(Config) ->
                                                 http3 => true,
                                                 handler => fun ?MODULE:handle/1}),
     {ok, Port} = falco:port(h3_clients),
-    [{port, Port}, {spki, spki_of_pem(Cert)}, {falco_listener, h3_clients} | Config].
+    [{port, Port}, {spki, spki_of_pem(Cert)}, {falco_listener, h3_clients},
+     {cert, {Cert, Key}} | Config].
 
 external_target(Url, Config) ->
     case uri_string:parse(Url) of
@@ -469,6 +503,78 @@ gtls_nat_rebinding(Config) ->
 %% at 1 ms 10 of 10 against both reference servers, 2026-12-02.)
 gtls_key_update(Config) ->
     gtls(Config, ["--key-update=1ms"], 10000000).
+
+%% -- key updates (group keys: a listener updating every 1,000 packets) --------
+
+%% aioquic updates its keys once the handshake is confirmed, then 1 MB
+%% arrives whole: the server followed (RFC 9001 §6.2).
+aioquic_key_update(Config) ->
+    {S, Updates} = watch_key_updates(
+                     fun() -> h3_ok(aioquic(Config, ["--key-update", url(Config, "/bytes/1000000")]),
+                                    #{<<"200">> => 1})
+                     end),
+    bodies(S, pattern(1000000)),
+    ?assertMatch(#{<<"local">> := 1}, maps:get(<<"key_updates">>, S)),
+    ct:log("server-side key updates ~p (the client's answered, and the server's own)", [Updates]),
+    ?assert(Updates >= 1).
+
+%% The server updates its own keys, again and again during a 10 MB
+%% download (every 1,000 packets, each after the last was acknowledged and
+%% answered, §6.5): aioquic sees them as remote updates, the body whole.
+aioquic_server_key_updates(Config) ->
+    {S, Updates} = watch_key_updates(
+                     fun() -> h3_ok(aioquic(Config, [url(Config, "/bytes/" ++ integer_to_list(?TEN_MB))]),
+                                    #{<<"200">> => 1})
+                     end),
+    bodies(S, pattern(?TEN_MB)),
+    #{<<"remote">> := Remote} = maps:get(<<"key_updates">>, S),
+    ct:log("aioquic saw ~p server key updates; the server counted ~p", [Remote, Updates]),
+    ?assert(Remote >= 5),
+    ?assert(Updates >= Remote).
+
+%% The same 10 MB with gtlsclient (ngtcp2), whose own update too (1 ms
+%% after the handshake) is mixed with the server's.
+gtls_server_key_updates(Config) ->
+    {ok, Updates} = watch_key_updates(fun() -> gtls(Config, [], ?TEN_MB) end),
+    ct:log("server-side key updates ~p", [Updates]),
+    ?assert(Updates >= 5).
+
+gtls_both_key_updates(Config) ->
+    {ok, Updates} = watch_key_updates(fun() -> gtls(Config, ["--key-update=1ms"], ?TEN_MB) end),
+    ct:log("server-side key updates ~p", [Updates]),
+    ?assert(Updates >= 5).
+
+%% Runs Fun while sampling the key_updates of every falco HTTP/3
+%% connection process (sys:get_state/1, every 20 ms): {Fun's result, the
+%% most any connection counted}.
+watch_key_updates(Fun) ->
+    Self = self(),
+    Watcher = spawn_link(fun() -> sample_key_updates(Self, 0) end),
+    Result = Fun(),
+    Watcher ! {stop, Self},
+    receive {key_updates, Watcher, N} -> {Result, N}
+    after 5000 -> ct:fail(key_update_watcher_silent)
+    end.
+
+sample_key_updates(Owner, Max) ->
+    Seen = [maps:get(key_updates, maps:get(quic, State), 0)
+            || P <- processes(), is_h3_conn(P),
+               {ok, State} <- [catch_state(P)], is_map(maps:get(quic, State, undefined))],
+    Max1 = lists:max([Max | Seen]),
+    receive {stop, Owner} -> Owner ! {key_updates, self(), Max1}
+    after 20 -> sample_key_updates(Owner, Max1)
+    end.
+
+is_h3_conn(P) ->
+    case erlang:process_info(P, dictionary) of
+        {dictionary, D} -> proplists:get_value('$initial_call', D) =:= {falco_http3_conn, init, 3};
+        undefined -> false
+    end.
+
+catch_state(P) ->
+    try {ok, sys:get_state(P, 1000)}
+    catch exit:_ -> error
+    end.
 
 %% -- Chromium ------------------------------------------------------------------
 

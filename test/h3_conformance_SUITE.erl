@@ -34,7 +34,7 @@
          h3_malformed_requests/1, qpack_bad_static_index/1, qpack_encoder_capacity/1,
          qpack_decoder_zero_increment/1,
          shuffled_crypto/1, scid_0/1, cids_20/1, truncated_and_corrupted/1,
-         initial_1199/1, version_negotiation_ignored/1]).
+         initial_1199/1, version_negotiation_ignored/1, forged_key_phase/1]).
 
 -define(C, falco_test_quic_client).
 
@@ -86,7 +86,7 @@ groups() ->
        qpack_encoder_capacity, qpack_decoder_zero_increment]},
      {clients, [],
       [shuffled_crypto, scid_0, cids_20, truncated_and_corrupted, initial_1199,
-       version_negotiation_ignored]}].
+       version_negotiation_ignored, forged_key_phase]}].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
@@ -301,6 +301,26 @@ path_challenge_in_handshake(Config) ->
     Challenge = falco_quic_frame:path_challenge(<<1:64>>),
     ?assertEqual({transport, ?PROTOCOL_VIOLATION},
                  refused(Config, #{hs_frames => [Challenge]})).
+
+%% RFC 9001 §6.3, §9.5: packets with the key phase flipped that do not
+%% open with the next keys (sealed with the current ones, or corrupted)
+%% change nothing: no update is committed, nothing is closed, and the
+%% connection goes on with the keys it had, both ways.
+forged_key_phase(Config) ->
+    S = connect(Config),
+    get_ok(S, 0, <<"/before">>),
+    Forged = [begin
+                  {ok, P} = ?C:packet(S, one_rtt, [falco_quic_frame:ping()], #{key_phase => 1}),
+                  P
+              end || _ <- lists:seq(1, 5)],
+    {ok, Good} = ?C:packet(S, one_rtt, [falco_quic_frame:ping()], #{key_phase => 1}),
+    Size = byte_size(Good),
+    Corrupted = <<(binary:part(Good, 0, Size - 1))/binary, (binary:last(Good) bxor 1)>>,
+    [ok = ?C:send_datagram(S, P) || P <- Forged ++ [Corrupted]],
+    get_ok(S, 4, <<"/after">>),
+    get_ok(S, 8, <<"/again">>),
+    ?assertEqual(undefined, maps:get(close, ?C:view(S))),
+    ?C:close(S).
 
 %% §17.3.1: the reserved bits of a short header, set in a packet that
 %% authenticates, are PROTOCOL_VIOLATION.

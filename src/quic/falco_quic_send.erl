@@ -150,7 +150,7 @@ header(initial, #q{dcid = D, scid = S}) -> #{type => initial, dcid => D, scid =>
 header(handshake, #q{dcid = D, scid = S}) -> #{type => handshake, dcid => D, scid => S};
 header(application, #q{dcid = D, app = App}) ->
     #{type => one_rtt, dcid => D, key_phase => case App of
-                                                    #{phase := Phase} -> Phase;
+                                                    #{write_phase := Phase} -> Phase;
                                                     undefined -> 0
                                                 end}.
 
@@ -291,7 +291,12 @@ protect([P = #pkt{level = L, header = H, pn = Pn, largest = Largest, frames = Fr
                false -> ack_only
            end,
     Loss1 = falco_quic_loss:sent(L, Pn, byte_size(Bin), Kind, P#pkt.items, Now, Loss),
-    protect(More, Pad, Now, Q#q{loss = Loss1}, [Bin | Acc], Size + byte_size(Bin)).
+    protect(More, Pad, Now, sealed(L, Q#q{loss = Loss1}), [Bin | Acc], Size + byte_size(Bin)).
+
+%% The 1-RTT packets the write keys sealed, for the machine's key update
+%% (RFC 9001 §6.6).
+sealed(application, Q = #q{app = App = #{sealed := N}}) -> Q#q{app = App#{sealed := N + 1}};
+sealed(_, Q) -> Q.
 
 %% The size the next packet must fill: the rest of 1200 bytes for the
 %% last packet of a datagram carrying an Initial (§14.1), else nothing.
