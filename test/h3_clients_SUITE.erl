@@ -38,6 +38,8 @@
          gtls_key_update/1,
          aioquic_key_update/1, aioquic_server_key_updates/1, gtls_server_key_updates/1,
          gtls_both_key_updates/1,
+         aioquic_retry/1, aioquic_new_token/1, quicgo_retry/1, gtls_retry/1,
+         retry_flood/1, retry_bad_tokens/1, stateless_reset/1,
          chromium_h3/1, chromium_h3_form/1,
          h3load_hello/1, h3load_download/1]).
 
@@ -45,7 +47,8 @@
 -define(TEN_MB, 10000000).
 
 all() ->
-    [{group, G} || G <- [aioquic, curl, quicgo, gtlsclient, chromium, h3load, keys]].
+    [{group, G} || G <- [aioquic, curl, quicgo, gtlsclient, chromium, h3load, keys, retry,
+                         retry_raw]].
 
 groups() ->
     [{aioquic, [], [aioquic_get, aioquic_download, aioquic_post_10mb, aioquic_concurrent_100,
@@ -57,7 +60,9 @@ groups() ->
      {chromium, [], [chromium_h3, chromium_h3_form]},
      {h3load, [], [h3load_hello, h3load_download]},
      {keys, [], [aioquic_key_update, aioquic_server_key_updates, gtls_server_key_updates,
-                 gtls_both_key_updates]}].
+                 gtls_both_key_updates]},
+     {retry, [], [aioquic_retry, aioquic_new_token, quicgo_retry, gtls_retry]},
+     {retry_raw, [], [retry_flood, retry_bad_tokens, stateless_reset]}].
 
 %% -- tools and target -------------------------------------------------------
 
@@ -74,7 +79,9 @@ tools(quicgo) -> [{found, "h3client", falco_test_tools:find("h3client")}];
 tools(gtlsclient) -> ["gtlsclient"];
 tools(chromium) -> [{found, "chromium", falco_test_browser:find()}];
 tools(h3load) -> [{found, "h3load", falco_test_tools:find("h3load")}];
-tools(keys) -> tools(aioquic) ++ tools(gtlsclient).
+tools(keys) -> tools(aioquic) ++ tools(gtlsclient);
+tools(retry) -> tools(aioquic) ++ tools(quicgo) ++ tools(gtlsclient);
+tools(retry_raw) -> [].
 
 init_per_suite(Config) ->
     All = lists:append([tools(G) || {G, _, _} <- groups()]),
@@ -98,6 +105,9 @@ init_per_group(keys, Config) ->
     %% a listener of its own, whose 1-RTT keys are updated every 1,000
     %% packets (RFC 9001 §6; a 10 MB download is ~7,500 packets)
     own_listener(keys, #{h3_key_update_packets => 1000}, Config);
+init_per_group(G, Config) when G =:= retry; G =:= retry_raw ->
+    %% every Initial without a valid token gets a Retry (RFC 9000 §8.1.2)
+    own_listener(G, #{h3_retry => always}, Config);
 init_per_group(Group, Config) ->
     falco_test_tools:require(tools(Group), Config).
 
@@ -574,6 +584,155 @@ is_h3_conn(P) ->
 catch_state(P) ->
     try {ok, sys:get_state(P, 1000)}
     catch exit:_ -> error
+    end.
+
+%% -- Retry, NEW_TOKEN, stateless reset (groups retry and retry_raw: a
+%% listener with h3_retry => always) ---------------------------------------------
+
+%% aioquic follows the Retry (one), checks its integrity tag and the
+%% transport parameters of RFC 9000 §7.3 (original_destination_connection_id,
+%% retry_source_connection_id: it closes if they are wrong), and 1 MB
+%% arrives whole.
+aioquic_retry(Config) ->
+    S = h3_ok(aioquic(Config, [url(Config, "/bytes/1000000")]), #{<<"200">> => 1}),
+    bodies(S, pattern(1000000)),
+    ?assertEqual(1, maps:get(<<"retries">>, S)).
+
+%% RFC 9000 §8.1.3: the first connection gets a NEW_TOKEN token, the second
+%% brings it in its first Initial and is let in without a Retry.
+aioquic_new_token(Config) ->
+    File = filename:join(gtls_dir(Config), "token"),
+    S1 = h3_ok(aioquic(Config, ["--token-file", File, url(Config, "/hello")]), #{<<"200">> => 1}),
+    ?assertEqual(1, maps:get(<<"retries">>, S1)),
+    ?assert(maps:get(<<"new_tokens">>, S1) >= 1),
+    {ok, Token} = file:read_file(File),
+    ct:log("NEW_TOKEN token of ~p bytes", [byte_size(Token)]),
+    S2 = h3_ok(aioquic(Config, ["--token-file", File, url(Config, "/hello")]), #{<<"200">> => 1}),
+    bodies(S2, <<"hello world">>),
+    ?assertEqual(0, maps:get(<<"retries">>, S2)).
+
+quicgo_retry(Config) ->
+    S = h3_ok(quicgo([url(Config, "/bytes/1000000")]), #{<<"200">> => 1}),
+    bodies(S, pattern(1000000)).
+
+gtls_retry(Config) ->
+    Before = socket_counts(Config),
+    gtls(Config, [], 1000000),
+    After = socket_counts(Config),
+    ?assert(maps:get(retry, After) > maps:get(retry, Before)).
+
+%% A flood of Initials (300, each with its own DCID, from one socket) is
+%% answered by as many Retries from the holder, whose integrity tags check
+%% against each DCID; no connection process is started for any.
+retry_flood(Config) ->
+    {ok, Sock} = gen_udp:open(0, [binary, {active, false}, {ip, {127, 0, 0, 1}},
+                                  {recbuf, 4194304}]),
+    Port = ?config(port, Config),
+    Before = socket_counts(Config),
+    Dcids = [crypto:strong_rand_bytes(8) || _ <- lists:seq(1, 300)],
+    Initial = falco_test_quic_client:first_initial(#{dcid => hd(Dcids)}, 1200),
+    ?assert(byte_size(Initial) >= 1200),
+    [ok = gen_udp:send(Sock, {127, 0, 0, 1}, Port,
+                       falco_test_quic_client:first_initial(#{dcid => D}, 1200)) || D <- Dcids],
+    Retries = recv_all(Sock, 2000, []),
+    ok = gen_udp:close(Sock),
+    Valid = [D || D <- Dcids, R <- Retries, retry_for(R, D)],
+    ct:log("holders' counts: ~p", [socket_counts(Config)]),
+    ct:log("~p Initials, ~p datagrams back, ~p valid Retries", [length(Dcids), length(Retries),
+                                                               length(Valid)]),
+    ?assertEqual(length(Dcids), length(lists:usort(Valid))),
+    [?assert(byte_size(R) < 1200) || R <- Retries],
+    ?assertEqual([], [P || P <- processes(), is_h3_conn(P)]),
+    After = socket_counts(Config),
+    ?assertEqual(maps:get(started, Before), maps:get(started, After)),
+    ?assertEqual(300, maps:get(retry, After) - maps:get(retry, Before)).
+
+retry_for(Datagram, Dcid) ->
+    case falco_quic_packet:parse(Datagram, 0) of
+        {ok, P = #{type := retry}, _} -> falco_quic_packet:retry_valid(P, Dcid);
+        _ -> false
+    end.
+
+%% Hostile tokens (RFC 9000 §8.1.3): a forged Retry token, a real one from
+%% another port, and one past its 10 s: each an INVALID_TOKEN close from
+%% the holder, no process; garbage tokens: a Retry as for no token.
+retry_bad_tokens(Config) ->
+    Port = ?config(port, Config),
+    {ok, Sock} = gen_udp:open(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    {ok, Other} = gen_udp:open(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    Dcid = crypto:strong_rand_bytes(8),
+    ok = gen_udp:send(Other, {127, 0, 0, 1}, Port,
+                      falco_test_quic_client:first_initial(#{dcid => Dcid}, 1200)),
+    {ok, {_, _, Retry}} = gen_udp:recv(Other, 0, 2000),
+    {ok, #{type := retry, scid := RetryScid, token := Token}, _} =
+        falco_quic_packet:parse(Retry, 0),
+    %% the token of the Retry to Other, sent from Sock (another port)
+    Send = fun(T) ->
+                   ok = gen_udp:send(Sock, {127, 0, 0, 1}, Port,
+                                     falco_test_quic_client:first_initial(
+                                       #{dcid => RetryScid, token => T}, 1200)),
+                   case gen_udp:recv(Sock, 0, 2000) of
+                       {ok, {_, _, Reply}} -> Reply;
+                       {error, timeout} -> timeout
+                   end
+           end,
+    <<K, Rest/binary>> = Token,
+    Forged = <<K, (crypto:strong_rand_bytes(byte_size(Rest)))/binary>>,
+    [begin
+         Reply = Send(T),
+         ?assertMatch({ok, #{type := initial}, _}, falco_quic_packet:parse(Reply, 0)),
+         {_, Server} = falco_quic_keys:initial(RetryScid),
+         {[P | _], _} = falco_quic_packet:split(Reply, 8),
+         {ok, _, Payload} = falco_quic_packet:unprotect(P, Server, none),
+         ?assertMatch({ok, [{connection_close, invalid_token, _, _} | _]},
+                      falco_quic_frame:parse(Payload, #{peer => server}))
+     end || T <- [Token, Forged]],
+    [?assert(retry_for(Send(T), RetryScid)) || T <- [<<"garbage">>, <<0:800>>]],
+    ok = gen_udp:close(Sock),
+    ok = gen_udp:close(Other),
+    ?assertEqual([], [P || P <- processes(), is_h3_conn(P)]),
+    ?assert(maps:get(invalid_token, socket_counts(Config)) >= 2).
+
+%% RFC 9000 §10.3: a short header to a connection ID no route knows gets a
+%% stateless reset, shorter than it, if it has more than 21 bytes; tiny
+%% ones get nothing.
+stateless_reset(Config) ->
+    Port = ?config(port, Config),
+    {ok, Sock} = gen_udp:open(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    Short = fun(N) -> <<16#40, (crypto:strong_rand_bytes(N - 1))/binary>> end,
+    [begin
+         ok = gen_udp:send(Sock, {127, 0, 0, 1}, Port, Short(N)),
+         ?assertEqual({error, timeout}, gen_udp:recv(Sock, 0, 300))
+     end || N <- [9, 15, 21]],
+    [begin
+         ok = gen_udp:send(Sock, {127, 0, 0, 1}, Port, Short(N)),
+         {ok, {_, _, Reset}} = gen_udp:recv(Sock, 0, 2000),
+         ?assertEqual(erlang:min(N - 1, 43), byte_size(Reset)),
+         ?assertMatch(<<0:1, 1:1, _/bits>>, Reset)
+     end || N <- [22, 40, 100, 1200]],
+    ok = gen_udp:close(Sock).
+
+recv_all(Sock, Timeout, Acc) ->
+    case gen_udp:recv(Sock, 0, Timeout) of
+        {ok, {_, _, D}} -> recv_all(Sock, 200, [D | Acc]);
+        {error, timeout} -> lists:reverse(Acc)
+    end.
+
+%% The counts of the group listener's UDP socket holders, summed.
+socket_counts(Config) ->
+    Name = ?config(group_listener, Config),
+    Holders = [P || P <- processes(), is_quic_socket(P, Name)],
+    ?assertNotEqual([], Holders),
+    lists:foldl(fun(P, Acc) ->
+                        I = maps:with([started, retry, invalid_token, stateless_reset],
+                                      falco_quic_socket:info(P)),
+                        maps:merge_with(fun(_, A, B) -> A + B end, Acc, I)
+                end, #{}, Holders).
+
+is_quic_socket(P, _Name) ->
+    case erlang:process_info(P, dictionary) of
+        {dictionary, D} -> proplists:get_value('$initial_call', D) =:= {falco_quic_socket, init, 1};
+        undefined -> false
     end.
 
 %% -- Chromium ------------------------------------------------------------------

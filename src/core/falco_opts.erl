@@ -130,6 +130,10 @@ defaults() ->
       %% per client address: what a spoofed Initial flood can cost
       h3_max_handshakes => 1000,
       h3_max_handshakes_per_address => 100,
+      %% address validation (RFC 9000 §8.1): a Retry to an Initial without
+      %% a valid token while this many handshakes are in progress on a
+      %% UDP socket (`{threshold, N}'), to every one (`always'), or never
+      h3_retry => {threshold, 100},
       %% UDP sockets on the port (SO_REUSEPORT: the kernel spreads clients)
       h3_sockets => 1,
       %% flow control windows (initial_max_data, initial_max_stream_data_*)
@@ -379,6 +383,7 @@ valid(h3_max_streams_uni, V) -> is_integer(V) andalso V >= 3 andalso V =< 1 bsl 
 valid(h3_alt_svc_max_age, V) -> is_integer(V) andalso V >= 0;
 valid(h3_sockets, V) -> is_integer(V) andalso V >= 1 andalso V =< 1024;
 valid(h3_conn_module, V) -> is_atom(V);
+valid(h3_retry, V) -> falco_quic_retry:valid_mode(V);
 valid(K, V) when K =:= h3_key_update_packets; K =:= h3_aead_integrity_limit ->
     V =:= auto orelse (is_integer(V) andalso V > 0);
 valid(inet_backend, B) -> B =:= socket orelse B =:= inet;

@@ -88,37 +88,61 @@
 %% -- starting -----------------------------------------------------------------
 
 %% @doc A connection for the client's first Initial. `Info': `peer', and
-%% `dcid' and `scid' of that Initial. `Opts': `tls' (falco_tls13_server's
-%% options, without transport_params), `scid' (our connection ID, 8
-%% bytes), `now' (µs), and the `quic' limits: `idle_timeout' and
-%% `handshake_timeout' (ms), `initial_max_data',
+%% `dcid' and `scid' of that Initial; after a Retry (falco_quic_retry),
+%% `odcid' (the client's first DCID, from the token), `retry_scid' (the
+%% Retry's SCID, the DCID of this Initial) and `validated' (RFC 9000
+%% §8.1.2, §7.3); `validated' alone for a NEW_TOKEN token; `token_secrets'
+%% (the listener's, falco_quic_token: our stateless_reset_token, §10.3) and
+%% `new_token' (a NEW_TOKEN token for the client's address, sent once the
+%% handshake is complete, §8.1.3). `Opts': `tls'
+%% (falco_tls13_server's options, without transport_params), `scid' (our
+%% connection ID, 8 bytes), `now' (µs), and the `quic' limits:
+%% `idle_timeout' and `handshake_timeout' (ms), `initial_max_data',
 %% `initial_max_stream_data', `max_streams_bidi', `max_streams_uni',
 %% `max_datagram' (the largest datagram we send once the path is
-%% validated, default 1350).
+%% validated, default 1350), `key_update_packets' and
+%% `aead_integrity_limit' (RFC 9001 §6.6; `auto': the AEAD's).
 -spec new(#{peer := peer(), dcid := binary(), scid := binary(), atom() => term()}, map()) ->
           {state(), [action()]}.
-new(#{peer := Peer, dcid := Odcid, scid := ClientCid},
+new(Info = #{peer := Peer, dcid := Dcid, scid := ClientCid},
     Opts = #{tls := Tls, scid := Scid, now := Now}) ->
     Q = maps:merge(default_quic(), maps:get(quic, Opts, #{})),
-    Ours = #{original_destination_connection_id => Odcid,
-             initial_source_connection_id => Scid,
-             max_idle_timeout => maps:get(idle_timeout, Q),
-             initial_max_data => maps:get(initial_max_data, Q),
-             initial_max_stream_data_bidi_local => 0,
-             initial_max_stream_data_bidi_remote => maps:get(initial_max_stream_data, Q),
-             initial_max_stream_data_uni => maps:get(initial_max_stream_data, Q),
-             initial_max_streams_bidi => maps:get(max_streams_bidi, Q),
-             initial_max_streams_uni => maps:get(max_streams_uni, Q),
-             active_connection_id_limit => ?PEER_CIDS,
-             disable_active_migration => true},
+    Odcid = maps:get(odcid, Info, Dcid),
+    Ours0 = #{original_destination_connection_id => Odcid,
+              initial_source_connection_id => Scid,
+              max_idle_timeout => maps:get(idle_timeout, Q),
+              initial_max_data => maps:get(initial_max_data, Q),
+              initial_max_stream_data_bidi_local => 0,
+              initial_max_stream_data_bidi_remote => maps:get(initial_max_stream_data, Q),
+              initial_max_stream_data_uni => maps:get(initial_max_stream_data, Q),
+              initial_max_streams_bidi => maps:get(max_streams_bidi, Q),
+              initial_max_streams_uni => maps:get(max_streams_uni, Q),
+              active_connection_id_limit => ?PEER_CIDS,
+              disable_active_migration => true},
+    Ours1 = case Info of
+                #{retry_scid := RetryScid} -> Ours0#{retry_source_connection_id => RetryScid};
+                #{} -> Ours0
+            end,
+    Ours = case Info of
+               #{token_secrets := Secrets} ->
+                   Ours1#{stateless_reset_token => falco_quic_token:reset_token(Secrets, Scid)};
+               #{} -> Ours1
+           end,
     TP = iolist_to_binary(falco_quic_tparams:server(Ours)),
-    Hs = falco_quic_handshake:new(Tls#{transport_params => TP}, Odcid),
+    %% the Initial keys are those of this Initial's DCID (after a Retry,
+    %% the Retry's SCID: RFC 9001 §5.2)
+    Hs = falco_quic_handshake:new(Tls#{transport_params => TP}, Dcid),
     State = #q{odcid = Odcid, scid = Scid, opts = Q, ours = Ours, peer = Peer,
                dcid = ClientCid, hs = Hs,
                acks = maps:from_list([{L, falco_quic_ack:new(L)} || L <- [initial, handshake, application]]),
                loss = falco_quic_loss:new(),
                idle_at = Now + 1000 * maps:get(idle_timeout, Q),
                handshake_at = Now + 1000 * maps:get(handshake_timeout, Q),
+               validated = maps:get(validated, Info, false),
+               new_token = case Info of
+                               #{new_token := Token} -> {pending, Token};
+                               #{} -> none
+                           end,
                peer_cids = #{0 => ClientCid}},
     {State, [{route, Scid}]}.
 
@@ -488,6 +512,8 @@ lost_item({streams, Info}, Q = #q{streams = S}) ->
     Q#q{streams = falco_quic_streams:lost(Info, S)};
 lost_item(handshake_done, Q) ->
     Q#q{handshake_done = pending};
+lost_item({new_token, Token}, Q) ->
+    Q#q{new_token = {pending, Token}};
 lost_item(_, Q) ->
     Q.
 

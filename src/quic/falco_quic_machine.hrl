@@ -62,6 +62,10 @@
             received_bytes = 0 :: non_neg_integer(),
             sent_bytes = 0 :: non_neg_integer(),
             handshake_done = false :: false | pending | sent,
+            %% the NEW_TOKEN token the holder made for the client's
+            %% address, sent once the handshake is complete (RFC 9000
+            %% §8.1.3), again if lost
+            new_token = none :: none | {pending, binary()} | sent,
             %% 1-RTT (or Handshake) packets that came before their keys
             early = [] :: [{time(), term(), falco_quic_packet:packet()}],
             %% deadlines, µs of erlang:monotonic_time
