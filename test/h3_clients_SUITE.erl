@@ -5,7 +5,11 @@
 %% key updates, each file checked whole, as gtlsclient exits 0 on a
 %% download cut short), headless Chromium with QUIC forced on the origin
 %% (the page's navigation entry must say h3), and bench/h3load for a few
-%% seconds. The scripts print a JSON summary (statuses, bytes and SHA-256
+%% seconds. Groups with a listener of their own (RFC 9001 §6, RFC 9000
+%% §8.1, §10.3): keys (the server updating its keys every 1,000 packets),
+%% retry, retry_raw and retry_chromium (h3_retry => always: the clients
+%% through a Retry, NEW_TOKEN, an Initial flood, hostile tokens, stateless
+%% resets). The scripts print a JSON summary (statuses, bytes and SHA-256
 %% of every body, trailers, the ALPN and HTTP version) that the cases
 %% assert on. scripts/bootstrap installs all of them (_build/tools).
 %%
@@ -39,7 +43,7 @@
          aioquic_key_update/1, aioquic_server_key_updates/1, gtls_server_key_updates/1,
          gtls_both_key_updates/1,
          aioquic_retry/1, aioquic_new_token/1, quicgo_retry/1, gtls_retry/1,
-         retry_flood/1, retry_bad_tokens/1, stateless_reset/1,
+         retry_flood/1, retry_bad_tokens/1, stateless_reset/1, chromium_retry/1,
          chromium_h3/1, chromium_h3_form/1,
          h3load_hello/1, h3load_download/1]).
 
@@ -48,7 +52,7 @@
 
 all() ->
     [{group, G} || G <- [aioquic, curl, quicgo, gtlsclient, chromium, h3load, keys, retry,
-                         retry_raw]].
+                         retry_raw, retry_chromium]].
 
 groups() ->
     [{aioquic, [], [aioquic_get, aioquic_download, aioquic_post_10mb, aioquic_concurrent_100,
@@ -62,7 +66,8 @@ groups() ->
      {keys, [], [aioquic_key_update, aioquic_server_key_updates, gtls_server_key_updates,
                  gtls_both_key_updates]},
      {retry, [], [aioquic_retry, aioquic_new_token, quicgo_retry, gtls_retry]},
-     {retry_raw, [], [retry_flood, retry_bad_tokens, stateless_reset]}].
+     {retry_raw, [], [retry_flood, retry_bad_tokens, stateless_reset]},
+     {retry_chromium, [], [chromium_retry]}].
 
 %% -- tools and target -------------------------------------------------------
 
@@ -81,7 +86,8 @@ tools(chromium) -> [{found, "chromium", falco_test_browser:find()}];
 tools(h3load) -> [{found, "h3load", falco_test_tools:find("h3load")}];
 tools(keys) -> tools(aioquic) ++ tools(gtlsclient);
 tools(retry) -> tools(aioquic) ++ tools(quicgo) ++ tools(gtlsclient);
-tools(retry_raw) -> [].
+tools(retry_raw) -> [];
+tools(retry_chromium) -> tools(chromium).
 
 init_per_suite(Config) ->
     All = lists:append([tools(G) || {G, _, _} <- groups()]),
@@ -105,7 +111,7 @@ init_per_group(keys, Config) ->
     %% a listener of its own, whose 1-RTT keys are updated every 1,000
     %% packets (RFC 9001 §6; a 10 MB download is ~7,500 packets)
     own_listener(keys, #{h3_key_update_packets => 1000}, Config);
-init_per_group(G, Config) when G =:= retry; G =:= retry_raw ->
+init_per_group(G, Config) when G =:= retry; G =:= retry_raw; G =:= retry_chromium ->
     %% every Initial without a valid token gets a Retry (RFC 9000 §8.1.2)
     own_listener(G, #{h3_retry => always}, Config);
 init_per_group(Group, Config) ->
@@ -688,6 +694,17 @@ retry_bad_tokens(Config) ->
                       falco_quic_frame:parse(Payload, #{peer => server}))
      end || T <- [Token, Forged]],
     [?assert(retry_for(Send(T), RetryScid)) || T <- [<<"garbage">>, <<0:800>>]],
+    %% the real token from its own port, once it is older than 10 s
+    timer:sleep(10500),
+    ok = gen_udp:send(Other, {127, 0, 0, 1}, Port,
+                      falco_test_quic_client:first_initial(#{dcid => RetryScid, token => Token},
+                                                           1200)),
+    {ok, {_, _, Expired}} = gen_udp:recv(Other, 0, 2000),
+    {_, Server2} = falco_quic_keys:initial(RetryScid),
+    {[E | _], _} = falco_quic_packet:split(Expired, 8),
+    {ok, _, EPayload} = falco_quic_packet:unprotect(E, Server2, none),
+    ?assertMatch({ok, [{connection_close, invalid_token, _, _} | _]},
+                 falco_quic_frame:parse(EPayload, #{peer => server})),
     ok = gen_udp:close(Sock),
     ok = gen_udp:close(Other),
     ?assertEqual([], [P || P <- processes(), is_h3_conn(P)]),
@@ -698,7 +715,8 @@ retry_bad_tokens(Config) ->
 %% ones get nothing.
 stateless_reset(Config) ->
     Port = ?config(port, Config),
-    {ok, Sock} = gen_udp:open(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    {ok, Sock} = gen_udp:open(0, [binary, {active, false}, {ip, {127, 0, 0, 1}},
+                                  {recbuf, 4194304}]),
     Short = fun(N) -> <<16#40, (crypto:strong_rand_bytes(N - 1))/binary>> end,
     [begin
          ok = gen_udp:send(Sock, {127, 0, 0, 1}, Port, Short(N)),
@@ -710,7 +728,23 @@ stateless_reset(Config) ->
          ?assertEqual(erlang:min(N - 1, 43), byte_size(Reset)),
          ?assertMatch(<<0:1, 1:1, _/bits>>, Reset)
      end || N <- [22, 40, 100, 1200]],
+    %% at most 100 a second: 300 at once get between 100 and 200 (the
+    %% burst may straddle two seconds)
+    timer:sleep(1000),
+    [ok = gen_udp:send(Sock, {127, 0, 0, 1}, Port, Short(100)) || _ <- lists:seq(1, 300)],
+    Resets = length(recv_all(Sock, 1000, [])),
+    ct:log("300 short headers at once: ~p stateless resets", [Resets]),
+    ?assert(Resets >= 100 andalso Resets =< 200),
     ok = gen_udp:close(Sock).
+
+%% Chromium follows the Retry too: the page comes over h3, and the holder
+%% sent a Retry for it.
+chromium_retry(Config) ->
+    Before = socket_counts(Config),
+    ?assertMatch({match, _}, re:run(chromium(Config, "/page"), "<body>proto=h3</body>")),
+    After = socket_counts(Config),
+    ?assert(maps:get(retry, After) > maps:get(retry, Before)),
+    ?assert(maps:get(started, After) > maps:get(started, Before)).
 
 recv_all(Sock, Timeout, Acc) ->
     case gen_udp:recv(Sock, 0, Timeout) of
