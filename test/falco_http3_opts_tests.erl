@@ -49,8 +49,15 @@ quic_test() ->
     ?assertEqual(#{idle_timeout => 30000, handshake_timeout => 10000, max_handshakes => 1000,
                    max_handshakes_per_address => 100, initial_max_data => 1048576,
                    initial_max_stream_data => 262144, max_streams_bidi => 100,
-                   max_streams_uni => 8},
+                   max_streams_uni => 8, key_update_packets => auto,
+                   aead_integrity_limit => auto},
                  falco_opts:quic(falco_opts:defaults())),
+    {ok, K} = valid(tls(#{h3_key_update_packets => 1000, h3_aead_integrity_limit => 5})),
+    ?assertMatch(#{key_update_packets := 1000, aead_integrity_limit := 5}, falco_opts:quic(K)),
+    ?assertMatch({error, {invalid_option, h3_key_update_packets, 0}},
+                 valid(tls(#{h3_key_update_packets => 0}))),
+    ?assertMatch({error, {invalid_option, h3_aead_integrity_limit, never}},
+                 valid(tls(#{h3_aead_integrity_limit => never}))),
     {ok, C} = valid(tls(#{h3_idle_timeout => 5000, h3_max_streams_uni => 3})),
     ?assertMatch(#{idle_timeout := 5000, max_streams_uni := 3}, falco_opts:quic(C)).
 

@@ -92,7 +92,7 @@ start(Sock, Port, Opts) ->
 %% hs_frames (frames put before the client's Finished in its Handshake
 %% packet).
 first_flight(Sock, Port, Opts) ->
-    Dcid = crypto:strong_rand_bytes(maps:get(dcid_len, Opts, ?CID_LEN)),
+    Dcid = maps:get(dcid, Opts, crypto:strong_rand_bytes(maps:get(dcid_len, Opts, ?CID_LEN))),
     Scid = crypto:strong_rand_bytes(maps:get(scid_len, Opts, ?CID_LEN)),
     {Client, Server} = falco_quic_keys:initial(Dcid),
     {Pub, Priv} = crypto:generate_key(ecdh, x25519),
@@ -314,12 +314,13 @@ close(S) when is_pid(S) ->
 
 %% @doc A client's first Initial, alone, padded to at least MinSize bytes
 %% (to send from another socket: e.g. 1199 bytes, which a server must
-%% drop, RFC 9000 §14.1).
+%% drop, RFC 9000 §14.1). Opts may give its `dcid' and its `token'.
 -spec first_initial(map(), non_neg_integer()) -> binary().
 first_initial(Opts, MinSize) ->
     {#c{keys = #{{initial, write} := K}, dcid = Dcid, scid = Scid, ch = CH}, _} =
         first_flight(undefined, 0, Opts),
-    iolist_to_binary(falco_quic_packet:protect(#{type => initial, dcid => Dcid, scid => Scid},
+    iolist_to_binary(falco_quic_packet:protect(#{type => initial, dcid => Dcid, scid => Scid,
+                                                 token => maps:get(token, Opts, <<>>)},
                                                0, none, [falco_quic_frame:crypto(0, CH)], K,
                                                MinSize)).
 

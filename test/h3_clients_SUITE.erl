@@ -5,7 +5,11 @@
 %% key updates, each file checked whole, as gtlsclient exits 0 on a
 %% download cut short), headless Chromium with QUIC forced on the origin
 %% (the page's navigation entry must say h3), and bench/h3load for a few
-%% seconds. The scripts print a JSON summary (statuses, bytes and SHA-256
+%% seconds. Groups with a listener of their own (RFC 9001 §6, RFC 9000
+%% §8.1, §10.3): keys (the server updating its keys every 1,000 packets),
+%% retry, retry_raw and retry_chromium (h3_retry => always: the clients
+%% through a Retry, NEW_TOKEN, an Initial flood, hostile tokens, stateless
+%% resets). The scripts print a JSON summary (statuses, bytes and SHA-256
 %% of every body, trailers, the ALPN and HTTP version) that the cases
 %% assert on. scripts/bootstrap installs all of them (_build/tools).
 %%
@@ -36,6 +40,10 @@
          quicgo_get/1, quicgo_post_10mb/1, quicgo_concurrent_100/1, quicgo_trailers/1,
          gtls_download/1, gtls_loss/1, gtls_loss_2/1, gtls_ciphers_groups/1, gtls_migration/1, gtls_nat_rebinding/1,
          gtls_key_update/1,
+         aioquic_key_update/1, aioquic_server_key_updates/1, gtls_server_key_updates/1,
+         gtls_both_key_updates/1,
+         aioquic_retry/1, aioquic_new_token/1, quicgo_retry/1, gtls_retry/1,
+         retry_flood/1, retry_bad_tokens/1, stateless_reset/1, chromium_retry/1,
          chromium_h3/1, chromium_h3_form/1,
          h3load_hello/1, h3load_download/1]).
 
@@ -43,7 +51,8 @@
 -define(TEN_MB, 10000000).
 
 all() ->
-    [{group, G} || G <- [aioquic, curl, quicgo, gtlsclient, chromium, h3load]].
+    [{group, G} || G <- [aioquic, curl, quicgo, gtlsclient, chromium, h3load, keys, retry,
+                         retry_raw, retry_chromium]].
 
 groups() ->
     [{aioquic, [], [aioquic_get, aioquic_download, aioquic_post_10mb, aioquic_concurrent_100,
@@ -53,7 +62,12 @@ groups() ->
      {gtlsclient, [], [gtls_download, gtls_loss, gtls_loss_2, gtls_ciphers_groups, gtls_migration, gtls_nat_rebinding,
                        gtls_key_update]},
      {chromium, [], [chromium_h3, chromium_h3_form]},
-     {h3load, [], [h3load_hello, h3load_download]}].
+     {h3load, [], [h3load_hello, h3load_download]},
+     {keys, [], [aioquic_key_update, aioquic_server_key_updates, gtls_server_key_updates,
+                 gtls_both_key_updates]},
+     {retry, [], [aioquic_retry, aioquic_new_token, quicgo_retry, gtls_retry]},
+     {retry_raw, [], [retry_flood, retry_bad_tokens, stateless_reset]},
+     {retry_chromium, [], [chromium_retry]}].
 
 %% -- tools and target -------------------------------------------------------
 
@@ -69,7 +83,11 @@ tools(curl) -> [{python_module, python(), "curl_cffi"}];
 tools(quicgo) -> [{found, "h3client", falco_test_tools:find("h3client")}];
 tools(gtlsclient) -> ["gtlsclient"];
 tools(chromium) -> [{found, "chromium", falco_test_browser:find()}];
-tools(h3load) -> [{found, "h3load", falco_test_tools:find("h3load")}].
+tools(h3load) -> [{found, "h3load", falco_test_tools:find("h3load")}];
+tools(keys) -> tools(aioquic) ++ tools(gtlsclient);
+tools(retry) -> tools(aioquic) ++ tools(quicgo) ++ tools(gtlsclient);
+tools(retry_raw) -> [];
+tools(retry_chromium) -> tools(chromium).
 
 init_per_suite(Config) ->
     All = lists:append([tools(G) || {G, _, _} <- groups()]),
@@ -89,10 +107,41 @@ end_per_suite(Config) ->
         end,
     Config.
 
+init_per_group(keys, Config) ->
+    %% a listener of its own, whose 1-RTT keys are updated every 1,000
+    %% packets (RFC 9001 §6; a 10 MB download is ~7,500 packets)
+    own_listener(keys, #{h3_key_update_packets => 1000}, Config);
+init_per_group(G, Config) when G =:= retry; G =:= retry_raw; G =:= retry_chromium ->
+    %% every Initial without a valid token gets a Retry (RFC 9000 §8.1.2)
+    own_listener(G, #{h3_retry => always}, Config);
 init_per_group(Group, Config) ->
     falco_test_tools:require(tools(Group), Config).
 
+%% The group's own falco listener (the case's `port'), with `Opts' on top
+%% of the suite's target's; it is stopped at the group's end.
+own_listener(Group, Opts, Config) ->
+    case {falco_test_tools:require(tools(Group), Config), ?config(cert, Config)} of
+        {Skip = {skip, _}, _} ->
+            Skip;
+        {_, undefined} ->
+            {skip, "the group needs falco's own listener (FALCO_H3_TEST_URL is set)"};
+        {Config1, {Cert, Key}} ->
+            Name = list_to_atom("h3_clients_" ++ atom_to_list(Group)),
+            {ok, _} = falco:start_listener(Name, Opts#{ip => {127, 0, 0, 1}, port => 0,
+                                                       transport => tls,
+                                                       tls_opts => [{certfile, Cert},
+                                                                    {keyfile, Key}],
+                                                       http3 => true,
+                                                       handler => fun ?MODULE:handle/1}),
+            {ok, Port} = falco:port(Name),
+            [{port, Port}, {group_listener, Name} | Config1]
+    end.
+
 end_per_group(_, Config) ->
+    _ = case ?config(group_listener, Config) of
+            undefined -> ok;
+            Name -> falco:stop_listener(Name)
+        end,
     Config.
 
 init_per_testcase(Case, Config) when Case =:= chromium_h3; Case =:= chromium_h3_form ->
@@ -131,7 +180,8 @@ falco_h3_target(Config) ->
                                                 http3 => true,
                                                 handler => fun ?MODULE:handle/1}),
     {ok, Port} = falco:port(h3_clients),
-    [{port, Port}, {spki, spki_of_pem(Cert)}, {falco_listener, h3_clients} | Config].
+    [{port, Port}, {spki, spki_of_pem(Cert)}, {falco_listener, h3_clients},
+     {cert, {Cert, Key}} | Config].
 
 external_target(Url, Config) ->
     case uri_string:parse(Url) of
@@ -497,6 +547,255 @@ gtls_nat_rebinding(Config) ->
 %% at 1 ms 10 of 10 against both reference servers, 2026-12-02.)
 gtls_key_update(Config) ->
     gtls(Config, ["--key-update=1ms"], 10000000).
+
+%% -- key updates (group keys: a listener updating every 1,000 packets) --------
+
+%% aioquic updates its keys once the handshake is confirmed, then 1 MB
+%% arrives whole: the server followed (RFC 9001 §6.2).
+aioquic_key_update(Config) ->
+    {S, Updates} = watch_key_updates(
+                     fun() -> h3_ok(aioquic(Config, ["--key-update", url(Config, "/bytes/1000000")]),
+                                    #{<<"200">> => 1})
+                     end),
+    bodies(S, pattern(1000000)),
+    ?assertMatch(#{<<"local">> := 1}, maps:get(<<"key_updates">>, S)),
+    ct:log("server-side key updates ~p (the client's answered, and the server's own)", [Updates]),
+    ?assert(Updates >= 1).
+
+%% The server updates its own keys, again and again during a 10 MB
+%% download (every 1,000 packets, each after the last was acknowledged and
+%% answered, §6.5): aioquic sees them as remote updates, the body whole.
+aioquic_server_key_updates(Config) ->
+    {S, Updates} = watch_key_updates(
+                     fun() -> h3_ok(aioquic(Config, [url(Config, "/bytes/" ++ integer_to_list(?TEN_MB))]),
+                                    #{<<"200">> => 1})
+                     end),
+    bodies(S, pattern(?TEN_MB)),
+    #{<<"remote">> := Remote} = maps:get(<<"key_updates">>, S),
+    ct:log("aioquic saw ~p server key updates; the server counted ~p", [Remote, Updates]),
+    ?assert(Remote >= 5),
+    ?assert(Updates >= Remote).
+
+%% The same 10 MB with gtlsclient (ngtcp2), whose own update too (1 ms
+%% after the handshake) is mixed with the server's.
+gtls_server_key_updates(Config) ->
+    {ok, Updates} = watch_key_updates(fun() -> gtls(Config, [], ?TEN_MB) end),
+    ct:log("server-side key updates ~p", [Updates]),
+    ?assert(Updates >= 5).
+
+gtls_both_key_updates(Config) ->
+    {ok, Updates} = watch_key_updates(fun() -> gtls(Config, ["--key-update=1ms"], ?TEN_MB) end),
+    ct:log("server-side key updates ~p", [Updates]),
+    ?assert(Updates >= 5).
+
+%% Runs Fun while sampling the key_updates of every falco HTTP/3
+%% connection process (sys:get_state/1, every 20 ms): {Fun's result, the
+%% most any connection counted}.
+watch_key_updates(Fun) ->
+    Self = self(),
+    Watcher = spawn_link(fun() -> sample_key_updates(Self, 0) end),
+    Result = Fun(),
+    Watcher ! {stop, Self},
+    receive {key_updates, Watcher, N} -> {Result, N}
+    after 5000 -> ct:fail(key_update_watcher_silent)
+    end.
+
+sample_key_updates(Owner, Max) ->
+    Seen = [maps:get(key_updates, maps:get(quic, State), 0)
+            || P <- processes(), is_h3_conn(P),
+               {ok, State} <- [catch_state(P)], is_map(maps:get(quic, State, undefined))],
+    Max1 = lists:max([Max | Seen]),
+    receive {stop, Owner} -> Owner ! {key_updates, self(), Max1}
+    after 20 -> sample_key_updates(Owner, Max1)
+    end.
+
+is_h3_conn(P) ->
+    case erlang:process_info(P, dictionary) of
+        {dictionary, D} -> proplists:get_value('$initial_call', D) =:= {falco_http3_conn, init, 3};
+        undefined -> false
+    end.
+
+catch_state(P) ->
+    try {ok, sys:get_state(P, 1000)}
+    catch exit:_ -> error
+    end.
+
+%% -- Retry, NEW_TOKEN, stateless reset (groups retry and retry_raw: a
+%% listener with h3_retry => always) ---------------------------------------------
+
+%% aioquic follows the Retry (one), checks its integrity tag and the
+%% transport parameters of RFC 9000 §7.3 (original_destination_connection_id,
+%% retry_source_connection_id: it closes if they are wrong), and 1 MB
+%% arrives whole.
+aioquic_retry(Config) ->
+    S = h3_ok(aioquic(Config, [url(Config, "/bytes/1000000")]), #{<<"200">> => 1}),
+    bodies(S, pattern(1000000)),
+    ?assertEqual(1, maps:get(<<"retries">>, S)).
+
+%% RFC 9000 §8.1.3: the first connection gets a NEW_TOKEN token, the second
+%% brings it in its first Initial and is let in without a Retry.
+aioquic_new_token(Config) ->
+    File = filename:join(gtls_dir(Config), "token"),
+    S1 = h3_ok(aioquic(Config, ["--token-file", File, url(Config, "/hello")]), #{<<"200">> => 1}),
+    ?assertEqual(1, maps:get(<<"retries">>, S1)),
+    ?assert(maps:get(<<"new_tokens">>, S1) >= 1),
+    {ok, Token} = file:read_file(File),
+    ct:log("NEW_TOKEN token of ~p bytes", [byte_size(Token)]),
+    S2 = h3_ok(aioquic(Config, ["--token-file", File, url(Config, "/hello")]), #{<<"200">> => 1}),
+    bodies(S2, <<"hello world">>),
+    ?assertEqual(0, maps:get(<<"retries">>, S2)).
+
+quicgo_retry(Config) ->
+    S = h3_ok(quicgo([url(Config, "/bytes/1000000")]), #{<<"200">> => 1}),
+    bodies(S, pattern(1000000)).
+
+gtls_retry(Config) ->
+    Before = socket_counts(Config),
+    gtls(Config, [], 1000000),
+    After = socket_counts(Config),
+    ?assert(maps:get(retry, After) > maps:get(retry, Before)).
+
+%% A flood of Initials (300, each with its own DCID, from one socket) is
+%% answered by as many Retries from the holder, whose integrity tags check
+%% against each DCID; no connection process is started for any.
+retry_flood(Config) ->
+    {ok, Sock} = gen_udp:open(0, [binary, {active, false}, {ip, {127, 0, 0, 1}},
+                                  {recbuf, 4194304}]),
+    Port = ?config(port, Config),
+    Before = socket_counts(Config),
+    Dcids = [crypto:strong_rand_bytes(8) || _ <- lists:seq(1, 300)],
+    Initial = falco_test_quic_client:first_initial(#{dcid => hd(Dcids)}, 1200),
+    ?assert(byte_size(Initial) >= 1200),
+    [ok = gen_udp:send(Sock, {127, 0, 0, 1}, Port,
+                       falco_test_quic_client:first_initial(#{dcid => D}, 1200)) || D <- Dcids],
+    Retries = recv_all(Sock, 2000, []),
+    ok = gen_udp:close(Sock),
+    Valid = [D || D <- Dcids, R <- Retries, retry_for(R, D)],
+    ct:log("holders' counts: ~p", [socket_counts(Config)]),
+    ct:log("~p Initials, ~p datagrams back, ~p valid Retries", [length(Dcids), length(Retries),
+                                                               length(Valid)]),
+    ?assertEqual(length(Dcids), length(lists:usort(Valid))),
+    [?assert(byte_size(R) < 1200) || R <- Retries],
+    ?assertEqual([], [P || P <- processes(), is_h3_conn(P)]),
+    After = socket_counts(Config),
+    ?assertEqual(maps:get(started, Before), maps:get(started, After)),
+    ?assertEqual(300, maps:get(retry, After) - maps:get(retry, Before)).
+
+retry_for(Datagram, Dcid) ->
+    case falco_quic_packet:parse(Datagram, 0) of
+        {ok, P = #{type := retry}, _} -> falco_quic_packet:retry_valid(P, Dcid);
+        _ -> false
+    end.
+
+%% Hostile tokens (RFC 9000 §8.1.3): a forged Retry token, a real one from
+%% another port, and one past its 10 s: each an INVALID_TOKEN close from
+%% the holder, no process; garbage tokens: a Retry as for no token.
+retry_bad_tokens(Config) ->
+    Port = ?config(port, Config),
+    {ok, Sock} = gen_udp:open(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    {ok, Other} = gen_udp:open(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    Dcid = crypto:strong_rand_bytes(8),
+    ok = gen_udp:send(Other, {127, 0, 0, 1}, Port,
+                      falco_test_quic_client:first_initial(#{dcid => Dcid}, 1200)),
+    {ok, {_, _, Retry}} = gen_udp:recv(Other, 0, 2000),
+    {ok, #{type := retry, scid := RetryScid, token := Token}, _} =
+        falco_quic_packet:parse(Retry, 0),
+    %% the token of the Retry to Other, sent from Sock (another port)
+    Send = fun(T) ->
+                   ok = gen_udp:send(Sock, {127, 0, 0, 1}, Port,
+                                     falco_test_quic_client:first_initial(
+                                       #{dcid => RetryScid, token => T}, 1200)),
+                   case gen_udp:recv(Sock, 0, 2000) of
+                       {ok, {_, _, Reply}} -> Reply;
+                       {error, timeout} -> timeout
+                   end
+           end,
+    <<K, Rest/binary>> = Token,
+    Forged = <<K, (crypto:strong_rand_bytes(byte_size(Rest)))/binary>>,
+    [begin
+         Reply = Send(T),
+         ?assertMatch({ok, #{type := initial}, _}, falco_quic_packet:parse(Reply, 0)),
+         {_, Server} = falco_quic_keys:initial(RetryScid),
+         {[P | _], _} = falco_quic_packet:split(Reply, 8),
+         {ok, _, Payload} = falco_quic_packet:unprotect(P, Server, none),
+         ?assertMatch({ok, [{connection_close, invalid_token, _, _} | _]},
+                      falco_quic_frame:parse(Payload, #{peer => server}))
+     end || T <- [Token, Forged]],
+    [?assert(retry_for(Send(T), RetryScid)) || T <- [<<"garbage">>, <<0:800>>]],
+    %% the real token from its own port, once it is older than 10 s
+    timer:sleep(10500),
+    ok = gen_udp:send(Other, {127, 0, 0, 1}, Port,
+                      falco_test_quic_client:first_initial(#{dcid => RetryScid, token => Token},
+                                                           1200)),
+    {ok, {_, _, Expired}} = gen_udp:recv(Other, 0, 2000),
+    {_, Server2} = falco_quic_keys:initial(RetryScid),
+    {[E | _], _} = falco_quic_packet:split(Expired, 8),
+    {ok, _, EPayload} = falco_quic_packet:unprotect(E, Server2, none),
+    ?assertMatch({ok, [{connection_close, invalid_token, _, _} | _]},
+                 falco_quic_frame:parse(EPayload, #{peer => server})),
+    ok = gen_udp:close(Sock),
+    ok = gen_udp:close(Other),
+    ?assertEqual([], [P || P <- processes(), is_h3_conn(P)]),
+    ?assert(maps:get(invalid_token, socket_counts(Config)) >= 2).
+
+%% RFC 9000 §10.3: a short header to a connection ID no route knows gets a
+%% stateless reset, shorter than it, if it has more than 21 bytes; tiny
+%% ones get nothing.
+stateless_reset(Config) ->
+    Port = ?config(port, Config),
+    {ok, Sock} = gen_udp:open(0, [binary, {active, false}, {ip, {127, 0, 0, 1}},
+                                  {recbuf, 4194304}]),
+    Short = fun(N) -> <<16#40, (crypto:strong_rand_bytes(N - 1))/binary>> end,
+    [begin
+         ok = gen_udp:send(Sock, {127, 0, 0, 1}, Port, Short(N)),
+         ?assertEqual({error, timeout}, gen_udp:recv(Sock, 0, 300))
+     end || N <- [9, 15, 21]],
+    [begin
+         ok = gen_udp:send(Sock, {127, 0, 0, 1}, Port, Short(N)),
+         {ok, {_, _, Reset}} = gen_udp:recv(Sock, 0, 2000),
+         ?assertEqual(erlang:min(N - 1, 43), byte_size(Reset)),
+         ?assertMatch(<<0:1, 1:1, _/bits>>, Reset)
+     end || N <- [22, 40, 100, 1200]],
+    %% at most 100 a second: 300 at once get between 100 and 200 (the
+    %% burst may straddle two seconds)
+    timer:sleep(1000),
+    [ok = gen_udp:send(Sock, {127, 0, 0, 1}, Port, Short(100)) || _ <- lists:seq(1, 300)],
+    Resets = length(recv_all(Sock, 1000, [])),
+    ct:log("300 short headers at once: ~p stateless resets", [Resets]),
+    ?assert(Resets >= 100 andalso Resets =< 200),
+    ok = gen_udp:close(Sock).
+
+%% Chromium follows the Retry too: the page comes over h3, and the holder
+%% sent a Retry for it.
+chromium_retry(Config) ->
+    Before = socket_counts(Config),
+    ?assertMatch({match, _}, re:run(chromium(Config, "/page"), "<body>proto=h3</body>")),
+    After = socket_counts(Config),
+    ?assert(maps:get(retry, After) > maps:get(retry, Before)),
+    ?assert(maps:get(started, After) > maps:get(started, Before)).
+
+recv_all(Sock, Timeout, Acc) ->
+    case gen_udp:recv(Sock, 0, Timeout) of
+        {ok, {_, _, D}} -> recv_all(Sock, 200, [D | Acc]);
+        {error, timeout} -> lists:reverse(Acc)
+    end.
+
+%% The counts of the group listener's UDP socket holders, summed.
+socket_counts(Config) ->
+    Name = ?config(group_listener, Config),
+    Holders = [P || P <- processes(), is_quic_socket(P, Name)],
+    ?assertNotEqual([], Holders),
+    lists:foldl(fun(P, Acc) ->
+                        I = maps:with([started, retry, invalid_token, stateless_reset],
+                                      falco_quic_socket:info(P)),
+                        maps:merge_with(fun(_, A, B) -> A + B end, Acc, I)
+                end, #{}, Holders).
+
+is_quic_socket(P, _Name) ->
+    case erlang:process_info(P, dictionary) of
+        {dictionary, D} -> proplists:get_value('$initial_call', D) =:= {falco_quic_socket, init, 1};
+        undefined -> false
+    end.
 
 %% -- Chromium ------------------------------------------------------------------
 

@@ -34,7 +34,8 @@
          h3_malformed_requests/1, qpack_bad_static_index/1, qpack_encoder_capacity/1,
          qpack_decoder_zero_increment/1,
          shuffled_crypto/1, scid_0/1, cids_20/1, truncated_and_corrupted/1,
-         initial_1199/1, version_negotiation_ignored/1]).
+         initial_1199/1, version_negotiation_ignored/1, forged_key_phase/1,
+         aead_integrity_limit/1]).
 
 -define(C, falco_test_quic_client).
 
@@ -46,6 +47,7 @@
 -define(FRAME_ENCODING_ERROR, 16#07).
 -define(TRANSPORT_PARAMETER_ERROR, 16#08).
 -define(PROTOCOL_VIOLATION, 16#0a).
+-define(AEAD_LIMIT_REACHED, 16#0f).
 %% RFC 9001 §4.8: CRYPTO_ERROR, 0x100 + the TLS alert
 -define(UNEXPECTED_MESSAGE, 16#10a).
 -define(MISSING_EXTENSION, 16#16d).
@@ -86,7 +88,7 @@ groups() ->
        qpack_encoder_capacity, qpack_decoder_zero_increment]},
      {clients, [],
       [shuffled_crypto, scid_0, cids_20, truncated_and_corrupted, initial_1199,
-       version_negotiation_ignored]}].
+       version_negotiation_ignored, forged_key_phase, aead_integrity_limit]}].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(falco),
@@ -301,6 +303,51 @@ path_challenge_in_handshake(Config) ->
     Challenge = falco_quic_frame:path_challenge(<<1:64>>),
     ?assertEqual({transport, ?PROTOCOL_VIOLATION},
                  refused(Config, #{hs_frames => [Challenge]})).
+
+%% RFC 9001 §6.3, §9.5: packets with the key phase flipped that do not
+%% open with the next keys (sealed with the current ones, or corrupted)
+%% change nothing: no update is committed, nothing is closed, and the
+%% connection goes on with the keys it had, both ways.
+forged_key_phase(Config) ->
+    S = connect(Config),
+    get_ok(S, 0, <<"/before">>),
+    Forged = [begin
+                  {ok, P} = ?C:packet(S, one_rtt, [falco_quic_frame:ping()], #{key_phase => 1}),
+                  P
+              end || _ <- lists:seq(1, 5)],
+    {ok, Good} = ?C:packet(S, one_rtt, [falco_quic_frame:ping()], #{key_phase => 1}),
+    Size = byte_size(Good),
+    Corrupted = <<(binary:part(Good, 0, Size - 1))/binary, (binary:last(Good) bxor 1)>>,
+    [ok = ?C:send_datagram(S, P) || P <- Forged ++ [Corrupted]],
+    get_ok(S, 4, <<"/after">>),
+    get_ok(S, 8, <<"/again">>),
+    ?assertEqual(undefined, maps:get(close, ?C:view(S))),
+    ?C:close(S).
+
+%% RFC 9001 §6.6: past the integrity limit (3 here, on a listener of the
+%% case's own: h3_aead_integrity_limit) packets that fail to open close
+%% the connection with AEAD_LIMIT_REACHED; up to it, nothing happens.
+aead_integrity_limit(_Config) ->
+    {ok, _} = falco:start_listener(h3_conform_aead, #{ip => {127, 0, 0, 1}, port => 0,
+                                                      transport => tls,
+                                                      tls_opts => falco_test_tls:server_opts(),
+                                                      http3 => true, h3_aead_integrity_limit => 3,
+                                                      handler => fun ?MODULE:handle/1}),
+    try
+        {ok, Port} = falco:port(h3_conform_aead),
+        S = connect([{port, Port}]),
+        Forged = fun() ->
+                         {ok, P} = ?C:packet(S, one_rtt, [falco_quic_frame:ping()],
+                                             #{key_phase => 1}),
+                         ok = ?C:send_datagram(S, P)
+                 end,
+        [Forged() || _ <- lists:seq(1, 3)],
+        get_ok(S, 0, <<"/still">>),
+        Forged(),
+        ?assertEqual({transport, ?AEAD_LIMIT_REACHED}, closed(S))
+    after
+        falco:stop_listener(h3_conform_aead)
+    end.
 
 %% §17.3.1: the reserved bits of a short header, set in a packet that
 %% authenticates, are PROTOCOL_VIOLATION.

@@ -125,10 +125,18 @@ not_a_connection(Config) ->
     {H, Port} = holder(Config),
     C = client(),
     [send(C, Port, D) || D <- [initial(<<4:64>>, 1199), initial(<<4:56>>, 1200),
-                               <<16#40, 9:64, 0:800>>, <<1, 2, 3>>]],
+                               <<16#40, 9:64>>, <<1, 2, 3>>]],
     settled(H, dropped, 4),
     none_started(),
-    receive {udp, C, _, _, _} = M -> ct:fail({answered, M}) after 100 -> ok end.
+    receive {udp, C, _, _, _} = M -> ct:fail({answered, M}) after 100 -> ok end,
+    %% a short header large enough is answered by a stateless reset (RFC
+    %% 9000 §10.3), shorter than it, and starts nothing
+    send(C, Port, <<16#40, 9:64, 0:800>>),
+    receive {udp, C, _, _, Reset} -> ?assertMatch(<<0:1, 1:1, _:342>>, Reset)
+    after 2000 -> ct:fail(no_stateless_reset)
+    end,
+    settled(H, stateless_reset, 1),
+    none_started().
 
 %% An Initial flood from 50 source ports of one address: at most
 %% max_handshakes_per_address connections; one finishing its handshake

@@ -130,6 +130,10 @@ defaults() ->
       %% per client address: what a spoofed Initial flood can cost
       h3_max_handshakes => 1000,
       h3_max_handshakes_per_address => 100,
+      %% address validation (RFC 9000 §8.1): a Retry to an Initial without
+      %% a valid token while this many handshakes are in progress on a
+      %% UDP socket (`{threshold, N}'), to every one (`always'), or never
+      h3_retry => {threshold, 100},
       %% UDP sockets on the port (SO_REUSEPORT: the kernel spreads clients)
       h3_sockets => 1,
       %% flow control windows (initial_max_data, initial_max_stream_data_*)
@@ -141,6 +145,13 @@ defaults() ->
       h3_max_streams_uni => 8,
       %% the `ma' of the Alt-Svc field advertising HTTP/3, seconds
       h3_alt_svc_max_age => 86400,
+      %% Internal, for falco's tests: how many 1-RTT packets one key
+      %% seals before we update it (RFC 9001 §6; `auto': half the AEAD's
+      %% confidentiality limit, 2^22 packets for AES-GCM, none for
+      %% ChaCha20), and how many packets that fail to open close the
+      %% connection (§6.6; `auto': the AEAD's integrity limit)
+      h3_key_update_packets => auto,
+      h3_aead_integrity_limit => auto,
       %% Internal, for falco's tests: the module of a QUIC connection
       %% process (`Module:start_link(Args, Info)', falco_quic_socket).
       h3_conn_module => falco_http3_conn,
@@ -333,12 +344,15 @@ http3_machine(Conf) ->
                        initial_max_data := pos_integer(),
                        initial_max_stream_data := pos_integer(),
                        max_streams_bidi := non_neg_integer(),
-                       max_streams_uni := pos_integer()}.
+                       max_streams_uni := pos_integer(),
+                       key_update_packets := auto | pos_integer(),
+                       aead_integrity_limit := auto | pos_integer()}.
 quic(Conf) ->
     maps:from_list([{K, maps:get(list_to_atom("h3_" ++ atom_to_list(K)), Conf)}
                     || K <- [idle_timeout, handshake_timeout, max_handshakes,
                              max_handshakes_per_address, initial_max_data,
-                             initial_max_stream_data, max_streams_bidi, max_streams_uni]]).
+                             initial_max_stream_data, max_streams_bidi, max_streams_uni,
+                             key_update_packets, aead_integrity_limit]]).
 
 %% @doc The options of a WebSocket handler that it may leave out
 %% (falco_ws_handler; checked by falco_ws_handshake:check_opts/1).
@@ -371,6 +385,9 @@ valid(h3_max_streams_uni, V) -> is_integer(V) andalso V >= 3 andalso V =< 1 bsl 
 valid(h3_alt_svc_max_age, V) -> is_integer(V) andalso V >= 0;
 valid(h3_sockets, V) -> is_integer(V) andalso V >= 1 andalso V =< 1024;
 valid(h3_conn_module, V) -> is_atom(V);
+valid(h3_retry, V) -> falco_quic_retry:valid_mode(V);
+valid(K, V) when K =:= h3_key_update_packets; K =:= h3_aead_integrity_limit ->
+    V =:= auto orelse (is_integer(V) andalso V > 0);
 valid(inet_backend, B) -> B =:= socket orelse B =:= inet;
 valid(reuseport, V) -> V =:= false orelse (V =:= true andalso falco_transport:reuseport() =/= unsupported);
 valid(K, V) when K =:= max_connections; K =:= max_keep_alive_requests ->

@@ -298,6 +298,8 @@ quic_sockets(Name, Conf = #{http3 := true, h3_sockets := H, num_acceptors := N, 
     Args = #{listener => Name, handler => Handler, conf => Conf, tls => Tls},
     Quic = falco_opts:quic(Conf),
     Draining = fun() -> falco_drain:draining(Drain) orelse falco_drain:stopping(Drain) end,
+    %% one set of token and stateless reset secrets for all the holders
+    Secrets = falco_quic_token:new(),
     [#{id => {quic_socket, I},
        start => {falco_quic_socket, start_link,
                  [#{ip => Ip, port => Port, routes => Routes,
@@ -305,6 +307,7 @@ quic_sockets(Name, Conf = #{http3 := true, h3_sockets := H, num_acceptors := N, 
                     max_handshakes => maps:get(max_handshakes, Quic),
                     max_handshakes_per_address => maps:get(max_handshakes_per_address, Quic),
                     draining => Draining, listener => Name, slots => {Slots, N + I, Max},
+                    retry => maps:get(h3_retry, Conf), secrets => Secrets,
                     stats => Stats, events => Events}]},
        shutdown => 5000}
      || I <- lists:seq(1, H)];

@@ -51,6 +51,8 @@
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
 
 -define(CID_LEN, 8).
+%% stateless resets sent per second, at most (RFC 9000 §10.3)
+-define(RESETS_PER_S, 100).
 
 %% how long a stopping holder waits for its connections to close, ms
 %% (below the child's shutdown, 5000)
@@ -75,13 +77,21 @@
             conns = #{} :: #{pid() => {integer(), falco_stats:cell()}},
             %% falco:drain/2 in progress: whom to answer, with how many
             %% connections there were, and the deadline's timer
-            drain = undefined :: undefined | {pid(), reference(), non_neg_integer(), reference()}}).
+            drain = undefined :: undefined | {pid(), reference(), non_neg_integer(), reference()},
+            %% (after the fields tests read by position) address validation
+            %% (falco_quic_retry) and the listener's token and reset
+            %% secrets (falco_quic_token)
+            retry :: falco_quic_retry:mode(),
+            secrets :: falco_quic_token:secrets(),
+            %% the stateless resets of the current second: {Second, Count}
+            resets = {0, 0} :: {integer(), non_neg_integer()}}).
 
 -type opts() :: #{ip := inet:ip_address(), port := inet:port_number(),
                   routes := ets:tid() | atom(), conn := {module(), term()},
                   active_n => pos_integer(), max_handshakes => non_neg_integer(),
                   max_handshakes_per_address => non_neg_integer(),
                   draining => fun(() -> boolean()), listener => atom(),
+                  retry => falco_quic_retry:mode(), secrets => falco_quic_token:secrets(),
                   slots => {falco_slots:slots(), pos_integer(), pos_integer() | infinity},
                   stats => falco_stats:stats(), events => falco_telemetry:emitter(),
                   recbuf => pos_integer(), sndbuf => pos_integer()}.
@@ -122,6 +132,8 @@ init(Opts = #{ip := Ip, port := Port, routes := Routes, conn := Conn}) ->
                     max_handshakes = maps:get(max_handshakes, Opts, 1000),
                     max_per_address = maps:get(max_handshakes_per_address, Opts, 100),
                     draining = maps:get(draining, Opts, fun() -> false end),
+                    retry = maps:get(retry, Opts, never),
+                    secrets = maps:get(secrets, Opts, falco_quic_token:new()),
                     listener = maps:get(listener, Opts, undefined), slots = Slots,
                     stats = maps:get(stats, Opts, undefined),
                     events = maps:get(events, Opts, none)}};
@@ -134,7 +146,7 @@ init(Opts = #{ip := Ip, port := Port, routes := Routes, conn := Conn}) ->
 handle_call(info, _From, S = #s{socket = Sock, counts = Counts, handshaking = H, conns = C}) ->
     {ok, Port} = inet:port(Sock),
     Zero = maps:from_list([{K, 0} || K <- [routed, started, version_negotiation, refused,
-                                            dropped]]),
+                                            dropped, retry, invalid_token, stateless_reset]]),
     {reply, maps:merge(Zero, Counts#{port => Port, handshakes => map_size(H),
                                      connections => map_size(C)}), S}.
 
@@ -208,24 +220,70 @@ datagram(Peer, Datagram, S = #s{routes = Routes}) ->
                     Pid ! {quic_datagram, self(), Peer, Datagram},
                     count(routed, S);
                 [] ->
-                    unknown(Peer, Datagram, S)
+                    unknown(Peer, Cid, Datagram, S)
             end;
         {drop, _} ->
             count(dropped, S)
     end.
 
-unknown(Peer = {Ip, Port}, Datagram, S = #s{socket = Sock}) ->
+unknown(Peer = {Ip, Port}, Cid, Datagram, S = #s{socket = Sock}) ->
     case falco_quic_admit:unknown(Datagram) of
         {new, Info} ->
-            case admissible(Ip, S) of
-                true -> start(Peer, Datagram, Info, S);
-                false -> count(refused, S)
-            end;
+            validate(Peer, Datagram, Info, S);
         {version_negotiation, Reply} ->
             _ = gen_udp:send(Sock, Ip, Port, Reply),
             count(version_negotiation, S);
+        {drop, unknown_connection} ->
+            stateless_reset(Peer, Cid, Datagram, S);
         {drop, _} ->
             count(dropped, S)
+    end.
+
+%% RFC 9000 §8.1: a Retry (no process started), a close for a bad Retry
+%% token, or the connection, validated or not (falco_quic_retry).
+validate(Peer = {Ip, Port}, Datagram, Info, S = #s{socket = Sock, retry = Mode, secrets = Secrets,
+                                                    handshaking = H, draining = Draining}) ->
+    Now = erlang:system_time(millisecond),
+    case Draining() of
+        true ->
+            count(refused, S);
+        false ->
+            case falco_quic_retry:initial(Mode, map_size(H), Secrets, Peer, Info, Now) of
+                {retry, Reply} ->
+                    _ = gen_udp:send(Sock, Ip, Port, Reply),
+                    count(retry, S);
+                {invalid_token, Reply} ->
+                    _ = gen_udp:send(Sock, Ip, Port, Reply),
+                    count(invalid_token, S);
+                {admit, Extra} ->
+                    case admissible(Ip, S) of
+                        true ->
+                            Token = falco_quic_token:new_token(Secrets, Ip, Now),
+                            start(Peer, Datagram,
+                                  maps:merge(Info, Extra#{token_secrets => Secrets,
+                                                          new_token => Token}), S);
+                        false ->
+                            count(refused, S)
+                    end
+            end
+    end.
+
+%% RFC 9000 §10.3: a short header to a connection ID no route knows is
+%% answered by a stateless reset, if large enough, at most ?RESETS_PER_S
+%% a second.
+stateless_reset({Ip, Port}, Cid, Datagram, S = #s{socket = Sock, secrets = Secrets,
+                                                  resets = {Second, N}}) ->
+    Now = erlang:monotonic_time(second),
+    N1 = case Now of
+             Second -> N;
+             _ -> 0
+         end,
+    case N1 < ?RESETS_PER_S andalso falco_quic_retry:stateless_reset(Datagram, Cid, Secrets) of
+        {reset, Reply} ->
+            _ = gen_udp:send(Sock, Ip, Port, Reply),
+            count(stateless_reset, S#s{resets = {Now, N1 + 1}});
+        _ ->
+            count(dropped, S#s{resets = {Now, N1}})
     end.
 
 admissible(Ip, #s{handshaking = H, by_address = ByAddr, max_handshakes = Max,

@@ -18,8 +18,9 @@
 %%     server must never act on, bytes that are not QUIC).</li>
 %% </ul>
 %%
-%% A short header for a connection no route knows is dropped (a stateless
-%% reset, §10.3, is the next issue's).
+%% A short header for a connection no route knows, whatever its size, is
+%% `{drop, unknown_connection}': the holder answers it with a stateless
+%% reset when falco_quic_retry:stateless_reset/3 allows one (§10.3).
 %%
 %% @private internal to falco
 -module(falco_quic_admit).
@@ -45,6 +46,10 @@ route(Datagram, CidLen) ->
 -spec unknown(binary()) -> {new, #{dcid := binary(), scid := binary(), token := binary()}}
                          | {version_negotiation, binary()}
                          | {drop, atom()}.
+unknown(<<0:1, _:7, _/binary>>) ->
+    %% a short header of any size: the holder may answer it with a
+    %% stateless reset (falco_quic_retry)
+    {drop, unknown_connection};
 unknown(Datagram) when byte_size(Datagram) < ?MIN_DATAGRAM ->
     {drop, short_datagram};
 unknown(Datagram) ->

@@ -88,44 +88,68 @@
 %% -- starting -----------------------------------------------------------------
 
 %% @doc A connection for the client's first Initial. `Info': `peer', and
-%% `dcid' and `scid' of that Initial. `Opts': `tls' (falco_tls13_server's
-%% options, without transport_params), `scid' (our connection ID, 8
-%% bytes), `now' (µs), and the `quic' limits: `idle_timeout' and
-%% `handshake_timeout' (ms), `initial_max_data',
+%% `dcid' and `scid' of that Initial; after a Retry (falco_quic_retry),
+%% `odcid' (the client's first DCID, from the token), `retry_scid' (the
+%% Retry's SCID, the DCID of this Initial) and `validated' (RFC 9000
+%% §8.1.2, §7.3); `validated' alone for a NEW_TOKEN token; `token_secrets'
+%% (the listener's, falco_quic_token: our stateless_reset_token, §10.3) and
+%% `new_token' (a NEW_TOKEN token for the client's address, sent once the
+%% handshake is complete, §8.1.3). `Opts': `tls'
+%% (falco_tls13_server's options, without transport_params), `scid' (our
+%% connection ID, 8 bytes), `now' (µs), and the `quic' limits:
+%% `idle_timeout' and `handshake_timeout' (ms), `initial_max_data',
 %% `initial_max_stream_data', `max_streams_bidi', `max_streams_uni',
 %% `max_datagram' (the largest datagram we send once the path is
-%% validated, default 1350).
+%% validated, default 1350), `key_update_packets' and
+%% `aead_integrity_limit' (RFC 9001 §6.6; `auto': the AEAD's).
 -spec new(#{peer := peer(), dcid := binary(), scid := binary(), atom() => term()}, map()) ->
           {state(), [action()]}.
-new(#{peer := Peer, dcid := Odcid, scid := ClientCid},
+new(Info = #{peer := Peer, dcid := Dcid, scid := ClientCid},
     Opts = #{tls := Tls, scid := Scid, now := Now}) ->
     Q = maps:merge(default_quic(), maps:get(quic, Opts, #{})),
-    Ours = #{original_destination_connection_id => Odcid,
-             initial_source_connection_id => Scid,
-             max_idle_timeout => maps:get(idle_timeout, Q),
-             initial_max_data => maps:get(initial_max_data, Q),
-             initial_max_stream_data_bidi_local => 0,
-             initial_max_stream_data_bidi_remote => maps:get(initial_max_stream_data, Q),
-             initial_max_stream_data_uni => maps:get(initial_max_stream_data, Q),
-             initial_max_streams_bidi => maps:get(max_streams_bidi, Q),
-             initial_max_streams_uni => maps:get(max_streams_uni, Q),
-             active_connection_id_limit => ?PEER_CIDS,
-             disable_active_migration => true},
+    Odcid = maps:get(odcid, Info, Dcid),
+    Ours0 = #{original_destination_connection_id => Odcid,
+              initial_source_connection_id => Scid,
+              max_idle_timeout => maps:get(idle_timeout, Q),
+              initial_max_data => maps:get(initial_max_data, Q),
+              initial_max_stream_data_bidi_local => 0,
+              initial_max_stream_data_bidi_remote => maps:get(initial_max_stream_data, Q),
+              initial_max_stream_data_uni => maps:get(initial_max_stream_data, Q),
+              initial_max_streams_bidi => maps:get(max_streams_bidi, Q),
+              initial_max_streams_uni => maps:get(max_streams_uni, Q),
+              active_connection_id_limit => ?PEER_CIDS,
+              disable_active_migration => true},
+    Ours1 = case Info of
+                #{retry_scid := RetryScid} -> Ours0#{retry_source_connection_id => RetryScid};
+                #{} -> Ours0
+            end,
+    Ours = case Info of
+               #{token_secrets := Secrets} ->
+                   Ours1#{stateless_reset_token => falco_quic_token:reset_token(Secrets, Scid)};
+               #{} -> Ours1
+           end,
     TP = iolist_to_binary(falco_quic_tparams:server(Ours)),
-    Hs = falco_quic_handshake:new(Tls#{transport_params => TP}, Odcid),
+    %% the Initial keys are those of this Initial's DCID (after a Retry,
+    %% the Retry's SCID: RFC 9001 §5.2)
+    Hs = falco_quic_handshake:new(Tls#{transport_params => TP}, Dcid),
     State = #q{odcid = Odcid, scid = Scid, opts = Q, ours = Ours, peer = Peer,
                dcid = ClientCid, hs = Hs,
                acks = maps:from_list([{L, falco_quic_ack:new(L)} || L <- [initial, handshake, application]]),
                loss = falco_quic_loss:new(),
                idle_at = Now + 1000 * maps:get(idle_timeout, Q),
                handshake_at = Now + 1000 * maps:get(handshake_timeout, Q),
+               validated = maps:get(validated, Info, false),
+               new_token = case Info of
+                               #{new_token := Token} -> {pending, Token};
+                               #{} -> none
+                           end,
                peer_cids = #{0 => ClientCid}},
     {State, [{route, Scid}]}.
 
 default_quic() ->
     #{idle_timeout => 30000, handshake_timeout => 10000, initial_max_data => 1048576,
       initial_max_stream_data => 262144, max_streams_bidi => 100, max_streams_uni => 8,
-      max_datagram => 1350}.
+      max_datagram => 1350, key_update_packets => auto, aead_integrity_limit => auto}.
 
 %% -- datagrams ------------------------------------------------------------------
 
@@ -192,11 +216,13 @@ open(application, P, Now, Peer, Q = #q{app = App, acks = Acks}) when App =/= und
     Ack = maps:get(application, Acks),
     case falco_quic_packet:unmask(P, maps:get(read, App), largest(Ack)) of
         {ok, Unmasked} ->
-            case open_1rtt(Unmasked, App) of
+            case open_1rtt(Unmasked, Now, App, Q) of
                 {ok, Pn, Payload, App1} ->
                     opened(application, P, Pn, Payload, Now, Peer, Ack, Q#q{app = App1});
                 drop ->
                     {ok, Q, []};
+                forged ->
+                    forged(Q);
                 {error, {protocol_violation, Why}} ->
                     {error, protocol_violation, 0, Why}
             end;
@@ -221,27 +247,105 @@ open(Level, P, Now, Peer, Q = #q{hs = Hs, acks = Acks}) ->
 
 %% RFC 9001 §6: a packet of the current key phase opens with the read
 %% keys; one of the other phase is either older than the update (the
-%% previous keys) or the client's key update, tried with the next keys
-%% and committed only if the packet opens: then our write keys move to
-%% the next generation too (§6.2). A packet that opens with neither is
-%% dropped and changes nothing.
-open_1rtt(U = #{key_phase := Phase, pn := Pn}, App = #{phase := Phase, read := Keys}) ->
+%% previous keys, while they are kept: a packet for keys already dropped
+%% is dropped unopened) or the client's key update (or its answer to
+%% ours), tried with the next keys and committed only if the packet
+%% opens: then the old read keys are kept for three PTOs, and our write
+%% keys move to the next generation too unless they did already (§6.2).
+%% A packet that opens with none is dropped and changes nothing but the
+%% count of packets that failed (§6.6).
+open_1rtt(U = #{key_phase := Phase, pn := Pn}, _Now, App = #{phase := Phase, read := Keys}, _Q) ->
     opened_with(falco_quic_packet:open(U, Keys), Pn, App);
-open_1rtt(U = #{pn := Pn}, App = #{prev := Prev, since := Since}) when Pn < Since, Prev =/= undefined ->
-    opened_with(falco_quic_packet:open(U, Prev), Pn, App);
-open_1rtt(U = #{pn := Pn}, App = #{phase := Phase, read := Read, write := Write, next := Next}) ->
+open_1rtt(U = #{pn := Pn}, _Now, App = #{prev := Prev, since := Since}, _Q) when Pn < Since ->
+    case Prev of
+        undefined -> drop;
+        _ -> opened_with(falco_quic_packet:open(U, Prev), Pn, App)
+    end;
+open_1rtt(U = #{pn := Pn}, Now, App = #{phase := Phase, read := Read, next := Next,
+                                          write := Write, write_phase := WPhase}, Q) ->
     case falco_quic_packet:open(U, Next) of
         {ok, Payload} ->
-            {ok, Pn, Payload, App#{phase := 1 - Phase, read := Next, prev := Read,
-                                   next := falco_quic_keys:update(Next),
-                                   write := falco_quic_keys:update(Write), since := Pn}};
+            New = 1 - Phase,
+            App1 = App#{phase := New, read := Next, prev := Read,
+                        prev_until := Now + 3 * pto(Q),
+                        next := falco_quic_keys:update(Next), since := Pn},
+            App2 = case WPhase of
+                       New -> App1;
+                       _ -> new_write(falco_quic_keys:update(Write), New, Q, App1)
+                   end,
+            {ok, Pn, Payload, App2};
         Other ->
             opened_with(Other, Pn, App)
     end.
 
 opened_with({ok, Payload}, Pn, App) -> {ok, Pn, Payload, App};
-opened_with({error, {drop, _}}, _, _) -> drop;
+opened_with({error, {drop, bad_tag}}, _, _) -> forged;
 opened_with({error, _} = Error, _, _) -> Error.
+
+%% The write keys of a new key phase: counted from the next packet.
+new_write(Keys, Phase, #q{next_pn = #{application := Pn}}, App = #{updates := N}) ->
+    App#{write := Keys, write_phase := Phase, sealed := 0, write_since := Pn,
+         updates := N + 1}.
+
+%% RFC 9001 §6.6: past the integrity limit, packets that failed to open
+%% with 1-RTT keys close the connection.
+forged(Q = #q{app = App = #{forged := N}}) ->
+    App1 = App#{forged := N + 1},
+    case N + 1 > integrity_limit(Q) of
+        true -> {error, aead_limit_reached, 0, integrity_limit};
+        false -> {ok, Q#q{app = App1}, []}
+    end.
+
+integrity_limit(#q{opts = #{aead_integrity_limit := auto}, app = #{read := Keys}}) ->
+    element(2, falco_quic_keys:limits(falco_quic_keys:suite(Keys)));
+integrity_limit(#q{opts = #{aead_integrity_limit := N}}) ->
+    N.
+
+%% RFC 9001 §6.1, §6.5, §6.6: our own key update, before the write keys
+%% seal `key_update_packets' packets (by default half of the suite's
+%% confidentiality limit), once the client answered the last update (a
+%% packet of the phase read) and acknowledged a packet of the current
+%% keys. A connection that reaches the limit itself closes.
+key_update(Q = #q{phase = established, app = App = #{sealed := N}}) when N > 0 ->
+    {Update, Limit} = update_limits(Q),
+    case N >= Update andalso may_update(Q) of
+        true ->
+            #{write := Write, write_phase := W} = App,
+            {ok, Q#q{app = new_write(falco_quic_keys:update(Write), 1 - W, Q, App)}};
+        false when N >= Limit ->
+            {error, aead_limit_reached, 0, confidentiality_limit};
+        false ->
+            {ok, Q}
+    end;
+key_update(Q) ->
+    {ok, Q}.
+
+may_update(#q{app = #{phase := Phase, write_phase := Phase, write_since := Since}, loss = L}) ->
+    case falco_quic_loss:largest_acked(application, L) of
+        Largest when is_integer(Largest) -> Largest >= Since;
+        _ -> false
+    end;
+may_update(_) ->
+    false.
+
+update_limits(#q{opts = Opts, app = #{write := Keys}}) ->
+    Limit = case maps:get(aead_confidentiality_limit, Opts, auto) of
+                auto -> element(1, falco_quic_keys:limits(falco_quic_keys:suite(Keys)));
+                L -> L
+            end,
+    Update = case maps:get(key_update_packets, Opts) of
+                 auto when Limit =:= infinity -> infinity;
+                 auto -> Limit div 2;
+                 U -> U
+             end,
+    {Update, Limit}.
+
+%% Old read keys are dropped three PTOs after the first packet of the new
+%% phase (§6.1).
+expire_keys(Now, Q = #q{app = App = #{prev_until := At}}) when Now >= At ->
+    Q#q{app = App#{prev := undefined, prev_until := infinity}};
+expire_keys(_, Q) ->
+    Q.
 
 largest(Ack) ->
     case falco_quic_ack:largest(Ack) of
@@ -408,6 +512,8 @@ lost_item({streams, Info}, Q = #q{streams = S}) ->
     Q#q{streams = falco_quic_streams:lost(Info, S)};
 lost_item(handshake_done, Q) ->
     Q#q{handshake_done = pending};
+lost_item({new_token, Token}, Q) ->
+    Q#q{new_token = {pending, Token}};
 lost_item(_, Q) ->
     Q.
 
@@ -423,7 +529,9 @@ tls_events([{transport_params, Bin} | Es], Now, Q = #q{dcid = ClientCid}, Acts) 
 tls_events([handshake_complete | Es], Now, Q = #q{hs = Hs}, Acts) ->
     Read = falco_quic_handshake:keys(application, read, Hs),
     App = #{phase => 0, read => Read, write => falco_quic_handshake:keys(application, write, Hs),
-            next => falco_quic_keys:update(Read), prev => undefined, since => 0},
+            next => falco_quic_keys:update(Read), prev => undefined, prev_until => infinity,
+            since => 0, write_phase => 0, sealed => 0, write_since => 0, forged => 0,
+            updates => 0},
     Q1 = confirmed(discard(handshake, Q#q{phase = established, handshake_done = pending,
                                           handshake_at = infinity, app = App})),
     {Q2, Early} = early(Now, Q1),
@@ -487,7 +595,8 @@ timeout(Now, Q = #q{idle_at = Idle}) when Now >= Idle ->
     {Q#q{phase = closed}, [{closed, idle_timeout}]};
 timeout(Now, Q = #q{handshake_at = At}) when Now >= At ->
     {Q#q{phase = closed}, [{closed, handshake_timeout}]};
-timeout(Now, Q = #q{loss = L0, probes = Probes}) ->
+timeout(Now, Q0) ->
+    Q = #q{loss = L0, probes = Probes} = expire_keys(Now, Q0),
     case falco_quic_loss:timeout(Now, L0) of
         {none, L} ->
             finish(Now, Q#q{loss = L}, []);
@@ -509,11 +618,21 @@ finish(Now, Q0, Acts) ->
 flush(_Now, Q = #q{phase = Phase}) when Phase =/= handshake, Phase =/= established ->
     {Q, []};
 flush(Now, Q0) ->
-    {Q, Sends} = falco_quic_send:flush(Now, Q0),
-    {Q, Sends ++ [{timer, deadline(Q)}]}.
+    case key_update(Q0) of
+        {ok, Q1} ->
+            {Q, Sends} = falco_quic_send:flush(Now, Q1),
+            {Q, Sends ++ [{timer, deadline(Q)}]};
+        {error, Err, FrameType, Why} ->
+            Q = close_with(Err, FrameType, Why, Now, Q0),
+            {Q, close_sent(Q) ++ [{timer, Q#q.close_at}]}
+    end.
 
-deadline(#q{idle_at = Idle, handshake_at = Hs, loss = L, acks = Acks}) ->
-    lists:min([Idle, Hs, falco_quic_loss:deadline(L)
+deadline(#q{idle_at = Idle, handshake_at = Hs, loss = L, acks = Acks, app = App}) ->
+    Prev = case App of
+               #{prev_until := At} -> At;
+               undefined -> infinity
+           end,
+    lists:min([Idle, Hs, Prev, falco_quic_loss:deadline(L)
                | [falco_quic_ack:deadline(A) || A <- maps:values(Acks)]]).
 
 %% @doc The probe timeout now (RFC 9002 §6.2.1), µs.
@@ -622,11 +741,19 @@ phase(#q{phase = Phase}) ->
     Phase.
 
 %% @doc What the connection knows, for introspection: phase, peer, ALPN,
-%% SNI, RTT, congestion window and bytes in flight, streams.
+%% SNI, RTT, congestion window and bytes in flight, streams; once the
+%% handshake is complete, the key phase we write, our key updates and
+%% the client's, and the 1-RTT packets that failed to open.
 -spec info(state()) -> map().
 info(Q = #q{info = I, loss = L, streams = S}) ->
     Rtt = falco_quic_loss:rtt(L),
-    I#{phase => Q#q.phase, peer => Q#q.peer, validated => Q#q.validated,
+    Keys = case Q#q.app of
+               #{updates := U, forged := F, write_phase := W} ->
+                   #{key_updates => U, forged_packets => F, key_phase => W};
+               undefined ->
+                   #{}
+           end,
+    (maps:merge(I, Keys))#{phase => Q#q.phase, peer => Q#q.peer, validated => Q#q.validated,
        smoothed_rtt => falco_quic_rtt:smoothed(Rtt),
        cwnd => falco_quic_cc:window(falco_quic_loss:cc(L)),
        in_flight => falco_quic_loss:in_flight(L),

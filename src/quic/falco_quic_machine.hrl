@@ -22,16 +22,27 @@
             hs :: falco_quic_handshake:state(),
             phase = handshake :: handshake | established | closing | draining | closed,
             %% the 1-RTT keys once the handshake is complete (RFC 9001 §6):
-            %% the key phase, the keys of each direction, the next
-            %% generation's read keys, the previous read keys (for packets
-            %% of the old phase still arriving) and the first packet
-            %% number of the current phase
+            %% the key phase of the read keys and of the write keys (they
+            %% differ while an update of ours waits for the client's
+            %% answer), the keys of each direction, the next generation's
+            %% read keys, the previous read keys (for packets of the old
+            %% phase still arriving) until `prev_until', the first packet
+            %% number read in the current phase, the packets sealed with
+            %% the write keys and the first of them (an update of ours
+            %% waits for an ACK of one, §6.5), and the packets that failed
+            %% to open (§6.6's integrity limit)
             app = undefined :: undefined | #{phase := 0 | 1,
                                              read := falco_quic_keys:keys(),
                                              write := falco_quic_keys:keys(),
                                              next := falco_quic_keys:keys(),
                                              prev := falco_quic_keys:keys() | undefined,
-                                             since := non_neg_integer()},
+                                             prev_until := time() | infinity,
+                                             since := non_neg_integer(),
+                                             write_phase := 0 | 1,
+                                             sealed := non_neg_integer(),
+                                             write_since := non_neg_integer(),
+                                             forged := non_neg_integer(),
+                                             updates := non_neg_integer()},
             %% what the client's transport parameters say (§18.2's
             %% defaults filled in), once read
             peer_params = undefined :: undefined | falco_quic_tparams:params(),
@@ -51,6 +62,10 @@
             received_bytes = 0 :: non_neg_integer(),
             sent_bytes = 0 :: non_neg_integer(),
             handshake_done = false :: false | pending | sent,
+            %% the NEW_TOKEN token the holder made for the client's
+            %% address, sent once the handshake is complete (RFC 9000
+            %% §8.1.3), again if lost
+            new_token = none :: none | {pending, binary()} | sent,
             %% 1-RTT (or Handshake) packets that came before their keys
             early = [] :: [{time(), term(), falco_quic_packet:packet()}],
             %% deadlines, µs of erlang:monotonic_time

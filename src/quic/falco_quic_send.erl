@@ -24,7 +24,7 @@
 %% Each packet is given to {@link falco_quic_loss:sent/7} with the list
 %% of what it carried, which comes back to the machine when it is
 %% acknowledged or lost: `{ack, Largest}', `{crypto, Level, Offset, Bin}',
-%% `{streams, Info}', `handshake_done', `ping'.
+%% `{streams, Info}', `handshake_done', `{new_token, Token}', `ping'.
 %%
 %% @private internal to falco
 -module(falco_quic_send).
@@ -150,7 +150,7 @@ header(initial, #q{dcid = D, scid = S}) -> #{type => initial, dcid => D, scid =>
 header(handshake, #q{dcid = D, scid = S}) -> #{type => handshake, dcid => D, scid => S};
 header(application, #q{dcid = D, app = App}) ->
     #{type => one_rtt, dcid => D, key_phase => case App of
-                                                    #{phase := Phase} -> Phase;
+                                                    #{write_phase := Phase} -> Phase;
                                                     undefined -> 0
                                                 end}.
 
@@ -213,12 +213,14 @@ eliciting(application, Now, Room, Q0) ->
     {F3, I3, U3, Q3} = stream_data(Room - U1 - U2, Q2),
     {F1 ++ F2 ++ F3, I1 ++ I2 ++ I3, U1 + U2 + U3, Q3}.
 
-%% HANDSHAKE_DONE, PATH_RESPONSE, PATH_CHALLENGE: a few bytes each (and
-%% most packets have none: the state is not touched then).
-fixed(_Room, Q = #q{handshake_done = Done, path_responses = [], challenge = Ch})
-  when Done =/= pending, not (is_tuple(Ch) andalso element(2, Ch) =:= false) ->
+%% HANDSHAKE_DONE, PATH_RESPONSE, PATH_CHALLENGE, NEW_TOKEN: a few bytes
+%% each (and most packets have none: the state is not touched then).
+fixed(_Room, Q = #q{handshake_done = Done, path_responses = [], challenge = Ch, new_token = T})
+  when Done =/= pending, not (is_tuple(Ch) andalso element(2, Ch) =:= false),
+       not is_tuple(T) ->
     {[], [], 0, Q};
-fixed(Room, Q = #q{handshake_done = Done, path_responses = Rs, challenge = Ch}) when Room >= 32 ->
+fixed(Room, Q = #q{handshake_done = Done, path_responses = Rs, challenge = Ch, new_token = T})
+  when Room >= 32 ->
     {F0, I0} = case Done of
                    pending -> {[falco_quic_frame:handshake_done()], [handshake_done]};
                    _ -> {[], []}
@@ -228,13 +230,25 @@ fixed(Room, Q = #q{handshake_done = Done, path_responses = Rs, challenge = Ch}) 
                     {Data, false} -> {[falco_quic_frame:path_challenge(Data)], {Data, true}};
                     _ -> {[], Ch}
                 end,
-    Frames = F0 ++ F1 ++ F2,
+    Frames0 = F0 ++ F1 ++ F2,
+    %% NEW_TOKEN (about 60 bytes) when it fits beside the others
+    {F3, I3, T1} = case T of
+                       {pending, Token} ->
+                           Frame = iolist_to_binary(falco_quic_frame:new_token(Token)),
+                           case iolist_size(Frames0) + byte_size(Frame) =< Room of
+                               true -> {[Frame], [{new_token, Token}], sent};
+                               false -> {[], [], T}
+                           end;
+                       _ ->
+                           {[], [], T}
+                   end,
+    Frames = Frames0 ++ F3,
     %% 9 bytes per path frame, 1 for HANDSHAKE_DONE
     case iolist_size(Frames) =< Room of
         true ->
-            {Frames, I0, iolist_size(Frames),
+            {Frames, I0 ++ I3, iolist_size(Frames),
              Q#q{handshake_done = case Done of pending -> sent; _ -> Done end,
-                 path_responses = [], challenge = Ch1}};
+                 path_responses = [], challenge = Ch1, new_token = T1}};
         false ->
             {[], [], 0, Q}
     end;
@@ -291,7 +305,12 @@ protect([P = #pkt{level = L, header = H, pn = Pn, largest = Largest, frames = Fr
                false -> ack_only
            end,
     Loss1 = falco_quic_loss:sent(L, Pn, byte_size(Bin), Kind, P#pkt.items, Now, Loss),
-    protect(More, Pad, Now, Q#q{loss = Loss1}, [Bin | Acc], Size + byte_size(Bin)).
+    protect(More, Pad, Now, sealed(L, Q#q{loss = Loss1}), [Bin | Acc], Size + byte_size(Bin)).
+
+%% The 1-RTT packets the write keys sealed, for the machine's key update
+%% (RFC 9001 §6.6).
+sealed(application, Q = #q{app = App = #{sealed := N}}) -> Q#q{app = App#{sealed := N + 1}};
+sealed(_, Q) -> Q.
 
 %% The size the next packet must fill: the rest of 1200 bytes for the
 %% last packet of a datagram carrying an Initial (§14.1), else nothing.

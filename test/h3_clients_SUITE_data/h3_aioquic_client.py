@@ -23,8 +23,17 @@ says why in "error"), 2 on bad arguments.
 Usage:
   h3_aioquic_client.py [--insecure | --ca-certs F] [-X POST] [--body-size N]
                        [--requests N] [--header N:V] [--trailer N:V]
-                       [--cipher-suite NAME ...]
+                       [--cipher-suite NAME ...] [--key-update]
+                       [--token-file F]
                        [--timeout S] https://127.0.0.1:PORT/path
+
+--key-update has the client update its 1-RTT keys once the handshake is
+confirmed (RFC 9001 §6); "key_updates" in the summary counts the updates
+each side began ({"local": N, "remote": N}, as aioquic's CryptoPair saw
+them). --token-file F: the token in F (if any) goes in the client's first
+Initial, and the NEW_TOKEN tokens the server sends are written there (the
+last one wins); "retries" counts the Retry packets the client acted on and
+"new_tokens" the NEW_TOKEN frames received.
 """
 
 import argparse
@@ -41,6 +50,7 @@ from aioquic.asyncio import connect
 from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import DataReceived, HeadersReceived
+from aioquic.quic import crypto as quic_crypto
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.tls import CipherSuite
 from aioquic.quic.events import ConnectionTerminated, ProtocolNegotiated
@@ -48,6 +58,19 @@ from aioquic.quic.events import ConnectionTerminated, ProtocolNegotiated
 PATTERN = b"0123456789"
 # Unacknowledged request body bytes we allow on one stream before waiting.
 MAX_UNACKED = 1 << 20
+
+# Key updates as aioquic's CryptoPair makes them: "local_update" (ours) or
+# "remote_update" (the server's, or its answer to ours).
+KEY_UPDATES = {"local_update": 0, "remote_update": 0}
+_update_key = quic_crypto.CryptoPair._update_key
+
+
+def _counted_update_key(self, trigger):
+    KEY_UPDATES[trigger] = KEY_UPDATES.get(trigger, 0) + 1
+    return _update_key(self, trigger)
+
+
+quic_crypto.CryptoPair._update_key = _counted_update_key
 
 
 def body_pieces(size, chunk):
@@ -176,9 +199,26 @@ async def run(args, out):
         config.verify_mode = ssl.CERT_NONE
     if args.ca_certs:
         config.load_verify_locations(args.ca_certs)
+    if args.token_file:
+        try:
+            with open(args.token_file, "rb") as f:
+                config.token = f.read()
+        except FileNotFoundError:
+            pass
+
+    def new_token(token):
+        out["new_tokens"] += 1
+        if args.token_file:
+            with open(args.token_file, "wb") as f:
+                f.write(token)
+
     start = time.monotonic()
     async with connect(url.hostname, url.port or 443, configuration=config,
-                       create_protocol=Client) as client:
+                       create_protocol=Client, token_handler=new_token) as client:
+        out["retries"] = client._quic._retry_count
+        if args.key_update:
+            client._quic.request_key_update()
+            client.transmit()
         out["alpn"] = client.alpn
         out["http_version"] = "3" if client.alpn in H3_ALPN else None
         schedule = client._quic.tls.key_schedule
@@ -189,6 +229,8 @@ async def run(args, out):
         finally:
             out["responses"] = [r.summary() for r in client.streams.values()]
         out["elapsed_ms"] = round((time.monotonic() - start) * 1000, 1)
+        out["key_updates"] = {"local": KEY_UPDATES["local_update"],
+                              "remote": KEY_UPDATES["remote_update"]}
         for r in done:
             key = str(r.status)
             out["statuses"][key] = out["statuses"].get(key, 0) + 1
@@ -207,6 +249,8 @@ def main():
     p.add_argument("--cipher-suite", action="append", default=[],
                    help="offer only these (AES_128_GCM_SHA256, AES_256_GCM_SHA384, "
                         "CHACHA20_POLY1305_SHA256)")
+    p.add_argument("--key-update", action="store_true")
+    p.add_argument("--token-file")
     p.add_argument("--ca-certs")
     p.add_argument("--server-name")
     p.add_argument("--timeout", type=float, default=60.0)
@@ -215,7 +259,8 @@ def main():
     out = {"client": "aioquic " + aioquic.__version__, "alpn": None,
            "http_version": None, "connections": 1, "elapsed_ms": None,
            "sent": sent_summary(args.body_size, args.chunk),
-           "statuses": {}, "responses": [], "error": None}
+           "statuses": {}, "responses": [], "retries": None, "new_tokens": 0,
+           "key_updates": None, "error": None}
     try:
         asyncio.run(run(args, out))
     except Exception as e:  # reported in the JSON, for the suite's log
