@@ -34,7 +34,7 @@
 -include_lib("stdlib/include/assert.hrl").
 
 -export([all/0, init_per_suite/1, end_per_suite/1]).
--export([ws_all_cases/1, wss_all_cases/1, h2c_all_cases/1, h2_cases/1]).
+-export([ws_all_cases/1, wss_all_cases/1, h2c_all_cases/1, h2_cases/1, h3_cases/1]).
 
 -define(CASES, 517).
 -define(DEFLATE_CASES, 216).
@@ -44,7 +44,7 @@
 -define(KOSOKU_TIMEOUT, 1500000).
 
 all() ->
-    [ws_all_cases, wss_all_cases, h2c_all_cases, h2_cases].
+    [ws_all_cases, wss_all_cases, h2c_all_cases, h2_cases, h3_cases].
 
 init_per_suite(Config) ->
     Kosoku = find_kosoku(),
@@ -109,6 +109,23 @@ h2c_all_cases(Config) ->
 %% glob: 12.2.1* is 12.2.1 and 12.2.10 to 12.2.18.)
 h2_cases(Config) ->
     tunnel_cases(Config, h2, falco_example_tls, "FALCO_AUTOBAHN_H2").
+
+%% RFC 9220 over HTTP/3: the relay's tunnels are aioquic's
+%% (falco_test_ws_tunnel_h3, a QUIC connection per session), to a listener
+%% of the example's routes with an RSA certificate (aioquic refuses the
+%% ECDSA certificates OTP makes); the same selection as h2, all 517 with
+%% FALCO_AUTOBAHN_H3=all.
+h3_cases(Config) ->
+    ok = falco_test_tools:require(falco_test_ws_tunnel_h3:tools()),
+    Tls = [O || O = {K, _} <- falco_test_tls13:ssl_server_opts(rsa), K =/= cacerts],
+    {ok, _} = falco:start_listener(autobahn_h3, #{ip => {127, 0, 0, 1}, port => 0,
+                                                  routes => falco_example:routes(),
+                                                  middleware => falco_example:middleware(),
+                                                  transport => tls, tls_opts => Tls,
+                                                  http3 => true}),
+    try tunnel_cases(Config, h3, autobahn_h3, "FALCO_AUTOBAHN_H3")
+    after falco:stop_listener(autobahn_h3)
+    end.
 
 %% Kosoku through the RFC 8441 relay in front of `Listener': the
 %% selection below, or all 517 when `Env' says `all'.
@@ -214,7 +231,7 @@ pipe(Plain, Tls) ->
 
 %% A relay: accepts kosoku's HTTP/1.1 WebSocket connections on a fresh
 %% port and carries each session in an RFC 8441 tunnel to `Port' over
-%% `Carrier' (h2c or h2).
+%% `Carrier' (h2c or h2; h3: RFC 9220).
 relay_h2(Carrier, Port) ->
     Test = self(),
     Pid = spawn(fun() ->

@@ -67,7 +67,12 @@ http3_machine_test() ->
     ?assertEqual(#{max_field_section_size => 16384, max_header_count => 100,
                    max_control_frame => 16384, max_ignored_frames => 1000, max_resets => 500,
                    reset_window => 10000, control_stream => 3, grease => 0,
-                   enable_connect_protocol => true}, D),
+                   enable_connect_protocol => true, max_empty_data => 1000,
+                   max_tunnel_data => 100000}, D),
+    %% a partial h2_flood_limits: the other budgets keep their defaults
+    {ok, Partial} = valid(#{h2_flood_limits => #{tunnel_data => 7}}),
+    ?assertMatch(#{max_tunnel_data := 7, max_empty_data := 1000, max_resets := 500},
+                 falco_opts:http3_machine(Partial)),
     %% RFC 9220 follows RFC 8441's option
     {ok, NoConnect} = valid(#{h2_enable_connect_protocol => false}),
     ?assertMatch(#{enable_connect_protocol := false}, falco_opts:http3_machine(NoConnect)),

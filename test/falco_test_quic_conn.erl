@@ -36,6 +36,10 @@ loop(Test, Info = #{holder := Holder, routes := Routes, socket := Sock}) ->
         {reply, {Ip, Port}, Bytes} ->
             ok = gen_udp:send(Sock, Ip, Port, Bytes),
             loop(Test, Info);
+        {falco_stop, Holder} ->
+            %% the holder stops: a real connection closes, then ends
+            Test ! {conn_stopped, self()},
+            ok;
         stop ->
             ok
     after 60000 ->

@@ -10,8 +10,9 @@
 %% as one DATA frame per send; the stream's DATA comes out as
 %% `{tunnel_data, T, Bytes}'; the stream's end is one
 %% `{tunnel_closed, T, Why}', Why `end_stream' (the server's FIN),
-%% `{reset, Code}' (RESET_STREAM, an HTTP/3 error code) or `closed' (the
-%% connection).
+%% `{reset, Code}' (RESET_STREAM, an HTTP/3 error code),
+%% `{connection_closed, Code}' (the server's CONNECTION_CLOSE, its code) or
+%% `closed' (the port program gone).
 %%
 %% A send returns once aioquic holds less than 1 MB of the stream
 %% unacknowledged, so a server that stops reading stops the sender. The
@@ -149,10 +150,11 @@ loop(S = #{port := P, owner := Owner, tunnel := T, waiting := W}) ->
         {P, {data, <<"X", J/binary>>}} ->
             {ok, #{<<"code">> := Code}} = falco_json:decode(J),
             loop(ended({reset, Code}, S));
-        {P, {data, <<"C", _/binary>>}} ->
-            gone(S);
+        {P, {data, <<"C", J/binary>>}} ->
+            {ok, #{<<"code">> := Code}} = falco_json:decode(J),
+            gone({connection_closed, Code}, S);
         {P, {exit_status, _}} ->
-            gone(S);
+            gone(closed, S);
         {send, From, Bytes} ->
             true = port_command(P, [<<"D">>, Bytes]),
             loop(S#{waiting => queue:in(From, W)});
@@ -176,8 +178,8 @@ ended(Why, S = #{owner := Owner, tunnel := T}) ->
     Owner ! {tunnel_closed, T, Why},
     S#{ended => true}.
 
-gone(S = #{waiting := W}) ->
-    _ = ended(closed, S),
+gone(Why, S = #{waiting := W}) ->
+    _ = ended(Why, S),
     [reply(From, {error, closed}) || From <- queue:to_list(W)],
     ok.
 

@@ -17,7 +17,7 @@
          h2_one_byte_fragments/1, h2_empty_fragments/1, h2_fragment_bound/1,
          h2_tunnel_budget/1,
          h3_one_byte_fragments/1, h3_empty_fragments/1, h3_one_byte_fragment_frames/1,
-         h3_fragment_bounds/1]).
+         h3_fragment_bounds/1, h3_tunnel_budget/1]).
 %% run in the server's node
 -export([upgrade/1, handle_in/2, sampler_start/0, sampler_stop/0]).
 
@@ -34,7 +34,7 @@ all() ->
 
 groups() ->
     [{h3, [], [h3_one_byte_fragments, h3_empty_fragments, h3_one_byte_fragment_frames,
-               h3_fragment_bounds]}].
+               h3_fragment_bounds, h3_tunnel_budget]}].
 
 init_per_suite(Config) ->
     ok = falco_test_listener:start_tls_app(),
@@ -304,7 +304,9 @@ h2_tunnel_budget(_Config) ->
 %% frame in a DATA frame of its own (`each').
 h3_flood(Piece, N, MaxMB, How) ->
     Opts = #{max_fragments => infinity, max_empty_fragments => infinity},
-    with_server(?WS:listener_opts(h3), fun(Peer, Port) ->
+    %% the tunnel budget lifted: this case measures the session's memory
+    Listener = maps:merge(?WS:listener_opts(h3), #{h2_flood_limits => #{tunnel_data => 10000000}}),
+    with_server(Listener, fun(Peer, Port) ->
         {T, #{status := 200}} = ?WS:connect(h3, Port, path(Opts), []),
         Size = byte_size(Piece) * (N + 1),
         {Reply, Growth} = peak_growth(Peer, fun() ->
@@ -364,3 +366,17 @@ send_until_closed(T, [B | Rest]) ->
         ok -> send_until_closed(T, Rest);
         {error, _} -> ok
     end.
+
+%% A tunnel flooded with tiny whole messages, each a one-byte binary frame
+%% in an HTTP/3 DATA frame of its own, meets the connection's
+%% `tunnel_data' budget (HTTP/2's: 100,000 per 10 s): CONNECTION_CLOSE
+%% H3_EXCESSIVE_LOAD (0x107).
+h3_tunnel_budget(_Config) ->
+    with_server(?WS:listener_opts(h3), fun(_Peer, Port) ->
+        {T, #{status := 200}} = ?WS:connect(h3, Port, path(quiet, #{}), []),
+        Sent = falco_test_ws_tunnel_h3:send_each(T, 150000, mask(binary, <<"x">>, fin)),
+        Closed = receive {tunnel_closed, T, Why} -> Why after 30000 -> timeout end,
+        ct:log("150,000 one-byte messages in an RFC 9220 tunnel: ~p, ~p", [Sent, Closed]),
+        ?WS:close(T),
+        ?assertEqual({connection_closed, 16#107}, Closed)
+    end).

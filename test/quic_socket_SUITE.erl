@@ -205,6 +205,9 @@ holder_end_takes_connections(Config) ->
     Ref = monitor(process, Pid),
     unlink(H),
     exit(H, shutdown),
+    %% told first, so that it can close (falco_http3_conn sends its
+    %% CONNECTION_CLOSE on the holder's socket before it is closed)
+    receive {conn_stopped, Pid} -> ok after 2000 -> ct:fail(not_told) end,
     receive {'DOWN', Ref, process, Pid, _} -> ok after 2000 -> ct:fail(connection_left) end.
 
 %% A draining listener starts no connection, and still routes.

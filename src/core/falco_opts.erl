@@ -322,6 +322,9 @@ http2_machine(Conf) ->
 %% `grease' (the N of the reserved setting sent) are a connection's own.
 -spec http3_machine(map()) -> #{atom() => term()}.
 http3_machine(Conf) ->
+    %% a listener's h2_flood_limits may name only some budgets (HTTP/2's
+    %% machine merges it over the defaults too)
+    Limits = maps:merge(maps:get(h2_flood_limits, defaults()), maps:get(h2_flood_limits, Conf)),
     #{max_field_section_size => maps:get(max_header_block, Conf),
       max_header_count => maps:get(max_header_count, Conf),
       %% a control frame (SETTINGS, GOAWAY...) larger than this is an error
@@ -329,7 +332,11 @@ http3_machine(Conf) ->
       %% frames of unknown or reserved types a connection may be sent
       max_ignored_frames => 1000,
       %% rapid reset: the client's stream resets per window, HTTP/2's budget
-      max_resets => maps:get(rst_stream, maps:get(h2_flood_limits, Conf)),
+      max_resets => maps:get(rst_stream, Limits),
+      %% empty DATA frames, and a WebSocket tunnel's DATA frames under
+      %% 1 KB, per window: HTTP/2's budgets of them
+      max_empty_data => maps:get(empty_data, Limits),
+      max_tunnel_data => maps:get(tunnel_data, Limits),
       reset_window => 10000,
       control_stream => 3,
       grease => 0,

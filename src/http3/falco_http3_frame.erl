@@ -41,6 +41,7 @@
 -module(falco_http3_frame).
 
 -export([reader/1, read/2, reader_done/1, parse/2, stream_type/1]).
+-export([reader/2]).
 -export([data/1, headers/1, cancel_push/1, settings/1, settings/2, push_promise/2,
          goaway/1, max_push_id/1, frame/2, stream_header/1]).
 -export([is_reserved/1, reserved/1]).
@@ -76,7 +77,7 @@
                | {goaway, varint()}
                | {max_push_id, varint()}
                | {unknown, varint()}.
--type item() :: frame() | {too_large, name(), varint()}.
+-type item() :: frame() | {too_large, name(), varint()} | {small_data, non_neg_integer()}.
 -type name() :: headers | cancel_push | settings | push_promise | goaway | max_push_id.
 -type error() :: {falco_http3_error:code(), atom()}.
 -type stream_kind() :: control | push | encoder | decoder | {unknown, varint()}.
@@ -84,7 +85,9 @@
 -record(reader, {buf = <<>> :: binary(),          % the start of a frame, incomplete
                  max :: non_neg_integer(),        % the longest frame held whole
                  data = 0 :: non_neg_integer(),   % DATA content still to come
-                 skip = 0 :: non_neg_integer()}). % bytes of a skipped frame to come
+                 skip = 0 :: non_neg_integer(),   % bytes of a skipped frame to come
+                 %% DATA frames shorter than this are announced
+                 small = 0 :: non_neg_integer()}).
 -opaque reader() :: #reader{}.
 
 %% -- reading a stream ---------------------------------------------------------
@@ -94,6 +97,14 @@
 -spec reader(non_neg_integer()) -> reader().
 reader(Max) when is_integer(Max), Max >= 0 ->
     #reader{max = Max}.
+
+%% @doc reader/1 that also announces each DATA frame of fewer than `Small'
+%% bytes of payload by a `{small_data, Length}' item before its content
+%% (for flood budgets: a frame's pieces come as `{data, _}' items that do
+%% not say where frames begin).
+-spec reader(non_neg_integer(), non_neg_integer()) -> reader().
+reader(Max, Small) when is_integer(Max), Max >= 0, is_integer(Small), Small >= 0 ->
+    #reader{max = Max, small = Small}.
 
 %% @doc The items the next bytes of the stream complete, in order.
 -spec read(binary(), reader()) -> {ok, [item()], reader()} | {error, error()}.
@@ -120,9 +131,13 @@ read(Bin0, R = #reader{buf = Buf}, Acc) ->
             frame_start(Type, Len, Payload, Bin, R#reader{buf = <<>>}, Acc)
     end.
 
-frame_start(?DATA, Len, Payload, _, R, Acc) ->
+frame_start(?DATA, Len, Payload, _, R = #reader{small = Small}, Acc) ->
     {Piece, Rest} = split(Payload, Len),
-    read(Rest, R#reader{data = Len - byte_size(Piece)}, [{data, Piece} | Acc]);
+    Acc1 = case Len < Small of
+               true -> [{small_data, Len} | Acc];
+               false -> Acc
+           end,
+    read(Rest, R#reader{data = Len - byte_size(Piece)}, [{data, Piece} | Acc1]);
 frame_start(Type, Len, Payload, Bin, R = #reader{max = Max}, Acc) ->
     case kind(Type) of
         http2 ->

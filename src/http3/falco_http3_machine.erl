@@ -94,6 +94,10 @@
 
 -define(MAX_CLIENT_GOAWAY, 16#3ffffffffffffffc).
 -define(IGNORED_PER_STREAM, 16).
+%% DATA frames with less content than this count in a flood budget: an
+%% empty one in `max_empty_data', a tunnel's in `max_tunnel_data' (larger
+%% ones are bounded by flow control, as HTTP/2's falco_http2_budget has it)
+-define(SMALL_DATA, 1024).
 
 -type stream_id() :: falco_quic_varint:varint().
 -type fin() :: fin | nofin.
@@ -117,6 +121,8 @@
                   max_control_frame => pos_integer(),
                   max_ignored_frames => non_neg_integer(),
                   max_resets => non_neg_integer(),
+                  max_empty_data => non_neg_integer(),
+                  max_tunnel_data => non_neg_integer(),
                   reset_window => pos_integer(),
                   control_stream => stream_id(),
                   enable_connect_protocol => boolean(),
@@ -128,7 +134,9 @@
               phase = headers :: headers | body | trailers | done,
               delivered = false :: boolean(),
               expected :: undefined | non_neg_integer(),
-              received = 0 :: non_neg_integer()}).
+              received = 0 :: non_neg_integer(),
+              %% a WebSocket tunnel's stream (an extended CONNECT, RFC 9220)
+              tunnel = false :: boolean()}).
 %% A request stream is in the machine's map while our side is open: it
 %% leaves when our response is complete, or when the stream is reset.
 
@@ -155,6 +163,12 @@
              %% the client's resets of request streams in this window
              %% (rapid reset, CVE-2023-44487: HTTP/2's rst_stream budget)
              resets = 0 :: non_neg_integer(),
+             %% this window's empty DATA frames, and tunnels' DATA frames
+             %% under ?SMALL_DATA bytes (HTTP/2's `empty_data' and
+             %% `tunnel_data' budgets); whether a window's timer runs
+             empty_data = 0 :: non_neg_integer(),
+             tunnel_data = 0 :: non_neg_integer(),
+             window = false :: boolean(),
              goaway :: undefined | stream_id(),
              closing = false :: boolean(),
              out = [] :: [action()]}).
@@ -225,7 +239,7 @@ open_request(Id, M = #h3{goaway = Goaway}) when Goaway =/= undefined, Id >= Goaw
     act({stop_sending, Id, h3_request_rejected}, act({reset_stream, Id, h3_request_rejected}, M));
 open_request(Id, M = #h3{streams = Streams, opts = #{max_field_section_size := Max},
                           ignored_budget = Budget}) ->
-    S = #req{id = Id, reader = falco_http3_frame:reader(Max)},
+    S = #req{id = Id, reader = falco_http3_frame:reader(Max, ?SMALL_DATA)},
     M#h3{streams = Streams#{Id => S}, ignored_budget = Budget + ?IGNORED_PER_STREAM}.
 
 stream_data(Id, Bin, Fin, M = #h3{streams = Streams}) when is_map_key(Id, Streams) ->
@@ -279,16 +293,35 @@ stream_reset(Id, _, M) ->
 %% it ({@link reset_window/1}).
 count_reset(M = #h3{resets = N, opts = #{max_resets := Max}}) when N >= Max ->
     conn_error(h3_excessive_load, rapid_reset, M);
-count_reset(M = #h3{resets = 0, opts = #{reset_window := Ms}}) ->
-    act({timer, reset_window, Ms}, M#h3{resets = 1});
 count_reset(M = #h3{resets = N}) ->
-    M#h3{resets = N + 1}.
+    window(M#h3{resets = N + 1}).
+
+%% The small DATA frames of a request stream (a `{small_data, Len}' of the
+%% stream's reader): past `max_empty_data' empty ones, or
+%% `max_tunnel_data' a tunnel's, in a window, H3_EXCESSIVE_LOAD.
+count_data(0, _, M = #h3{empty_data = N, opts = #{max_empty_data := Max}}) when N >= Max ->
+    conn_error(h3_excessive_load, {flood, empty_data}, M);
+count_data(0, S, M = #h3{empty_data = N}) ->
+    count_data(1, S, window(M#h3{empty_data = N + 1}));
+count_data(_, #req{tunnel = false}, M) ->
+    M;
+count_data(_, _, M = #h3{tunnel_data = N, opts = #{max_tunnel_data := Max}}) when N >= Max ->
+    conn_error(h3_excessive_load, {flood, tunnel_data}, M);
+count_data(_, _, M = #h3{tunnel_data = N}) ->
+    window(M#h3{tunnel_data = N + 1}).
+
+%% The first count of a window asks for the timer that ends it
+%% ({@link reset_window/1}).
+window(M = #h3{window = true}) ->
+    M;
+window(M = #h3{opts = #{reset_window := Ms}}) ->
+    act({timer, reset_window, Ms}, M#h3{window = true}).
 
 %% @doc The `{timer, reset_window, Ms}' the machine asked for passed: a
-%% new window of resets begins.
+%% new window of resets and small DATA frames begins.
 -spec reset_window(state()) -> state().
 reset_window(M) ->
-    M#h3{resets = 0}.
+    M#h3{resets = 0, empty_data = 0, tunnel_data = 0, window = false}.
 
 stop_sending(Id, _, M = #h3{control = Id}) ->
     conn_error(h3_closed_critical_stream, control_stream_stopped, M);
@@ -432,6 +465,11 @@ message_frame({headers, _}) -> true;
 message_frame({too_large, headers, _}) -> true;
 message_frame(_) -> false.
 
+req_item({small_data, Len}, _, Pieces, S, M) ->
+    case count_data(Len, S, M) of
+        M1 = #h3{closing = false} -> {ok, Pieces, S, M1};
+        M1 -> {stop, M1}
+    end;
 req_item({unknown, _}, _, Pieces, S, M) ->
     case ignored_frame(M) of
         M1 = #h3{closing = false} -> {ok, Pieces, S, M1};
@@ -495,7 +533,8 @@ deliver(Req, EndStream, Expected, S = #req{id = Id}, M) ->
                 true -> done;
                 false -> body
             end,
-    {ok, [], S#req{phase = Phase, delivered = true, expected = Expected},
+    {ok, [], S#req{phase = Phase, delivered = true, expected = Expected,
+                   tunnel = is_map(Req) andalso is_map_key(protocol, Req)},
      act({request, Id, Req}, M)}.
 
 %% The trailer section (§4.1): it ends the body, whose length must then be
