@@ -1,6 +1,10 @@
 %% @doc The HTTP/2 stream tunnel, a carrier of WebSocket sessions
 %% ({@link falco_ws_carrier}): the DATA of a stream after the 200 of an
 %% extended CONNECT (RFC 8441 §5) carries the session's bytes both ways.
+%% Over HTTP/3 (RFC 9220) too: falco_http3_conn answers the same commands
+%% with the same messages (grants, unanswered sends within
+%% `h2_send_buffer', resets as `{h2_reset, _}'), so this module is the
+%% carrier of both.
 %% The session runs in the stream's process; the connection process
 %% ({@link falco_http2_conn}) owns the socket and the stream's flow
 %% control (RFC 9113 §5.2), so every read and write is a message.

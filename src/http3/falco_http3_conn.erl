@@ -27,11 +27,22 @@
 %% `hibernate_after' with nothing received, as falco_http2_conn does; the
 %% machine's deadline is a timer message, which wakes it.
 %%
+%% WebSocket over HTTP/3 (RFC 9220): a stream whose process sent `{tunnel,
+%% 200, Fields}' carries a session (falco_http2_tunnel is its carrier, as
+%% over HTTP/2): its read credit is a standing grant (`{read, {grant,
+%% N}}'), handed over as DATA comes; a reset of its stream is told to it
+%% (`{h2_reset, Reason}') rather than killing it, so its handler's
+%% terminate runs; it no longer counts as a request in flight.
+%%
 %% The process traps exits: a stream process that ends before its
-%% response did gets its stream reset (H3_INTERNAL_ERROR); the holder's
-%% exit (the listener stopping) closes the connection with H3_NO_ERROR
-%% and ends the process. `{falco_drain, _}' starts HTTP/3's graceful
-%% shutdown (GOAWAY, falco_http3_machine:drain/1 then goaway/1).
+%% response did gets its stream reset (H3_INTERNAL_ERROR). The listener
+%% stopping: the holder sends `{falco_stop, Holder}' and waits for its
+%% connections before closing its socket; the sessions get the exit
+%% `shutdown' (their 1001) and ?TUNNEL_GRACE ms, then CONNECTION_CLOSE
+%% with H3_NO_ERROR goes out and the process ends. The holder's own exit
+%% closes the connection at once. `{falco_drain, _}' starts HTTP/3's
+%% graceful shutdown (GOAWAY, falco_http3_machine:drain/1 then goaway/1;
+%% the sessions close with 1001).
 %%
 %% @private internal to falco
 -module(falco_http3_conn).

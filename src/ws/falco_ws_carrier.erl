@@ -7,11 +7,10 @@
 %%     HTTP/1.1 101 (RFC 6455 §4);</li>
 %% <li>`falco_http2_tunnel': an HTTP/2 stream after the 200 of an
 %%     extended CONNECT (RFC 8441 §5), in the layer of HTTP/2, which this
-%%     layer never calls by name.</li>
+%%     layer never calls by name; and an HTTP/3 stream after the same 200
+%%     (RFC 9220), whose connection process (falco_http3_conn) speaks
+%%     HTTP/2's stream messages to the stream's process.</li>
 %% </ul>
-%% An HTTP/3 stream (RFC 9220) would be one more module with these
-%% callbacks, made by the HTTP/3 layer and handed to
-%% {@link falco_ws_conn:run/4}.
 %%
 %% The session's loop is the same over every carrier: it waits in
 %% `receive' for the carrier's input, the handler's messages and `sys'
