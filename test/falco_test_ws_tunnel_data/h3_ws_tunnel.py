@@ -96,6 +96,12 @@ class Tunnel(QuicConnectionProtocol):
         stream = self._quic._streams.get(self.stream_id)
         return len(stream.sender._buffer) if stream else 0
 
+    async def sent(self):
+        """Transmits, then waits while more than MAX_UNACKED is unacknowledged."""
+        self.transmit()
+        while self.unacked() > MAX_UNACKED and not self.gone.done():
+            await asyncio.sleep(0.002)
+
 
 async def read_packet(reader):
     head = await reader.readexactly(4)
@@ -147,9 +153,7 @@ async def run(reader):
                 except Exception as e:  # the stream is gone: told by X/E/C
                     emit(b"K")
                     continue
-                t.transmit()
-                while t.unacked() > MAX_UNACKED and not t.gone.done():
-                    await asyncio.sleep(0.002)
+                await t.sent()
                 emit(b"K")
             elif tag == b"M":
                 (count,) = struct.unpack(">I", body[:4])
@@ -158,14 +162,10 @@ async def run(reader):
                     for i in range(count):
                         t.h3.send_data(t.stream_id, frame, end_stream=False)
                         if i % 1000 == 999:
-                            t.transmit()
-                            while t.unacked() > MAX_UNACKED and not t.gone.done():
-                                await asyncio.sleep(0.002)
+                            await t.sent()
                 except Exception:
                     pass
-                t.transmit()
-                while t.unacked() > MAX_UNACKED and not t.gone.done():
-                    await asyncio.sleep(0.002)
+                await t.sent()
                 emit(b"K")
             elif tag == b"E":
                 try:
