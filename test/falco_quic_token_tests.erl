@@ -84,8 +84,11 @@ modes_test() ->
     ?assertMatch({admit, #{}}, ?R:initial({threshold, 10}, 9, S, ?PEER, info(<<>>), ?NOW)),
     ?assertMatch({retry, _}, ?R:initial({threshold, 10}, 10, S, ?PEER, info(<<>>), ?NOW)),
     ?assertMatch({retry, _}, ?R:initial(always, 0, S, ?PEER, info(<<>>), ?NOW)),
-    ?assert(?R:valid_mode({threshold, 0})),
-    [?assertNot(?R:valid_mode(M)) || M <- [{threshold, -1}, sometimes, {threshold, x}]].
+    %% the modes are h3_retry's values (falco_opts validates them)
+    Valid = fun(M) -> element(1, falco_opts:validate(#{handler => fun(_) -> ok end,
+                                                         h3_retry => M})) =:= ok end,
+    ?assert(Valid({threshold, 0})),
+    [?assertNot(Valid(M)) || M <- [{threshold, -1}, sometimes, {threshold, x}]].
 
 %% RFC 9000 §17.2.5, RFC 9001 §5.8: the Retry goes to the client's SCID,
 %% has a fresh SCID of 8 bytes, a token, and the integrity tag of the

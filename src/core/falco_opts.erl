@@ -392,7 +392,10 @@ valid(h3_max_streams_uni, V) -> is_integer(V) andalso V >= 3 andalso V =< 1 bsl 
 valid(h3_alt_svc_max_age, V) -> is_integer(V) andalso V >= 0;
 valid(h3_sockets, V) -> is_integer(V) andalso V >= 1 andalso V =< 1024;
 valid(h3_conn_module, V) -> is_atom(V);
-valid(h3_retry, V) -> falco_quic_retry:valid_mode(V);
+valid(h3_retry, always) -> true;
+valid(h3_retry, never) -> true;
+valid(h3_retry, {threshold, N}) -> is_integer(N) andalso N >= 0;
+valid(h3_retry, _) -> false;
 valid(K, V) when K =:= h3_key_update_packets; K =:= h3_aead_integrity_limit ->
     V =:= auto orelse (is_integer(V) andalso V > 0);
 valid(inet_backend, B) -> B =:= socket orelse B =:= inet;

@@ -36,7 +36,7 @@
 %% @private internal to falco
 -module(falco_quic_retry).
 
--export([valid_mode/1, initial/6, stateless_reset/3]).
+-export([initial/6, stateless_reset/3]).
 -export_type([mode/0]).
 
 -type mode() :: always | never | {threshold, non_neg_integer()}.
@@ -47,12 +47,7 @@
 -define(MIN_RESET, 21).
 -define(MAX_RESET, 43).
 
-%% @doc Whether a value is an `h3_retry' mode.
--spec valid_mode(term()) -> boolean().
-valid_mode(always) -> true;
-valid_mode(never) -> true;
-valid_mode({threshold, N}) -> is_integer(N) andalso N >= 0;
-valid_mode(_) -> false.
+%% (the mode is `h3_retry', validated by falco_opts)
 
 %% @doc The answer to an admissible Initial (falco_quic_admit's `{new,
 %% Info}') from `Peer', with `InProgress' handshakes on the holder, at
