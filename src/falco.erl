@@ -223,6 +223,10 @@ connections(Name) ->
 %% summed over them, what their `falco_quic_socket:info/1' counts
 %% (`started' connections, `connections' open, `handshakes' in progress,
 %% datagrams `routed', `refused', `dropped', `version_negotiation').
+%% `saturated' says whether the listener is at `max_connections' now (new
+%% connections waiting in the backlog, or refused over QUIC) and
+%% `saturations' how many times it has reached it since it started
+%% (docs/guide/operations.md).
 -spec info(atom()) -> {ok, map()} | {error, not_found}.
 info(Name) ->
     case {falco_listener_sup:info(Name), falco_listener_sup:acceptors(Name)} of
@@ -238,7 +242,10 @@ info(Name) ->
                            Stats -> falco_stats:info(Stats)
                        end,
             Http3 = http3_info(Name, Counters),
+            {Saturated, Saturations} = falco_slots:saturation(Slots),
             {ok, Http3#{port => Port,
+                           saturated => Saturated,
+                           saturations => Saturations,
                            state => case falco_drain:mode(Flag) of
                                         immediate -> stopping;
                                         Mode -> Mode

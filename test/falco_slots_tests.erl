@@ -82,3 +82,67 @@ read(_S, 0, Seen) ->
     Seen;
 read(S, K, Seen) ->
     read(S, K - 1, Seen#{falco_slots:connections(S) => true}).
+
+%% The limit's edges: the first full/1 enters, later ones do not; the
+%% first room/1 after it leaves (with the time it lasted), later ones and
+%% room/1 without a limit reached see nothing; saturation/1 counts the
+%% times the limit was reached.
+saturation_edges_test() ->
+    S = falco_slots:new(1),
+    ?assertEqual({false, 0}, falco_slots:saturation(S)),
+    ?assertEqual(still_room, falco_slots:room(S)),
+    ?assertEqual(entered, falco_slots:full(S)),
+    ?assertEqual(already, falco_slots:full(S)),
+    ?assertEqual({true, 1}, falco_slots:saturation(S)),
+    timer:sleep(20),
+    {left, D, false} = falco_slots:room(S),
+    ?assert(erlang:convert_time_unit(D, native, millisecond) >= 19),
+    ?assertEqual(still_room, falco_slots:room(S)),
+    ?assertEqual({false, 1}, falco_slots:saturation(S)),
+    ?assertEqual(entered, falco_slots:full(S)),
+    ?assertEqual({true, 2}, falco_slots:saturation(S)).
+
+%% Many processes racing on the edges: each time the limit is reached is
+%% entered by exactly one of them, and left by exactly one.
+saturation_edges_race_test() ->
+    S = falco_slots:new(1),
+    Parent = self(),
+    Pids = [spawn_link(fun() ->
+                               Parent ! {ready, self()},
+                               receive go -> ok end,
+                               Parent ! {done, edges(S, 2000, 0, 0)}
+                       end) || _ <- lists:seq(1, 8)],
+    [receive {ready, P} -> ok end || P <- Pids],
+    [P ! go || P <- Pids],
+    Edges = [receive {done, E} -> E after 30000 -> error(stuck) end || _ <- Pids],
+    Entered = lists:sum([En || {En, _} <- Edges]),
+    Left = lists:sum([L || {_, L} <- Edges]),
+    {AtLimit, Times} = falco_slots:saturation(S),
+    ?assertEqual(Times, Entered),
+    ?assertEqual(Entered - Left, case AtLimit of true -> 1; false -> 0 end),
+    ?assert(Entered > 0).
+
+edges(_S, 0, En, L) ->
+    {En, L};
+edges(S, K, En, L) ->
+    case rand:uniform(2) of
+        1 -> edges(S, K - 1, En + case falco_slots:full(S) of entered -> 1; already -> 0 end, L);
+        2 -> edges(S, K - 1, En, L + case falco_slots:room(S) of {left, _, _} -> 1;
+                                                                    still_room -> 0 end)
+    end.
+
+%% One log line per interval, whoever asks; a reach that was logged is
+%% said to be by the room/1 that ends it.
+saturation_log_rate_test() ->
+    S = falco_slots:new(1),
+    Interval = erlang:convert_time_unit(10, second, native),
+    Now = erlang:monotonic_time(),
+    entered = falco_slots:full(S),
+    ?assertEqual({true, 1}, falco_slots:log_due(S, Now, Interval)),
+    ?assertEqual(false, falco_slots:log_due(S, Now, Interval)),
+    {left, _, true} = falco_slots:room(S),
+    entered = falco_slots:full(S),
+    ?assertEqual(false, falco_slots:log_due(S, Now + Interval - 1, Interval)),
+    {left, _, false} = falco_slots:room(S),
+    entered = falco_slots:full(S),
+    ?assertEqual({true, 3}, falco_slots:log_due(S, Now + Interval, Interval)).

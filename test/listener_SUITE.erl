@@ -23,7 +23,7 @@
          unknown_option/1, invalid_option_values/1, missing_handler/1,
          not_a_map_or_bad_name/1, valid_tuning_options/1, listen_port_in_use/1,
          stop_closes_connections/1,
-         max_connections_enforced/1, request_timeout_slowloris/1,
+         max_connections_enforced/1, saturation_visible/1, request_timeout_slowloris/1,
          idle_timeout_closes/1, idle_after_extra_crlf/1, body_timeout_408/1,
          body_timeout_between_reads/1,
          send_timeout_stalled_client/1, emfile_backoff/1, ipv6_listener/1,
@@ -54,7 +54,7 @@ groups() ->
                       listen_port_in_use, stop_closes_connections, ipv6_listener]},
      {options, [], [unknown_option, invalid_option_values, missing_handler,
                     not_a_map_or_bad_name, valid_tuning_options]},
-     {connections, [], [max_connections_enforced, request_timeout_slowloris,
+     {connections, [], [max_connections_enforced, saturation_visible, request_timeout_slowloris,
                         idle_timeout_closes, idle_after_extra_crlf, body_timeout_408,
                         body_timeout_between_reads,
                         send_timeout_stalled_client, emfile_backoff,
@@ -432,6 +432,71 @@ max_connections_enforced(Config) ->
     {ok, #{status := 200, body := <<"x">>}} = ?C:recv_response(X, #{timeout => 10000}),
     await_connections(max_connections_enforced, 2),
     [?C:close(S) || S <- [B, X]].
+
+%% A listener at max_connections says so (docs/guide/operations.md): one
+%% `saturated' event each time it reaches the limit and one `unsaturated'
+%% when a slot is free again (with how long it lasted), `saturated' and
+%% `saturations' in falco:info/1, and one warning line per 10 s however
+%% often the limit is reached, with a notice when the logged time ends.
+saturation_visible(Config) ->
+    Test = self(),
+    Events = fun([falco, listener, _] = Ev, M, Md) -> Test ! {event, Ev, M, Md};
+                (_, _, _) -> ok
+             end,
+    Port = start(saturation_visible, Config, #{max_connections => 2, num_acceptors => 1,
+                                               idle_timeout => 60000,
+                                               event_handler => Events}),
+    ok = falco_test_tree:capture_log(saturation_log, notice),
+    try
+        {ok, #{saturated := false, saturations := 0}} = falco:info(saturation_visible),
+        A = ?C:connect(Port),
+        B = ?C:connect(Port),
+        [begin
+             ?C:send(S, <<"GET / HTTP/1.1\r\n" ?HOST "\r\n">>),
+             {ok, #{status := 200}} = ?C:recv_response(S)
+         end || S <- [A, B]],
+        {M1, Md1} = saturation_event(saturated),
+        ?assertEqual(#{listener => saturation_visible, max_connections => 2}, Md1),
+        ?assertEqual(2, maps:get(connections, M1)),
+        {ok, #{saturated := true, saturations := 1}} = falco:info(saturation_visible),
+        X = ?C:connect(Port),
+        ?C:send(X, <<"GET /x HTTP/1.1\r\n" ?HOST "\r\n">>),
+        ok = ?C:expect_silence(X, 200),
+        %% A's slot goes to X; with X served the limit is reached again
+        ?C:close(A),
+        {ok, #{status := 200}} = ?C:recv_response(X, #{timeout => 10000}),
+        {M2, #{listener := saturation_visible}} = saturation_event(unsaturated),
+        ?assert(erlang:convert_time_unit(maps:get(duration, M2), native, millisecond) >= 200),
+        {_, _} = saturation_event(saturated),
+        {ok, #{saturated := true, saturations := 2}} = falco:info(saturation_visible),
+        [?C:close(S) || S <- [B, X]],
+        {_, _} = saturation_event(unsaturated),
+        {ok, #{saturated := false, saturations := 2}} = falco:info(saturation_visible),
+        timer:sleep(100),
+        ?assertEqual([], flush_events()),
+        Lines = [iolist_to_binary(io_lib:format(F, As))
+                 || #{msg := {F, As}} <- falco_test_tree:logged()],
+        Mine = [L || L <- Lines, binary:match(L, <<"saturation_visible">>) =/= nomatch],
+        %% the first reach logged with its count, its end noticed; the
+        %% second reach within the interval not logged, nor its end
+        ?assertMatch([<<"falco: listener saturation_visible reached max_connections (2; 2 "
+                        "connections open)", _/binary>>,
+                      <<"falco: listener saturation_visible below max_connections again after ",
+                        _/binary>>], Mine),
+        ?assertNotEqual(nomatch, binary:match(hd(Mine), <<"reached 1 times">>))
+    after
+        logger:remove_handler(saturation_log)
+    end.
+
+saturation_event(Kind) ->
+    receive
+        {event, [falco, listener, Kind], M, Md} -> {M, Md}
+    after 5000 ->
+        error({no_event, Kind, flush_events()})
+    end.
+
+flush_events() ->
+    receive {event, _, _, _} = E -> [E | flush_events()] after 0 -> [] end.
 
 %% request_timeout (RFC 9112 §9.5, RFC 9110 §15.5.9): a slowloris client
 %% that keeps trickling header bytes still gets 408 once the head is

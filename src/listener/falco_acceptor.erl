@@ -31,7 +31,7 @@
 %% process starts waiting in accept and given back when that process ends
 %% (seen here, whatever way it ends). At the limit no process waits, the
 %% kernel backlog holds the queue, and the acceptor looks again every
-%% 10 ms. On `emfile' or `enfile' it backs off 100 ms instead of spinning.
+%% 10 ms; {@link falco_saturation} tells of it. On `emfile' or `enfile' it backs off 100 ms instead of spinning.
 %%
 %% @private internal to falco
 -module(falco_acceptor).
@@ -113,14 +113,21 @@ init(Parent, Name, Slots, Index) ->
 %% Starts a waiting process if none waits, a slot is free and no retry is
 %% pending; otherwise a timer brings us back.
 next(S = #acc{waiting = undefined, retry = undefined, slots = Slots, index = I, max = Max,
-              drain = Drain}) ->
-    case not falco_drain:draining(Drain) andalso falco_slots:claim(Slots, I, Max) of
+              drain = Drain, name = Name, events = E}) ->
+    case falco_drain:draining(Drain) of
         true ->
-            Cell = falco_stats:cell(),
-            Pid = start_conn(S, Cell),
-            S#acc{waiting = Pid, cells = (S#acc.cells)#{Pid => Cell}};
+            retry(?FULL_RETRY, S);
         false ->
-            retry(?FULL_RETRY, S)
+            case falco_slots:claim(Slots, I, Max) of
+                true ->
+                    ok = falco_saturation:room(Slots, Name, E),
+                    Cell = falco_stats:cell(),
+                    Pid = start_conn(S, Cell),
+                    S#acc{waiting = Pid, cells = (S#acc.cells)#{Pid => Cell}};
+                false ->
+                    ok = falco_saturation:full(Slots, Name, E, Max),
+                    retry(?FULL_RETRY, S)
+            end
     end;
 next(S) ->
     S.

@@ -323,7 +323,15 @@ start_link(Mod, Args, Info) ->
 
 %% A connection slot of the listener's, shared with its TCP acceptors.
 claim(#s{slots = undefined}) -> true;
-claim(#s{slots = {Slots, I, Max}}) -> falco_slots:claim_connection(Slots, I, Max).
+claim(#s{slots = {Slots, I, Max}, listener = Name, events = E}) ->
+    case falco_slots:claim_connection(Slots, I, Max) of
+        true ->
+            ok = falco_saturation:room(Slots, Name, E),
+            true;
+        false ->
+            ok = falco_saturation:full(Slots, Name, E, Max),
+            false
+    end.
 
 release(#s{slots = undefined}) -> ok;
 release(#s{slots = {Slots, I, _}}) -> falco_slots:release(Slots, I, connection).
