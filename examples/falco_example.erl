@@ -23,6 +23,16 @@
 
 -export([start/0, start/1, start_tls/1, start_tls/2, main/0, routes/0, middleware/0]).
 
+%% public_key.hrl's records and OIDs, written out: its records have untyped
+%% fields (warn_untyped_record)
+-define(CN, {2, 5, 4, 3}).
+-define(ECDSA_SHA256, {1, 2, 840, 10045, 4, 3, 2}).
+-define(EC_PUBLIC_KEY, {1, 2, 840, 10045, 2, 1}).
+-define(SECP256R1, {1, 2, 840, 10045, 3, 1, 7}).
+-define(SUBJECT_ALT_NAME, {2, 5, 29, 17}).
+-define(KEY_USAGE, {2, 5, 29, 15}).
+-define(BASIC_CONSTRAINTS, {2, 5, 29, 19}).
+
 -define(TEXT, {<<"content-type">>, <<"text/plain">>}).
 -define(GET, #{methods => [<<"GET">>]}).
 -define(INDEX, <<"<!DOCTYPE html>
@@ -89,26 +99,67 @@ start_tls(Dir, Opts) ->
                                       %% HTTP/3 on UDP, same port (docs/guide/http3.md)
                                       http3 => true}, Opts)).
 
+%% The certificate and key in `Dir', made there if missing, expired or
+%% made before 2026-12-02 (OTP's test chains then: valid for a week, and
+%% their ECDSA signature algorithm carries a NULL that RFC 5758 forbids,
+%% which aioquic and other strict parsers refuse).
 self_signed(Dir) ->
     Cert = filename:join(Dir, "example-cert.pem"),
     Key = filename:join(Dir, "example-key.pem"),
-    case filelib:is_regular(Cert) andalso filelib:is_regular(Key) of
-        true ->
-            ok;
-        false ->
-            {ok, _} = application:ensure_all_started(ssl),
-            Opts = [{key, {namedCurve, secp256r1}}, {digest, sha256}],
-            #{server_config := Conf} = public_key:pkix_test_data(
-                                         #{server_chain => #{root => Opts, intermediates => [],
-                                                             peer => Opts},
-                                           client_chain => #{root => Opts, intermediates => [],
-                                                             peer => Opts}}),
-            {_, {Type, KeyDer}} = lists:keyfind(key, 1, Conf),
-            {_, CertDer} = lists:keyfind(cert, 1, Conf),
-            ok = file:write_file(Cert, public_key:pem_encode([{'Certificate', CertDer, not_encrypted}])),
-            ok = file:write_file(Key, public_key:pem_encode([{Type, KeyDer, not_encrypted}]))
+    case filelib:is_regular(Key) andalso usable(Cert) of
+        true -> ok;
+        false -> make_self_signed(Cert, Key)
     end,
     {Cert, Key}.
+
+usable(Cert) ->
+    case file:read_file(Cert) of
+        {ok, Pem} ->
+            try
+                [{'Certificate', Der, not_encrypted}] = public_key:pem_decode(Pem),
+                %% #'OTPCertificate'{tbsCertificate, signatureAlgorithm}
+                {'OTPCertificate', Tbs, {'SignatureAlgorithm', _, Params}, _} =
+                    public_key:pkix_decode_cert(Der, otp),
+                %% #'OTPTBSCertificate'.validity
+                {'Validity', _, NotAfter} = element(6, Tbs),
+                Params =:= asn1_NOVALUE andalso
+                    pubkey_cert:time_str_2_gregorian_sec(NotAfter)
+                    > calendar:datetime_to_gregorian_seconds(calendar:universal_time()) + 86400
+            catch
+                _:_ -> false
+            end;
+        {error, _} ->
+            false
+    end.
+
+%% A P-256 key and a certificate for localhost and 127.0.0.1 it signs
+%% itself, valid for ten years from yesterday.
+make_self_signed(Cert, Key) ->
+    Priv = public_key:generate_key({namedCurve, ?SECP256R1}),
+    'ECPrivateKey' = element(1, Priv),
+    Pub = element(5, Priv),
+    Name = {rdnSequence, [[{'AttributeTypeAndValue', ?CN, {utf8String, <<"localhost">>}}]]},
+    Now = calendar:datetime_to_gregorian_seconds(calendar:universal_time()),
+    Alg = {'SignatureAlgorithm', ?ECDSA_SHA256, asn1_NOVALUE},
+    Validity = {'Validity', {generalTime, time_str(Now - 86400)},
+                {generalTime, time_str(Now + 10 * 365 * 86400)}},
+    Spki = {'OTPSubjectPublicKeyInfo', {'PublicKeyAlgorithm', ?EC_PUBLIC_KEY,
+                                        {namedCurve, ?SECP256R1}},
+            {'ECPoint', Pub}},
+    Extensions = [{'Extension', ?SUBJECT_ALT_NAME, false,
+                   [{dNSName, "localhost"}, {iPAddress, <<127, 0, 0, 1>>}]},
+                  {'Extension', ?KEY_USAGE, true, [digitalSignature]},
+                  {'Extension', ?BASIC_CONSTRAINTS, true, {'BasicConstraints', false, asn1_NOVALUE}}],
+    Tbs = {'OTPTBSCertificate', v3, rand:uniform(1 bsl 62), Alg, Name, Validity, Name, Spki,
+           asn1_NOVALUE, asn1_NOVALUE, Extensions},
+    Der = public_key:pkix_sign(Tbs, Priv),
+    ok = file:write_file(Cert, public_key:pem_encode([{'Certificate', Der, not_encrypted}])),
+    ok = file:write_file(Key, public_key:pem_encode([public_key:pem_entry_encode('ECPrivateKey',
+                                                                                 Priv)])).
+
+time_str(Seconds) ->
+    {{Y, Mo, D}, {H, Mi, S}} = calendar:gregorian_seconds_to_datetime(Seconds),
+    lists:flatten(io_lib:format("~4..0b~2..0b~2..0b~2..0b~2..0b~2..0bZ", [Y, Mo, D, H, Mi, S])).
 
 %% @doc Entry point of `make run': start on the ports named by the
 %% environment variables PORT and TLS_PORT (default 8080 and 8443), print

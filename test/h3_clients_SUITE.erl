@@ -35,7 +35,7 @@
          end_per_group/2, init_per_testcase/2, end_per_testcase/2]).
 -export([handle/1, handle_in/2]).
 -export([aioquic_get/1, aioquic_download/1, aioquic_post_10mb/1, aioquic_concurrent_100/1,
-         aioquic_trailers/1, aioquic_rsa/1, aioquic_cipher_suites/1, aioquic_websocket/1,
+         aioquic_trailers/1, aioquic_rsa/1, aioquic_cipher_suites/1, aioquic_websocket/1, aioquic_example/1,
          curl_get/1, curl_post_10mb/1, curl_concurrent_100/1,
          quicgo_get/1, quicgo_post_10mb/1, quicgo_concurrent_100/1, quicgo_trailers/1,
          gtls_download/1, gtls_loss/1, gtls_loss_2/1, gtls_ciphers_groups/1, gtls_migration/1, gtls_nat_rebinding/1,
@@ -56,7 +56,8 @@ all() ->
 
 groups() ->
     [{aioquic, [], [aioquic_get, aioquic_download, aioquic_post_10mb, aioquic_concurrent_100,
-                    aioquic_trailers, aioquic_rsa, aioquic_cipher_suites, aioquic_websocket]},
+                    aioquic_trailers, aioquic_rsa, aioquic_cipher_suites, aioquic_websocket,
+                    aioquic_example]},
      {curl, [], [curl_get, curl_post_10mb, curl_concurrent_100]},
      {quicgo, [], [quicgo_get, quicgo_post_10mb, quicgo_concurrent_100, quicgo_trailers]},
      {gtlsclient, [], [gtls_download, gtls_loss, gtls_loss_2, gtls_ciphers_groups, gtls_migration, gtls_nat_rebinding,
@@ -372,6 +373,51 @@ aioquic_rsa(Config) ->
                 bodies(S, <<"hello world">>)
             after
                 falco:stop_listener(h3_clients_rsa)
+            end
+    end.
+
+%% `make run''s TLS listener over HTTP/3 with the certificate it makes:
+%% until 2026-12-02 that was one of OTP's test chains, whose ECDSA
+%% signature algorithm has NULL parameters (RFC 5758 §3.2: absent), and
+%% aioquic refused it ("Certificate could not be parsed"); it was valid for
+%% a week, too. Such a certificate left in the directory is made again.
+aioquic_example(Config) ->
+    case ?config(falco_listener, Config) of
+        undefined ->
+            {skip, "an external target: the example's listener is falco's own"};
+        _ ->
+            Dir = filename:join(?config(priv_dir, Config), "example"),
+            ok = filelib:ensure_path(Dir),
+            Cert = filename:join(Dir, "example-cert.pem"),
+            Key = filename:join(Dir, "example-key.pem"),
+            %% an OTP test chain's certificate, as the example used to make
+            Opts = [{key, {namedCurve, secp256r1}}, {digest, sha256}],
+            #{server_config := Conf} =
+                public_key:pkix_test_data(#{server_chain => #{root => Opts, intermediates => [],
+                                                              peer => Opts},
+                                            client_chain => #{root => Opts, intermediates => [],
+                                                              peer => Opts}}),
+            {_, {Type, KeyDer}} = lists:keyfind(key, 1, Conf),
+            {_, OldDer} = lists:keyfind(cert, 1, Conf),
+            ok = file:write_file(Cert, public_key:pem_encode([{'Certificate', OldDer,
+                                                               not_encrypted}])),
+            ok = file:write_file(Key, public_key:pem_encode([{Type, KeyDer, not_encrypted}])),
+            {ok, _} = falco_example:start_tls(Dir, #{port => 0}),
+            try
+                {ok, Port} = falco:port(falco_example_tls),
+                {ok, Pem} = file:read_file(Cert),
+                [{'Certificate', NewDer, not_encrypted}] = public_key:pem_decode(Pem),
+                ?assertNotEqual(OldDer, NewDer),
+                S = h3_ok(aioquic(Config, ["https://127.0.0.1:" ++ integer_to_list(Port) ++ "/"]),
+                          #{<<"200">> => 1}),
+                [#{<<"headers">> := #{<<"content-type">> := <<"text/html", _/binary>>}}] =
+                    maps:get(<<"responses">>, S),
+                %% kept when usable: a second start reuses it
+                ok = falco:stop_listener(falco_example_tls),
+                {ok, _} = falco_example:start_tls(Dir, #{port => 0}),
+                ?assertEqual({ok, Pem}, file:read_file(Cert))
+            after
+                falco:stop_listener(falco_example_tls)
             end
     end.
 
