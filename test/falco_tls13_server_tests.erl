@@ -52,7 +52,24 @@ rfc8448_machine_test() ->
     {CAp, _} = falco_tls13_keys:application_traffic(sha256, Master, TH2),
     ?assertEqual([{read_secret, application, aes_128_gcm_sha256, CAp}, handshake_complete], Done),
     ?assertMatch(#{phase := connected, suite := aes_128_gcm_sha256, group := x25519,
-                   scheme := ecdsa_secp256r1_sha256, server_name := <<"server">>}, ?S:info(S2)).
+                   scheme := ecdsa_secp256r1_sha256, server_name := <<"server">>}, ?S:info(S2)),
+    %% once connected the state no longer holds the options (the
+    %% credentials and their private key): a QUIC connection keeps its
+    %% machine for its life
+    #{credentials := [#{key := Key} | _]} = rfc8448_opts(),
+    ?assert(holds(Key, S1)),
+    ?assertNot(holds(Key, S2)),
+    ?assert(erts_debug:flat_size(S2) < erts_debug:flat_size(S1) div 2),
+    %% and a message after the handshake is still refused by its rule
+    ?assertMatch({error, unexpected_message, _},
+                 ?S:handshake_data(application, falco_tls13_msg:finished(<<0:256>>), S2)).
+
+%% Whether term `Part' occurs within `Term'.
+holds(Part, Part) -> true;
+holds(Part, Term) when is_tuple(Term) -> holds(Part, tuple_to_list(Term));
+holds(Part, Term) when is_map(Term) -> holds(Part, maps:to_list(Term));
+holds(Part, [H | T]) -> holds(Part, H) orelse holds(Part, T);
+holds(_, _) -> false.
 
 %% RFC 8448 §5 through the machine: the first ClientHello shares x25519
 %% only, the server takes P-256 only. Our HelloRetryRequest is the trace's

@@ -493,8 +493,14 @@ client_finished(Body, St = #tls13{client_hs = ClientHs, info = #{suite := Suite}
         {ok, VerifyData} ->
             case crypto:hash_equals(VerifyData, Expected) of
                 true ->
+                    %% connected: only what a message at the application
+                    %% level needs to be refused, and the decisions, are
+                    %% kept (every connection held its copy of the
+                    %% options, credentials included, for its life)
+                    #{max_handshake_size := Max} = St#tls13.opts,
                     {ok, St#tls13{phase = connected, transcript = [], client_hs = undefined,
-                                  client_secret = undefined},
+                                  client_secret = undefined, first = undefined,
+                                  opts = #{max_handshake_size => Max}},
                      [{read_secret, application, Suite, St#tls13.client_secret},
                       handshake_complete]};
                 false ->
