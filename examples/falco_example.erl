@@ -123,7 +123,7 @@ usable(Cert) ->
                 %% #'OTPTBSCertificate'.validity
                 {'Validity', _, NotAfter} = element(6, Tbs),
                 Params =:= asn1_NOVALUE andalso
-                    pubkey_cert:time_str_2_gregorian_sec(NotAfter)
+                    seconds(NotAfter)
                     > calendar:datetime_to_gregorian_seconds(calendar:universal_time()) + 86400
             catch
                 _:_ -> false
@@ -156,6 +156,17 @@ make_self_signed(Cert, Key) ->
     ok = file:write_file(Cert, public_key:pem_encode([{'Certificate', Der, not_encrypted}])),
     ok = file:write_file(Key, public_key:pem_encode([public_key:pem_entry_encode('ECPrivateKey',
                                                                                  Priv)])).
+
+%% An X.509 time as Gregorian seconds (RFC 5280 §4.1.2.5: UTCTime years
+%% 50-99 are 19xx).
+seconds({utcTime, [Y1, Y2 | Rest]}) ->
+    YY = list_to_integer([Y1, Y2]),
+    seconds({generalTime, integer_to_list(if YY >= 50 -> 1900 + YY; true -> 2000 + YY end)
+                          ++ Rest});
+seconds({generalTime, [Y1, Y2, Y3, Y4, Mo1, Mo2, D1, D2, H1, H2, Mi1, Mi2, S1, S2, $Z]}) ->
+    I = fun list_to_integer/1,
+    calendar:datetime_to_gregorian_seconds({{I([Y1, Y2, Y3, Y4]), I([Mo1, Mo2]), I([D1, D2])},
+                                            {I([H1, H2]), I([Mi1, Mi2]), I([S1, S2])}}).
 
 time_str(Seconds) ->
     {{Y, Mo, D}, {H, Mi, S}} = calendar:gregorian_seconds_to_datetime(Seconds),
